@@ -1,0 +1,192 @@
+"""The command line: each command parses options, makes one library call, renders, exits.
+
+Heavy imports happen inside the commands so `knowl --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from knowl_build import __version__
+from knowl_build.diagnostics import EXIT_USAGE
+from knowl_build.errors import KnowlError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Settings:
+    """Global options, accepted before or after the command name."""
+
+    def __init__(self) -> None:
+        self.repo: Path | None = None
+        self.config: Path | None = None
+        self.quiet = 0
+        self.verbose = 0
+
+    @property
+    def root(self) -> Path:
+        return (self.repo or Path.cwd()).resolve()
+
+    def load_config(self) -> Any:
+        from knowl_build.config import load_config
+
+        return load_config(self.root, self.config)
+
+
+def _settings(ctx: click.Context) -> Settings:
+    root = ctx.find_root()
+    if not isinstance(root.obj, Settings):
+        root.obj = Settings()
+    return root.obj
+
+
+def _store(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+        if value is None or value == 0:
+            return
+        settings = _settings(ctx)
+        if name in ("quiet", "verbose"):
+            setattr(settings, name, getattr(settings, name) + value)
+        else:
+            setattr(settings, name, value)
+
+    return callback
+
+
+def global_options(func: F) -> F:
+    options = [
+        click.option("--repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
+                     expose_value=False, is_eager=True, callback=_store("repo"),
+                     help="Project root (default: the current directory)."),
+        click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     expose_value=False, is_eager=True, callback=_store("config"),
+                     help="Configuration file instead of knowl.toml / pyproject.toml."),
+        click.option("-q", "--quiet", count=True, expose_value=False, callback=_store("quiet"),
+                     help="Print less (no summary, no progress)."),
+        click.option("-v", "--verbose", count=True, expose_value=False, callback=_store("verbose"),
+                     help="Print more; show tracebacks of internal errors."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+class KnowlGroup(click.Group):
+    """Turns KnowlError into a one-line message and exit 2, in one place."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KnowlError as exc:
+            click.echo(f"knowl: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            click.echo("knowl: interrupted", err=True)
+            ctx.exit(130)
+        except Exception as exc:  # the last line of defence: no traceback unless -v
+            if _settings(ctx).verbose:
+                traceback.print_exc()
+            click.echo(
+                f"knowl: internal error: {type(exc).__name__}: {exc} (run with -v for details)",
+                err=True,
+            )
+            ctx.exit(EXIT_USAGE)
+
+
+@click.group(cls=KnowlGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="knowl")
+@global_options
+def cli() -> None:
+    """knowl-build: a git-native static knowledge compiler.
+
+    Validates Markdown knowledge pages under knowledge/ against the semantic layer under
+    semantics/, with every finding at its file, line and column.
+
+    \b
+    Example:
+      knowl check --repo sample_repo
+    """
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]),
+              default=None, help="Finding format (default: text; github under GitHub Actions).")
+@click.option("--strict", is_flag=True, help="Fail on warnings too.")
+@click.option("--changed-only", is_flag=True,
+              help="Report only findings in files changed against HEAD (untracked included); "
+                   "validation still covers the whole project.")
+@click.option("--no-cache", is_flag=True, help="Parse every page again instead of using .knowl/cache.")
+@global_options
+@click.pass_context
+def check(ctx: click.Context, fmt: str | None, strict: bool, changed_only: bool, no_cache: bool) -> None:
+    """Validate every page, reference and semantic file; write nothing but the parse cache.
+
+    Exit 0 when there is no error (with --strict: no warning either), 1 when there is,
+    2 for usage or configuration problems.
+
+    \b
+    Examples:
+      knowl check
+      knowl check --repo path/to/project --format json
+      knowl check --changed-only --strict
+    """
+    from knowl_build.build import check as run_check
+    from knowl_build.diagnostics import exit_code_for, summarize
+    from knowl_build.output import github, json_format, sarif, text
+
+    settings = _settings(ctx)
+    config = settings.load_config()
+    if fmt is None:
+        fmt = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+    analysis = run_check(settings.root, config, changed_only=changed_only, use_cache=not no_cache)
+    diagnostics = analysis.diagnostics
+    err = text.console(sys.stderr)
+
+    if not analysis.discovery.knowledge_exists and not settings.quiet:
+        err.print(f"knowl: notice: no {config.knowledge_dir}/ folder in {settings.root}; 0 pages "
+                  "checked (point --repo at the project)", markup=False)
+    if fmt == "json":
+        sys.stdout.write(json_format.render(diagnostics))
+    elif fmt == "sarif":
+        sys.stdout.write(sarif.render(diagnostics, config))
+    elif fmt == "github":
+        sys.stdout.write(github.render(diagnostics))
+        summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary_file:
+            with open(summary_file, "a", encoding="utf-8") as handle:
+                handle.write(github.step_summary(diagnostics, "knowl check"))
+    else:
+        text.render(diagnostics, text.console())
+    if not settings.quiet:
+        err.print(text.summary_line(summarize(diagnostics), len(analysis.pages),
+                                    len(analysis.layer.files)))
+    ctx.exit(exit_code_for(diagnostics, strict=strict))
+
+
+@cli.command()
+@global_options
+@click.pass_context
+def rules(ctx: click.Context) -> None:
+    """Print the rule table: codes, names, default and configured severities.
+
+    \b
+    Example:
+      knowl rules
+    """
+    from knowl_build.output import text
+
+    config = _settings(ctx).load_config()
+    text.rules_table(config, text.console())
+
+
+def main() -> None:
+    cli(prog_name="knowl")

@@ -1,0 +1,126 @@
+"""Findings as values: the Diagnostic record, severities and exit codes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+
+SEVERITIES = ("error", "warning", "info")
+SEVERITY_CHOICES = (*SEVERITIES, "off")
+
+
+class Severity(IntEnum):
+    INFO = 0
+    WARNING = 1
+    ERROR = 2
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        return cls[text.upper()]
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class Diagnostic:
+    """One finding at a 1-based position. Ordering is path, line, column, code."""
+
+    path: str
+    line: int
+    column: int
+    code: str
+    severity: str
+    message: str
+    hint: str | None = None
+    end_line: int | None = None
+    end_column: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Diagnostic:
+        return cls(
+            path=data["path"],
+            line=data["line"],
+            column=data["column"],
+            code=data["code"],
+            severity=data["severity"],
+            message=data["message"],
+            hint=data.get("hint"),
+            end_line=data.get("end_line"),
+            end_column=data.get("end_column"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A finding before its path and configured severity are known (page-local, cacheable)."""
+
+    code: str
+    line: int
+    column: int
+    message: str
+    hint: str | None = None
+    end_line: int | None = None
+    end_column: int | None = None
+
+    def at(self, path: str, severity: str) -> Diagnostic:
+        return Diagnostic(
+            path,
+            self.line,
+            self.column,
+            self.code,
+            severity,
+            self.message,
+            self.hint,
+            self.end_line,
+            self.end_column,
+        )
+
+    def to_list(self) -> list[Any]:
+        return [
+            self.code,
+            self.line,
+            self.column,
+            self.message,
+            self.hint,
+            self.end_line,
+            self.end_column,
+        ]
+
+    @classmethod
+    def from_list(cls, row: list[Any]) -> Finding:
+        return cls(*row)
+
+
+def summarize(diagnostics: Iterable[Diagnostic]) -> dict[str, int]:
+    counts = {severity: 0 for severity in SEVERITIES}
+    for diagnostic in diagnostics:
+        counts[diagnostic.severity] += 1
+    return counts
+
+
+def exit_code_for(diagnostics: Iterable[Diagnostic], *, strict: bool) -> int:
+    counts = summarize(diagnostics)
+    if counts["error"] or (strict and counts["warning"]):
+        return EXIT_FINDINGS
+    return EXIT_OK

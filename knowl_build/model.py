@@ -1,0 +1,309 @@
+"""The records every stage passes along: pages, links, directives, entities, positions."""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+from knowl_build.diagnostics import Finding
+
+
+class TextIndex:
+    """Turns character offsets into 1-based (line, column). Only `\\n` ends a line."""
+
+    __slots__ = ("starts",)
+
+    def __init__(self, text: str) -> None:
+        starts = [0]
+        find = text.find
+        pos = find("\n")
+        while pos != -1:
+            starts.append(pos + 1)
+            pos = find("\n", pos + 1)
+        self.starts = starts
+
+    def position(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self.starts, offset) - 1
+        return line + 1, offset - self.starts[line] + 1
+
+    def line_start(self, line: int) -> int:
+        """Offset of the first character of 1-based `line`."""
+        return self.starts[line - 1]
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A 1-based source range; `end_column` is inclusive of the last character."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def to_list(self) -> list[int]:
+        return [self.line, self.column, self.end_line, self.end_column]
+
+    @classmethod
+    def from_list(cls, row: list[int]) -> Span:
+        return cls(*row)
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """A string value from frontmatter with the span of its value."""
+
+    value: str
+    span: Span
+
+    def to_list(self) -> list[Any]:
+        return [self.value, *self.span.to_list()]
+
+    @classmethod
+    def from_list(cls, row: list[Any]) -> Located:
+        return cls(row[0], Span(*row[1:5]))
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A wiki-link or embed in a body. `target` is the page part ("" for `[[#Heading]]`)."""
+
+    raw: str
+    target: str
+    heading: str | None
+    embed: bool
+    span: Span
+
+    def to_list(self) -> list[Any]:
+        return [self.raw, self.target, self.heading, self.embed, *self.span.to_list()]
+
+    @classmethod
+    def from_list(cls, row: list[Any]) -> Link:
+        return cls(row[0], row[1], row[2], row[3], Span(*row[4:8]))
+
+
+@dataclass(frozen=True, slots=True)
+class Directive:
+    """A live-definition directive `<< sl:NAME >>` or `{{ sl:NAME }}` (absolute offsets)."""
+
+    raw: str
+    name: str
+    start: int
+    end: int
+    span: Span
+
+    def to_list(self) -> list[Any]:
+        return [self.raw, self.name, self.start, self.end, *self.span.to_list()]
+
+    @classmethod
+    def from_list(cls, row: list[Any]) -> Directive:
+        return cls(row[0], row[1], row[2], row[3], Span(*row[4:8]))
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    key: str  # as written
+    normalized_key: str
+    scope: tuple[tuple[str, str], ...]  # sorted, values as strings
+    exclusive: bool
+
+    def to_list(self) -> list[Any]:
+        return [self.key, self.normalized_key, [list(p) for p in self.scope], self.exclusive]
+
+    @classmethod
+    def from_list(cls, row: list[Any]) -> Conflict:
+        return cls(row[0], row[1], tuple((k, v) for k, v in row[2]), row[3])
+
+
+@dataclass(frozen=True, slots=True)
+class BoundFingerprint:
+    entity: str
+    fingerprint: str
+    key_span: Span
+
+    def to_list(self) -> list[Any]:
+        return [self.entity, self.fingerprint, *self.key_span.to_list()]
+
+    @classmethod
+    def from_list(cls, row: list[Any]) -> BoundFingerprint:
+        return cls(row[0], row[1], Span(*row[2:6]))
+
+
+@dataclass(frozen=True, slots=True)
+class Fields:
+    """The known frontmatter fields that passed validation, typed; defaults otherwise."""
+
+    summary: str = ""
+    tags: tuple[str, ...] = ()
+    sl_refs: tuple[Located, ...] = ()
+    refs: tuple[Located, ...] = ()
+    usage_mode: str = "reference"
+    title: str | None = None
+    category: str | None = None
+    status: str = "active"
+    superseded_by: Located | None = None
+    freshness: str = "fresh"
+    confidence: float = 1.0
+    source: str | None = None
+    source_commit: str | None = None
+    affected_paths: tuple[Located, ...] = ()
+    conflict: Conflict | None = None
+    visibility: str = "repo"
+    reasoning: str | None = None
+    alternatives: tuple[str, ...] = ()
+    steps: tuple[str, ...] = ()
+    provenance: str = "inferred"
+    last_validated_at: str | None = None  # ISO-8601 in UTC
+    bound_fingerprints: tuple[BoundFingerprint, ...] = ()
+    frozen: bool = False
+    # Where governance findings point: keys and values by dotted name.
+    anchors: dict[str, Span] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary,
+            "tags": list(self.tags),
+            "sl_refs": [x.to_list() for x in self.sl_refs],
+            "refs": [x.to_list() for x in self.refs],
+            "usage_mode": self.usage_mode,
+            "title": self.title,
+            "category": self.category,
+            "status": self.status,
+            "superseded_by": self.superseded_by.to_list() if self.superseded_by else None,
+            "freshness": self.freshness,
+            "confidence": self.confidence,
+            "source": self.source,
+            "source_commit": self.source_commit,
+            "affected_paths": [x.to_list() for x in self.affected_paths],
+            "conflict": self.conflict.to_list() if self.conflict else None,
+            "visibility": self.visibility,
+            "reasoning": self.reasoning,
+            "alternatives": list(self.alternatives),
+            "steps": list(self.steps),
+            "provenance": self.provenance,
+            "last_validated_at": self.last_validated_at,
+            "bound_fingerprints": [x.to_list() for x in self.bound_fingerprints],
+            "frozen": self.frozen,
+            "anchors": {k: v.to_list() for k, v in self.anchors.items()},
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Fields:
+        return cls(
+            summary=d["summary"],
+            tags=tuple(d["tags"]),
+            sl_refs=tuple(Located.from_list(x) for x in d["sl_refs"]),
+            refs=tuple(Located.from_list(x) for x in d["refs"]),
+            usage_mode=d["usage_mode"],
+            title=d["title"],
+            category=d["category"],
+            status=d["status"],
+            superseded_by=Located.from_list(d["superseded_by"]) if d["superseded_by"] else None,
+            freshness=d["freshness"],
+            confidence=d["confidence"],
+            source=d["source"],
+            source_commit=d["source_commit"],
+            affected_paths=tuple(Located.from_list(x) for x in d["affected_paths"]),
+            conflict=Conflict.from_list(d["conflict"]) if d["conflict"] else None,
+            visibility=d["visibility"],
+            reasoning=d["reasoning"],
+            alternatives=tuple(d["alternatives"]),
+            steps=tuple(d["steps"]),
+            provenance=d["provenance"],
+            last_validated_at=d["last_validated_at"],
+            bound_fingerprints=tuple(BoundFingerprint.from_list(x) for x in d["bound_fingerprints"]),
+            frozen=d["frozen"],
+            anchors={k: Span.from_list(v) for k, v in d["anchors"].items()},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    level: int
+    text: str  # inline markup removed
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedPage:
+    """Everything derived from a page's bytes alone: cacheable by content hash."""
+
+    frontmatter: dict[str, Any]  # as written, JSON-safe
+    fields: Fields
+    body_offset: int  # character offset of the body in the decoded text
+    links: tuple[Link, ...]
+    directives: tuple[Directive, ...]
+    headings: tuple[Heading, ...]
+    h1: str | None  # text of the first level-1 ATX heading outside code
+    findings: tuple[Finding, ...]  # page-local findings (syntax, fields, secrets, sizes)
+    text_ok: bool = True  # False: KB007, the file is not UTF-8 text
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fm": self.frontmatter,
+            "fields": self.fields.to_json(),
+            "body_offset": self.body_offset,
+            "links": [x.to_list() for x in self.links],
+            "directives": [x.to_list() for x in self.directives],
+            "headings": [[h.level, h.text, h.line] for h in self.headings],
+            "h1": self.h1,
+            "findings": [f.to_list() for f in self.findings],
+            "text_ok": self.text_ok,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ParsedPage:
+        return cls(
+            frontmatter=d["fm"],
+            fields=Fields.from_json(d["fields"]),
+            body_offset=d["body_offset"],
+            links=tuple(Link.from_list(x) for x in d["links"]),
+            directives=tuple(Directive.from_list(x) for x in d["directives"]),
+            headings=tuple(Heading(*h) for h in d["headings"]),
+            h1=d["h1"],
+            findings=tuple(Finding.from_list(f) for f in d["findings"]),
+            text_ok=d["text_ok"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A page at its place: identity and scope come from the path."""
+
+    path: str  # relative to the project root, `/` separators
+    id: str  # NFC-normalised file name without `.md`
+    scope: str  # "global" or "user:<owner>"
+    owner: str | None
+    rel: str  # path under the scope folder without `.md` (for `[[Sub/Page]]` links)
+    parsed: ParsedPage
+
+    @property
+    def title(self) -> str:
+        return self.parsed.fields.title or self.parsed.h1 or self.id
+
+    @property
+    def key(self) -> str:
+        return f"{self.scope}:{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """A semantic entity: a source, or a column, measure or dimension of one."""
+
+    name: str  # "<connection>.<source>" or "<connection>.<source>.<member>"
+    kind: str  # source | column | measure | dimension
+    connection: str
+    source: str
+    member: str | None
+    definition: dict[str, Any]  # the mapping as written, JSON-safe
+    path: str
+    line: int
+    fingerprint: str
+
+
+ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    "measure": ("expr", "description", "additivity", "fingerprint"),
+    "dimension": ("column", "granularity", "label", "description"),
+    "column": ("type", "nullable", "description"),
+    "source": ("table", "description", "grain"),
+}

@@ -1,0 +1,5 @@
+"""Renderers of findings: text, json, github, sarif. Each returns the text for stdout."""
+
+from __future__ import annotations
+
+FORMATS = ("text", "json", "github", "sarif")

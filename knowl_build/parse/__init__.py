@@ -1,0 +1,1 @@
+"""Parsing: frontmatter with positions, page bodies, semantic layer files."""

@@ -1,0 +1,261 @@
+"""The semantic layer in Canonic's format (SPEC 3): one YAML file per source.
+
+Entities are `<connection>.<source>` and `<connection>.<source>.<member>`; identity comes from
+the `connection` and `name` keys, not from the file's path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from knowl_build.diagnostics import Finding
+from knowl_build.model import ATTRIBUTES, Entity, TextIndex
+from knowl_build.parse.page import decode
+from knowl_build.rules.fields import did_you_mean
+from knowl_build.parse.yamlnodes import YamlProblem, YMap, YNode, YScalar, YSeq, compose, json_safe, key_text, plain
+
+NAME = re.compile(r"[A-Za-z0-9_-]+")
+MEMBER_KINDS = ("measure", "dimension", "column")  # resolution order for a shared name
+_LISTS = {"columns": "column", "measures": "measure", "dimensions": "dimension"}
+_SOURCE_EXCLUDED = ("columns", "measures", "dimensions", "meta")
+
+
+def fingerprint_of(mapping: Any) -> str:
+    """Canonic's fingerprint: sha256 over `json.dumps(mapping, sort_keys=True)`."""
+    text = json.dumps(mapping, sort_keys=True, default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def measure_fingerprint(expr: Any) -> str:
+    return fingerprint_of({"expr": expr})
+
+
+@dataclass(slots=True)
+class SemanticLayer:
+    """Every entity by name; `members` keeps each kind of a shared member name."""
+
+    entities: dict[str, Entity] = field(default_factory=dict)
+    members: dict[str, dict[str, Entity]] = field(default_factory=dict)
+    findings: dict[str, list[Finding]] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def resolve_attribute(self, name: str) -> tuple[Entity, str] | None:
+        """`<entity>.<attr>` to the entity and attribute; a shared member name resolves to the
+        first of measure, dimension, column whose kind has that attribute."""
+        entity_name, _, attribute = name.rpartition(".")
+        if not entity_name:
+            return None
+        kinds = self.members.get(entity_name)
+        if kinds is None:
+            entity = self.entities.get(entity_name)
+            if entity is not None and attribute in ATTRIBUTES[entity.kind]:
+                return entity, attribute
+            return None
+        for kind in MEMBER_KINDS:
+            entity = kinds.get(kind)
+            if entity is not None and attribute in ATTRIBUTES[kind]:
+                return entity, attribute
+        return None
+
+
+@dataclass(slots=True)
+class _SourceFile:
+    path: str
+    source_name: str | None = None
+    name_node: YScalar | None = None
+    entities: list[Entity] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+class _FileReader:
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self.index = TextIndex(text)
+        self.result = _SourceFile(path)
+        self.dimension_columns: dict[str, YNode] = {}
+
+    def report(self, node: YNode | None, message: str, hint: str | None = None) -> None:
+        if node is None:
+            line, column, end_line, end_column = 1, 1, None, None
+        else:
+            line, column = self.index.position(node.start)
+            end_line, end_column = self.index.position(max(node.start, node.end - 1))
+        self.result.findings.append(
+            Finding("KB050", line, column, message, hint, end_line, end_column)
+        )
+
+    def line_of(self, node: YNode) -> int:
+        return self.index.position(node.start)[0]
+
+    def read(self, root: YNode | None) -> _SourceFile:
+        if not isinstance(root, YMap):
+            self.report(root, "semantic file is not a mapping of keys to values")
+            return self.result
+        keys = {key_text(k): (k, v) for k, v in root.items}
+        required: dict[str, str] = {}
+        valid = True
+        for name in ("name", "connection", "table"):
+            if name not in keys:
+                self.report(root, f"'{name}' is missing", f"add '{name}:' to the source")
+                valid = False
+                continue
+            value = keys[name][1]
+            if not (isinstance(value, YScalar) and isinstance(value.value, str)):
+                self.report(value, f"'{name}' must be a string")
+                valid = False
+                continue
+            if name != "table" and not NAME.fullmatch(value.value):
+                self.report(value, f"{name} '{value.value}' has characters other than A-Z a-z 0-9 _ -")
+                valid = False
+                continue
+            required[name] = value.value
+        if not valid:
+            return self.result
+
+        source, connection = required["name"], required["connection"]
+        name_node = keys["name"][1]
+        assert isinstance(name_node, YScalar)
+        self.result.source_name = source
+        self.result.name_node = name_node
+        base = f"{connection}.{source}"
+        whole = json_safe(plain(root))
+        self.result.entities.append(Entity(
+            name=base, kind="source", connection=connection, source=source, member=None,
+            definition=whole,
+            path=self.path, line=self.line_of(keys["name"][0]),
+            fingerprint=fingerprint_of({k: v for k, v in whole.items() if k not in _SOURCE_EXCLUDED}),
+        ))
+
+        declared: set[str] = set()
+        for list_key, kind in _LISTS.items():
+            if list_key not in keys:
+                continue
+            node = keys[list_key][1]
+            if isinstance(node, YScalar) and node.value is None:
+                continue
+            if not isinstance(node, YSeq):
+                self.report(node, f"'{list_key}' must be a list")
+                continue
+            seen: set[str] = set()
+            for item in node.items:
+                member = self.member(item, kind, base, connection, source, seen)
+                if member is not None and kind == "column":
+                    declared.add(member.member or "")
+
+        grain = keys.get("grain")
+        if grain is not None:
+            items = grain[1].items if isinstance(grain[1], YSeq) else [grain[1]]
+            for item in items:
+                if isinstance(item, YScalar) and item.value is None:
+                    continue
+                if not (isinstance(item, YScalar) and isinstance(item.value, str)):
+                    self.report(item, "'grain' items must be column names")
+                elif item.value not in declared:
+                    self.report(item, f"grain column '{item.value}' is not a declared column",
+                                _close(item.value, declared))
+        for entity in self.result.entities:
+            if entity.kind == "dimension":
+                column = entity.definition.get("column")
+                if isinstance(column, str) and column not in declared:
+                    node = self.dimension_columns.get(entity.name)
+                    self.report(node, f"dimension column '{column}' is not a declared column",
+                                _close(column, declared))
+        return self.result
+
+    def member(
+        self, item: YNode, kind: str, base: str, connection: str, source: str, seen: set[str]
+    ) -> Entity | None:
+        if not isinstance(item, YMap):
+            self.report(item, f"a {kind} must be a mapping with a 'name'")
+            return None
+        keys = {key_text(k): v for k, v in item.items}
+        name_node = keys.get("name")
+        if not (isinstance(name_node, YScalar) and isinstance(name_node.value, str)):
+            self.report(name_node or item, f"a {kind} needs a string 'name'")
+            return None
+        name = name_node.value
+        if not NAME.fullmatch(name):
+            self.report(name_node, f"{kind} name '{name}' has characters other than A-Z a-z 0-9 _ -")
+            return None
+        if name in seen:
+            self.report(name_node, f"{kind} '{name}' is defined twice in source '{source}'")
+            return None
+        seen.add(name)
+        definition = json_safe(plain(item))
+        if kind == "measure":
+            expr_node = keys.get("expr")
+            if expr_node is None or (isinstance(expr_node, YScalar) and expr_node.value is None):
+                self.report(item, f"measure '{name}' has no 'expr'")
+            fingerprint = measure_fingerprint(definition.get("expr"))
+        else:
+            fingerprint = fingerprint_of(definition)
+        entity = Entity(
+            name=f"{base}.{name}", kind=kind, connection=connection, source=source, member=name,
+            definition=definition, path=self.path, line=self.line_of(item), fingerprint=fingerprint,
+        )
+        if kind == "dimension" and "column" in keys:
+            self.dimension_columns[entity.name] = keys["column"]
+        self.result.entities.append(entity)
+        return entity
+
+
+def _close(name: str, choices: Iterable[str]) -> str | None:
+    return did_you_mean(name, sorted(choices))
+
+
+def read_source_file(path: str, data: bytes) -> _SourceFile:
+    text = decode(data)
+    if text is None:
+        result = _SourceFile(path)
+        result.findings.append(Finding("KB007", 1, 1, "semantic file is not UTF-8 text"))
+        return result
+    reader = _FileReader(path, text)
+    try:
+        composed = compose(text)
+    except YamlProblem as problem:
+        line, column = reader.index.position(min(problem.offset, len(text)))
+        reader.result.findings.append(Finding("KB050", line, column, f"semantic file is {problem.message}"))
+        return reader.result
+    for duplicate in composed.duplicates:
+        reader.report(duplicate, f"'{key_text(duplicate)}' is given twice")
+    return reader.read(composed.root)
+
+
+def load_semantic_layer(files: Iterable[tuple[str, bytes]]) -> SemanticLayer:
+    """Read every semantic file in path (code-point) order; the first file owns a name."""
+    layer = SemanticLayer()
+    owners: dict[str, str] = {}
+    for path, data in sorted(files):
+        layer.files.append(path)
+        result = read_source_file(path, data)
+        layer.findings[path] = result.findings
+        if result.source_name is None:
+            continue
+        owner = owners.get(result.source_name)
+        if owner is not None:
+            node = result.name_node
+            line, column = (1, 1)
+            if node is not None:
+                line, column = TextIndex(decode(data) or "").position(node.start)
+            result.findings.append(Finding(
+                "KB050", line, column,
+                f"source name '{result.source_name}' is already defined in {owner}",
+                "source names are unique across the whole project",
+            ))
+            continue
+        owners[result.source_name] = path
+        for entity in result.entities:
+            if entity.kind == "source":
+                layer.entities[entity.name] = entity
+                continue
+            layer.members.setdefault(entity.name, {})[entity.kind] = entity
+    for name, kinds in layer.members.items():
+        layer.entities[name] = next(kinds[k] for k in MEMBER_KINDS if k in kinds)
+    for path in layer.findings:
+        layer.findings[path].sort(key=lambda f: (f.line, f.column))
+    return layer

@@ -1,0 +1,45 @@
+"""What the cross-page rules read: every page, the indexes, the semantic layer, the date."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from knowl_build.config import Config
+from knowl_build.diagnostics import Finding
+from knowl_build.model import Page, Span
+from knowl_build.parse.semantics import SemanticLayer
+from knowl_build.resolve import PageIndex
+from knowl_build.rules.fields import did_you_mean
+
+Emitted = Iterator[tuple[str, Finding]]
+
+
+def finding_at(code: str, span: Span | None, message: str, hint: str | None = None) -> Finding:
+    """A finding at `span`, or at 1:1 (the whole file) when there is none."""
+    if span is None:
+        return Finding(code, 1, 1, message, hint)
+    return Finding(code, span.line, span.column, message, hint, span.end_line, span.end_column)
+
+
+@dataclass(slots=True)
+class RuleContext:
+    pages: list[Page]  # text pages only: a KB007 file draws no other finding
+    index: PageIndex
+    layer: SemanticLayer
+    config: Config
+    today: dt.date
+    _page_hints: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    _entity_hints: dict[str, str | None] = field(default_factory=dict)
+
+    def page_hint(self, target: str, scope: str) -> str | None:
+        key = (target, scope)
+        if key not in self._page_hints:
+            self._page_hints[key] = did_you_mean(target, self.index.visible_ids(scope), 0.75)
+        return self._page_hints[key]
+
+    def entity_hint(self, name: str) -> str | None:
+        if name not in self._entity_hints:
+            self._entity_hints[name] = did_you_mean(name, sorted(self.layer.entities), 0.75)
+        return self._entity_hints[name]

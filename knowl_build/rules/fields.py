@@ -1,0 +1,357 @@
+"""Frontmatter fields (SPEC 2.2): types and values (KB002), reserved keys (KB003), unknown
+keys (KB006). Produces the typed Fields the cross-page rules work on."""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import re
+from collections.abc import Callable
+from pathlib import PurePosixPath
+from typing import Any
+
+from knowl_build.diagnostics import Finding
+from knowl_build.model import BoundFingerprint, Conflict, Fields, Located, Span
+from knowl_build.parse.yamlnodes import YMap, YNode, YScalar, YSeq, key_text
+
+Locate = Callable[[int, int], Span]
+
+USAGE_MODES = ("reference", "caveat", "policy", "definition")
+PROVENANCES = ("board_approved", "human_curated", "inferred")
+CATEGORIES = ("fact", "decision", "goal", "constraint", "architecture", "state", "skill")
+STATUSES = ("active", "deprecated", "rejected", "archived", "superseded")
+FRESHNESS = ("fresh", "needs_review", "stale")
+VISIBILITIES = ("repo", "workspace")
+
+TOP_FIELDS = (
+    "summary", "tags", "sl_refs", "refs", "usage_mode", "meta", "title", "category", "status",
+    "superseded_by", "freshness", "confidence", "source", "source_commit", "affected_paths",
+    "conflict", "visibility", "reasoning", "alternatives", "steps",
+)
+META_FIELDS = ("provenance", "last_validated_at", "bound_fingerprints", "frozen")
+CONFLICT_FIELDS = ("key", "scope", "exclusive")
+RESERVED = ("id", "scope", "path")
+
+FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
+COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
+def normalize_conflict_key(key: str) -> str:
+    """SPEC 8.3: trimmed, lowercased, runs of other characters become `.`, dots trimmed."""
+    return _NON_ALNUM.sub(".", key.strip().lower()).strip(".")
+
+
+def describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dt.datetime):
+        return "a timestamp"
+    if isinstance(value, dt.date):
+        return "a date"
+    return type(value).__name__
+
+
+def describe_node(node: YNode) -> str:
+    if isinstance(node, YMap):
+        return "a mapping"
+    if isinstance(node, YSeq):
+        return "a list"
+    return describe(node.value)
+
+
+def did_you_mean(name: str, choices: list[str] | tuple[str, ...], cutoff: float = 0.6) -> str | None:
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=cutoff)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
+def to_utc_iso(value: Any) -> str | None:
+    """A date, timestamp or ISO-8601 string as `YYYY-MM-DDTHH:MM:SSZ`; None if it is none."""
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, dt.date):
+        return f"{value.isoformat()}T00:00:00Z"
+    return None
+
+
+class FieldValidator:
+    """Walks the frontmatter mapping once, collecting typed fields and findings."""
+
+    def __init__(self, locate: Locate) -> None:
+        self.locate = locate
+        self.findings: list[Finding] = []
+        self.values: dict[str, Any] = {}
+        self.anchors: dict[str, Span] = {}
+
+    # -- reporting --------------------------------------------------------------------
+
+    def report(self, code: str, node: YNode, message: str, hint: str | None = None) -> None:
+        span = self.locate(node.start, node.end)
+        self.findings.append(
+            Finding(code, span.line, span.column, message, hint, span.end_line, span.end_column)
+        )
+
+    def wrong(self, name: str, node: YNode, expected: str) -> None:
+        self.report("KB002", node, f"'{name}' must be {expected}, got {describe_node(node)}")
+
+    # -- typed readers: each returns None after reporting a bad value -------------------
+
+    def string(self, name: str, node: YNode) -> str | None:
+        if isinstance(node, YScalar) and isinstance(node.value, str):
+            return node.value
+        if not (isinstance(node, YScalar) and node.value is None):
+            self.wrong(name, node, "a string")
+        return None
+
+    def located(self, name: str, node: YNode) -> Located | None:
+        value = self.string(name, node)
+        return None if value is None else Located(value, self.locate(node.start, node.end))
+
+    def string_list(self, name: str, node: YNode) -> list[tuple[str, YScalar]] | None:
+        if isinstance(node, YScalar) and node.value is None:
+            return None
+        if not isinstance(node, YSeq):
+            self.wrong(name, node, "a list of strings")
+            return None
+        items: list[tuple[str, YScalar]] = []
+        for item in node.items:
+            if isinstance(item, YScalar) and isinstance(item.value, str):
+                items.append((item.value, item))
+            else:
+                self.report("KB002", item, f"'{name}' items must be strings, got {describe_node(item)}")
+        return items
+
+    def choice(self, name: str, node: YNode, choices: tuple[str, ...]) -> str | None:
+        value = self.string(name, node)
+        if value is None:
+            return None
+        if value not in choices:
+            shown = f" '{value}'" if len(value) <= 40 else ""
+            self.report(
+                "KB002", node,
+                f"'{name}' value{shown} is not one of {', '.join(choices)}",
+                did_you_mean(value, choices),
+            )
+            return None
+        return value
+
+    def boolean(self, name: str, node: YNode) -> bool | None:
+        if isinstance(node, YScalar) and isinstance(node.value, bool):
+            return node.value
+        if not (isinstance(node, YScalar) and node.value is None):
+            self.wrong(name, node, "true or false")
+        return None
+
+    # -- the mappings --------------------------------------------------------------------
+
+    def unknown(self, key: YScalar, dotted: str, known: tuple[str, ...]) -> None:
+        where = "frontmatter key" if "." not in dotted else "key"
+        self.report("KB006", key, f"'{dotted}' is not a known {where}", did_you_mean(key_text(key), known))
+
+    def validate(self, root: YMap) -> None:
+        for key, node in root.items:
+            name = key_text(key)
+            if name in RESERVED:
+                self.report(
+                    "KB003", key, f"'{name}' is set in frontmatter; a page's {name} comes from its path",
+                    f"remove '{name}'",
+                )
+                continue
+            if name not in TOP_FIELDS:
+                self.unknown(key, name, TOP_FIELDS)
+                continue
+            self.anchors[name] = self.locate(key.start, key.end)
+            self.anchors[f"{name}:value"] = self.locate(node.start, node.end)
+            self.field(name, node)
+
+    def field(self, name: str, node: YNode) -> None:
+        v = self.values
+        if name in ("summary", "title", "source", "reasoning"):
+            v[name] = self.string(name, node)
+        elif name in ("tags", "alternatives", "steps"):
+            items = self.string_list(name, node)
+            v[name] = None if items is None else tuple(text for text, _ in items)
+        elif name in ("sl_refs", "refs"):
+            items = self.string_list(name, node)
+            if items is not None:
+                v[name] = tuple(Located(t, self.locate(n.start, n.end)) for t, n in items)
+        elif name == "usage_mode":
+            v[name] = self.choice(name, node, USAGE_MODES)
+        elif name == "category":
+            v[name] = self.choice(name, node, CATEGORIES)
+        elif name == "status":
+            v[name] = self.choice(name, node, STATUSES)
+        elif name == "freshness":
+            v[name] = self.choice(name, node, FRESHNESS)
+        elif name == "visibility":
+            v[name] = self.choice(name, node, VISIBILITIES)
+        elif name == "superseded_by":
+            v[name] = self.located(name, node)
+        elif name == "confidence":
+            self.confidence(node)
+        elif name == "source_commit":
+            value = self.string(name, node)
+            if value is not None and not COMMIT.fullmatch(value.strip()):
+                self.report("KB002", node, "'source_commit' must be a hex commit id of 7 or more characters")
+            elif value is not None:
+                v[name] = value.strip()
+        elif name == "affected_paths":
+            self.affected_paths(node)
+        elif name == "conflict":
+            self.conflict(node)
+        elif name == "meta":
+            self.meta(node)
+
+    def confidence(self, node: YNode) -> None:
+        value = node.value if isinstance(node, YScalar) else None
+        if isinstance(node, YScalar) and value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.wrong("confidence", node, "a number in [0, 1]")
+        elif not 0.0 <= float(value) <= 1.0:
+            self.report(
+                "KB002", node, f"'confidence' {value} is outside [0, 1]",
+                "confidence is refused outside the range, never clamped",
+            )
+        else:
+            self.values["confidence"] = float(value)
+
+    def affected_paths(self, node: YNode) -> None:
+        items = self.string_list("affected_paths", node)
+        if items is None:
+            return
+        kept: list[Located] = []
+        for text, item in items:
+            pure = PurePosixPath(text.replace("\\", "/"))
+            if not text.strip() or pure.is_absolute() or ".." in pure.parts or re.match(r"[A-Za-z]:[/\\]", text):
+                self.report(
+                    "KB002", item,
+                    "'affected_paths' items must be relative to the repository root, without '..'",
+                )
+            else:
+                kept.append(Located(text, self.locate(item.start, item.end)))
+        self.values["affected_paths"] = tuple(kept)
+
+    def conflict(self, node: YNode) -> None:
+        if isinstance(node, YScalar) and node.value is None:
+            return
+        if not isinstance(node, YMap):
+            self.wrong("conflict", node, "a mapping with 'key', 'scope' and 'exclusive'")
+            return
+        key: str | None = None
+        scope: list[tuple[str, str]] = []
+        exclusive = False
+        has_key = False
+        for k, value in node.items:
+            name = key_text(k)
+            if name not in CONFLICT_FIELDS:
+                self.unknown(k, f"conflict.{name}", CONFLICT_FIELDS)
+            elif name == "key":
+                has_key = True
+                key = self.string("conflict.key", value)
+                if key is None and isinstance(value, YScalar) and value.value is None:
+                    self.wrong("conflict.key", value, "a string")
+            elif name == "exclusive":
+                exclusive = bool(self.boolean("conflict.exclusive", value))
+            elif name == "scope":
+                scope = self.conflict_scope(value)
+        if not has_key:
+            self.report("KB002", node, "'conflict' needs a 'key'")
+        if key is not None:
+            self.values["conflict"] = Conflict(
+                key, normalize_conflict_key(key), tuple(sorted(scope)), exclusive
+            )
+
+    def conflict_scope(self, node: YNode) -> list[tuple[str, str]]:
+        if isinstance(node, YScalar) and node.value is None:
+            return []
+        if not isinstance(node, YMap):
+            self.wrong("conflict.scope", node, "a mapping of scalars")
+            return []
+        pairs: list[tuple[str, str]] = []
+        for k, value in node.items:
+            if not isinstance(value, YScalar):
+                self.wrong(f"conflict.scope.{key_text(k)}", value, "a scalar")
+                continue
+            v = value.value
+            text = "true" if v is True else "false" if v is False else "" if v is None else str(v)
+            pairs.append((key_text(k), text))
+        return pairs
+
+    def meta(self, node: YNode) -> None:
+        if isinstance(node, YScalar) and node.value is None:
+            return
+        if not isinstance(node, YMap):
+            self.wrong("meta", node, "a mapping")
+            return
+        for k, value in node.items:
+            name = key_text(k)
+            if name not in META_FIELDS:
+                self.unknown(k, f"meta.{name}", META_FIELDS)
+                continue
+            self.anchors[f"meta.{name}"] = self.locate(k.start, k.end)
+            self.anchors[f"meta.{name}:value"] = self.locate(value.start, value.end)
+            if name == "provenance":
+                self.values["provenance"] = self.choice("meta.provenance", value, PROVENANCES)
+            elif name == "frozen":
+                self.values["frozen"] = self.boolean("meta.frozen", value)
+            elif name == "last_validated_at":
+                self.last_validated(value)
+            elif name == "bound_fingerprints":
+                self.bound(value)
+
+    def last_validated(self, node: YNode) -> None:
+        if isinstance(node, YScalar) and node.value is None:
+            return
+        iso = to_utc_iso(node.value) if isinstance(node, YScalar) else None
+        if isinstance(node, YScalar) and isinstance(node.value, bool | int | float):
+            iso = None
+        if iso is None:
+            self.report(
+                "KB002", node,
+                f"'meta.last_validated_at' must be an ISO-8601 date or timestamp, got {describe_node(node)}",
+                'write it as "YYYY-MM-DDTHH:MM:SSZ"',
+            )
+        else:
+            self.values["last_validated_at"] = iso
+
+    def bound(self, node: YNode) -> None:
+        if isinstance(node, YScalar) and node.value is None:
+            return
+        if not isinstance(node, YMap):
+            self.wrong("meta.bound_fingerprints", node, "a mapping of entity to 'sha256:<hex>'")
+            return
+        bound: list[BoundFingerprint] = []
+        for k, value in node.items:
+            fingerprint = value.value if isinstance(value, YScalar) else None
+            if not isinstance(fingerprint, str) or not FINGERPRINT.fullmatch(fingerprint):
+                self.report(
+                    "KB002", value,
+                    f"'meta.bound_fingerprints.{key_text(k)}' must be 'sha256:' and 64 hex digits",
+                )
+                continue
+            bound.append(BoundFingerprint(key_text(k), fingerprint, self.locate(k.start, k.end)))
+        self.values["bound_fingerprints"] = tuple(bound)
+
+    def result(self) -> Fields:
+        v = {key: value for key, value in self.values.items() if value is not None}
+        return Fields(anchors=self.anchors, **v)
+
+
+def validate_fields(root: YMap, locate: Locate) -> tuple[Fields, list[Finding]]:
+    validator = FieldValidator(locate)
+    validator.validate(root)
+    return validator.result(), validator.findings

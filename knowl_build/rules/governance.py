@@ -1,0 +1,112 @@
+"""Governance rules: duplicate ids (KB005), user pages shadowing global ones (KB303),
+exclusive conflicts (KB301) and supersession (KB302)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from knowl_build.diagnostics import Finding
+from knowl_build.model import Page
+from knowl_build.resolve import GLOBAL, scope_label
+from knowl_build.rules.context import Emitted, RuleContext, finding_at
+
+
+
+def check_governance(ctx: RuleContext) -> Emitted:
+    yield from _duplicates(ctx)
+    yield from _shadows(ctx)
+    yield from _conflicts(ctx)
+    yield from _supersession(ctx)
+
+
+def _duplicates(ctx: RuleContext) -> Emitted:
+    for (scope, page_id), pages in ctx.index.by_id.items():
+        if len(pages) < 2:
+            continue
+        for page in pages:
+            others = ", ".join(p.path for p in pages if p is not page)
+            yield page.path, Finding(
+                "KB005", 1, 1, f"page id '{page_id}' is used twice in {scope_label(scope)}: also {others}",
+                "rename one of the files",
+            )
+
+
+def _shadows(ctx: RuleContext) -> Emitted:
+    for page in ctx.index.pages:
+        if page.scope == GLOBAL or not page.parsed.text_ok:
+            continue
+        globals_ = ctx.index.by_id.get((GLOBAL, page.id))
+        if globals_:
+            yield page.path, Finding(
+                "KB303", 1, 1,
+                f"user page '{page.id}' has the id of global page {globals_[0].path}; "
+                "it becomes an annotation of it",
+            )
+
+
+def _conflicts(ctx: RuleContext) -> Emitted:
+    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[Page]] = defaultdict(list)
+    for page in ctx.pages:
+        conflict = page.parsed.fields.conflict
+        if conflict and conflict.exclusive and page.parsed.fields.status == "active":
+            groups[(conflict.normalized_key, conflict.scope)].append(page)
+    for (key, scope), pages in groups.items():
+        if len(pages) < 2:
+            continue
+        where = f" in scope {dict(scope)}" if scope else ""
+        for page in pages:
+            others = ", ".join(p.path for p in pages if p is not page)
+            yield page.path, finding_at(
+                "KB301", page.parsed.fields.anchors.get("conflict"),
+                f"exclusive conflict key '{key}'{where} is also claimed by active {others}",
+                f"retire one with: knowl supersede <old> <new>",
+            )
+
+
+def _supersession(ctx: RuleContext) -> Emitted:
+    successor: dict[str, Page] = {}
+    for page in ctx.pages:
+        fields = page.parsed.fields
+        anchors = fields.anchors
+        status_span = anchors.get("status") or anchors.get("superseded_by")
+        if fields.status == "superseded" and fields.superseded_by is None:
+            yield page.path, finding_at(
+                "KB302", status_span, "status is 'superseded' but 'superseded_by' is missing",
+                "name the page that replaces it in 'superseded_by'",
+            )
+        target = fields.superseded_by
+        if target is None:
+            continue
+        if fields.status != "superseded":
+            yield page.path, finding_at(
+                "KB302", status_span,
+                f"'superseded_by' is set but status is '{fields.status}'",
+                "set 'status: superseded' or remove 'superseded_by'",
+            )
+        resolution = ctx.index.resolve(target.value, page.scope)
+        if not resolution.pages:
+            yield page.path, finding_at(
+                "KB302", target.span,
+                f"superseded_by '{target.value}' names no page visible from {scope_label(page.scope)}",
+                ctx.page_hint(target.value, page.scope),
+            )
+            continue
+        successor[page.key] = resolution.pages[0]
+    for page in ctx.pages:
+        if page.key not in successor:
+            continue
+        seen = {page.key}
+        current = successor[page.key]
+        while current.key in successor:
+            if current.key == page.key or current.key in seen:
+                break
+            seen.add(current.key)
+            current = successor[current.key]
+        if current.key == page.key:
+            target = page.parsed.fields.superseded_by
+            assert target is not None
+            yield page.path, finding_at(
+                "KB302", target.span,
+                f"superseded_by '{target.value}' makes a supersession cycle",
+                "one page of the cycle must stay active",
+            )

@@ -1,0 +1,134 @@
+"""Reference rules: sl_refs (KB101), refs (KB102, KB104), links (KB103, KB104, KB105),
+live-definition directives (KB106) and bound fingerprints (KB107)."""
+
+from __future__ import annotations
+
+from knowl_build.model import ATTRIBUTES, Link, Page
+from knowl_build.parse.body import heading_key
+from knowl_build.resolve import is_file_target, scope_label
+from knowl_build.rules.context import Emitted, RuleContext, finding_at
+from knowl_build.rules.fields import did_you_mean
+
+
+def check_references(ctx: RuleContext) -> Emitted:
+    for page in ctx.pages:
+        yield from _sl_refs(ctx, page)
+        yield from _refs(ctx, page)
+        yield from _links(ctx, page)
+        yield from _directives(ctx, page)
+        yield from _bound(page)
+
+
+def _sl_refs(ctx: RuleContext, page: Page) -> Emitted:
+    for ref in page.parsed.fields.sl_refs:
+        if ref.value not in ctx.layer.entities:
+            yield page.path, finding_at(
+                "KB101", ref.span,
+                f"sl_ref '{ref.value}' resolves to no live semantic entity",
+                ctx.entity_hint(ref.value),
+            )
+
+
+def _hidden_message(item: str, hidden: list[Page], scope: str) -> str:
+    where = ", ".join(p.path for p in hidden)
+    return f"{item} names a page that is not visible from {scope_label(scope)} ({where})"
+
+
+def _refs(ctx: RuleContext, page: Page) -> Emitted:
+    for ref in page.parsed.fields.refs:
+        resolution = ctx.index.resolve(ref.value, page.scope)
+        if resolution.pages:
+            continue
+        if resolution.hidden:
+            yield page.path, finding_at(
+                "KB104", ref.span, _hidden_message(f"ref '{ref.value}'", resolution.hidden, page.scope),
+                "global pages are read by everyone and must not depend on personal pages",
+            )
+        else:
+            yield page.path, finding_at(
+                "KB102", ref.span,
+                f"ref '{ref.value}' names no page visible from {scope_label(page.scope)}",
+                ctx.page_hint(ref.value, page.scope),
+            )
+
+
+def _links(ctx: RuleContext, page: Page) -> Emitted:
+    for link in page.parsed.links:
+        if not link.target:
+            yield from _heading(page, link, [page])
+            continue
+        resolution = ctx.index.resolve(link.target, page.scope)
+        if resolution.pages:
+            yield from _heading(page, link, resolution.pages)
+        elif is_file_target(link.target) and ctx.index.find_file(link.target):
+            continue
+        elif resolution.hidden:
+            yield page.path, finding_at(
+                "KB104", link.span, _hidden_message(link.raw, resolution.hidden, page.scope),
+                "global pages are read by everyone and must not depend on personal pages",
+            )
+        elif is_file_target(link.target):
+            yield page.path, finding_at(
+                "KB103", link.span,
+                f"{link.raw} points at no page visible from {scope_label(page.scope)} "
+                "and no file under the knowledge folder",
+            )
+        else:
+            yield page.path, finding_at(
+                "KB103", link.span,
+                f"{link.raw} points at no page visible from {scope_label(page.scope)}",
+                ctx.page_hint(link.target, page.scope),
+            )
+
+
+def _heading(page: Page, link: Link, targets: list[Page]) -> Emitted:
+    heading = link.heading
+    if not heading or heading.startswith("^"):
+        return  # `#^block` references are not checked
+    wanted = heading_key(heading)
+    known: list[str] = []
+    for target in targets:
+        for h in target.parsed.headings:
+            if heading_key(h.text) == wanted:
+                return
+            known.append(h.text)
+    name = link.target or page.id
+    yield page.path, finding_at(
+        "KB105", link.span, f"{link.raw}: page '{name}' has no heading '{heading}'",
+        did_you_mean(heading, known),
+    )
+
+
+def _directives(ctx: RuleContext, page: Page) -> Emitted:
+    for directive in page.parsed.directives:
+        if ctx.layer.resolve_attribute(directive.name) is not None:
+            continue
+        entity_name, _, attribute = directive.name.rpartition(".")
+        entity = ctx.layer.entities.get(entity_name)
+        if entity is None:
+            yield page.path, finding_at(
+                "KB106", directive.span,
+                f"{directive.raw} names no semantic entity '{entity_name or directive.name}'",
+                ctx.entity_hint(entity_name) if entity_name else
+                "write << sl:<connection>.<source>[.<member>].<attribute> >>",
+            )
+        else:
+            kinds = ctx.layer.members.get(entity_name, {entity.kind: entity})
+            allowed = sorted({a for kind in kinds for a in ATTRIBUTES[kind]})
+            yield page.path, finding_at(
+                "KB106", directive.span,
+                f"{directive.raw}: {entity.kind} '{entity_name}' has no attribute '{attribute}'",
+                f"attributes: {', '.join(allowed)}",
+            )
+
+
+def _bound(page: Page) -> Emitted:
+    fields = page.parsed.fields
+    refs = {ref.value for ref in fields.sl_refs}
+    for bound in fields.bound_fingerprints:
+        if bound.entity not in refs:
+            yield page.path, finding_at(
+                "KB107", bound.key_span,
+                f"bound fingerprint '{bound.entity}' is not in the page's sl_refs",
+                "remove the entry or add the entity to sl_refs",
+            )
