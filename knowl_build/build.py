@@ -1,4 +1,8 @@
-"""The pipeline: discover, parse, resolve, run the rules. `check()` is the table of contents."""
+"""The pipeline: discover, read, parse, resolve, run the rules.
+
+`analyse()` is the table of contents of the system; `check()` adds a memo of the last run so
+an unchanged tree costs little more than reading and hashing its files.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,10 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from knowl_build import __version__
-from knowl_build.cache import ParseCache
+from knowl_build.cache import ParseCache, atomic_write, ensure_knowl_dir
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic, Finding
 from knowl_build.discover import Discovery, discover
@@ -25,6 +30,34 @@ from knowl_build.rules.references import check_references
 from knowl_build.rules.security import SecretScanner
 
 NO_GIT_PATH = "."
+MEMO_FORMAT = 1
+
+
+@dataclass(slots=True)
+class Inputs:
+    """Every input file's bytes and content hash, read once per run."""
+
+    discovery: Discovery
+    pages: dict[str, tuple[bytes | None, str]] = field(default_factory=dict)
+    semantics: dict[str, tuple[bytes | None, str]] = field(default_factory=dict)
+
+    def fingerprint(self, config: Config, today: dt.date) -> str:
+        """Everything a check's result depends on, hashed."""
+        digest = hashlib.sha256()
+        header = [
+            __version__,
+            config.sha256,
+            today.isoformat(),
+            self.discovery.git is not None,
+            self.discovery.knowledge_exists,
+            sorted(self.discovery.other_files),
+            sorted(self.discovery.findings),
+        ]
+        digest.update(json.dumps(header).encode())
+        for table in (self.pages, self.semantics):
+            for path in sorted(table):
+                digest.update(f"\0{path}\0{table[path][1]}".encode())
+        return digest.hexdigest()
 
 
 @dataclass(slots=True)
@@ -38,7 +71,15 @@ class Analysis:
     pages: list[Page]
     index: PageIndex
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    changed: set[str] | None = None  # with --changed-only: the files findings are limited to
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    diagnostics: list[Diagnostic]
+    page_count: int
+    semantic_file_count: int
+    knowledge_exists: bool
+    changed: set[str] | None  # with --changed-only: the files findings were limited to
 
 
 def utc_today() -> dt.date:
@@ -49,59 +90,69 @@ def utc_today() -> dt.date:
     return dt.datetime.now(dt.UTC).date()
 
 
+def _read(root: str, path: str) -> tuple[bytes | None, str]:
+    try:
+        with open(os.path.join(root, path), "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None, "unreadable"
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def read_inputs(root: Path, config: Config) -> Inputs:
+    discovery = discover(root, config)
+    base = str(root)
+    inputs = Inputs(discovery)
+    inputs.pages = {path: _read(base, path) for path in discovery.pages}
+    inputs.semantics = {path: _read(base, path) for path in discovery.semantic_files}
+    return inputs
+
+
 def _cache_key(config: Config) -> str:
     security = config.to_json()["security"]
-    return hashlib.sha256(
-        json.dumps([__version__, security], sort_keys=True).encode()
-    ).hexdigest()
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
+    return hashlib.sha256(json.dumps([__version__, security], sort_keys=True).encode()).hexdigest()
 
 
 def parse_pages(
-    root: Path, discovery: Discovery, config: Config, cache: ParseCache
+    inputs: Inputs, config: Config, cache: ParseCache
 ) -> tuple[list[Page], dict[str, list[Finding]]]:
     """Parse every page (through the cache); return placed pages and per-file findings."""
     scanner = SecretScanner(config.security.extra_patterns)
     pages: list[Page] = []
     findings: dict[str, list[Finding]] = {}
-    for path in discovery.pages:
-        data = _read(root / path)
+    for path, (data, digest) in inputs.pages.items():
+        parsed: ParsedPage | None
         if data is None:
-            parsed: ParsedPage = not_text("page")
+            parsed = not_text("page")
         else:
-            digest = hashlib.sha256(data).hexdigest()
-            cached = cache.get(digest)
-            if cached is None:
+            parsed = cache.get(digest)
+            if parsed is None:
                 parsed = parse_page(data, config.security, scanner)
                 cache.put(digest, parsed)
-            else:
-                parsed = cached
         findings[path] = list(parsed.findings)
         where = place(path, config.knowledge_dir)
         if where is None:
-            findings[path].insert(0, Finding(
-                "KB004", 1, 1,
-                f"page '{path}' is outside {config.knowledge_dir}/global/ and "
-                f"{config.knowledge_dir}/user/<owner>/",
-                "move it under global/ or user/<owner>/",
-            ))
+            findings[path].insert(
+                0,
+                Finding(
+                    "KB004",
+                    1,
+                    1,
+                    f"page '{path}' is outside {config.knowledge_dir}/global/ and "
+                    f"{config.knowledge_dir}/user/<owner>/",
+                    "move it under global/ or user/<owner>/",
+                ),
+            )
             continue
         pages.append(Page(path, where.id, where.scope, where.owner, where.rel, parsed))
     return pages, findings
 
 
-def load_layer(root: Path, discovery: Discovery) -> SemanticLayer:
-    files = []
-    for path in discovery.semantic_files:
-        data = _read(root / path)
-        files.append((path, data if data is not None else b"\x00"))
-    return load_semantic_layer(files)
+def load_layer(inputs: Inputs) -> SemanticLayer:
+    return load_semantic_layer(
+        (path, data if data is not None else b"\x00")
+        for path, (data, _) in inputs.semantics.items()
+    )
 
 
 def analyse(
@@ -109,14 +160,15 @@ def analyse(
     config: Config,
     *,
     use_cache: bool = True,
-    changed_only: bool = False,
     today: dt.date | None = None,
+    inputs: Inputs | None = None,
 ) -> Analysis:
     """Validate the whole project: every file is read, every reference resolved."""
-    discovery = discover(root, config)
-    layer = load_layer(root, discovery)
+    inputs = inputs or read_inputs(root, config)
+    discovery = inputs.discovery
+    layer = load_layer(inputs)
     cache = ParseCache(root, _cache_key(config), enabled=use_cache)
-    pages, page_findings = parse_pages(root, discovery, config, cache)
+    pages, page_findings = parse_pages(inputs, config, cache)
     cache.save()
     index = PageIndex.build(pages, discovery.other_files, config.knowledge_dir)
     context = RuleContext(
@@ -128,28 +180,28 @@ def analyse(
     )
 
     found: list[tuple[str, Finding]] = []
-    for path, items in discovery.findings.items():
-        found.extend((path, f) for f in items)
-    for path, items in layer.findings.items():
-        found.extend((path, f) for f in items)
-    for path, items in page_findings.items():
-        found.extend((path, f) for f in items)
+    for table in (discovery.findings, layer.findings, page_findings):
+        for path, items in table.items():
+            found.extend((path, f) for f in items)
     found.extend(check_references(context))
     found.extend(check_governance(context))
     found.extend(check_freshness(context))
     if discovery.git is None:
-        found.append((NO_GIT_PATH, Finding(
-            "KB009", 1, 1, "git history is unavailable; history rules are skipped",
-            "run knowl inside a git repository (with git installed) for drift and history",
-        )))
+        found.append(
+            (
+                NO_GIT_PATH,
+                Finding(
+                    "KB009",
+                    1,
+                    1,
+                    "git history is unavailable; history rules are skipped",
+                    "run knowl inside a git repository (with git installed) for drift and history",
+                ),
+            )
+        )
 
     analysis = Analysis(root, config, discovery, layer, pages, index)
     analysis.diagnostics = apply_severities(found, config)
-    if changed_only and discovery.git is not None:
-        changed = discovery.git.changed_files()
-        if changed is not None:
-            analysis.changed = changed
-            analysis.diagnostics = [d for d in analysis.diagnostics if d.path in changed]
     return analysis
 
 
@@ -163,8 +215,79 @@ def apply_severities(found: list[tuple[str, Finding]], config: Config) -> list[D
     return diagnostics
 
 
+def _memo_path(root: Path) -> Path:
+    return root / ".knowl" / "cache" / "check.json"
+
+
+def _load_memo(root: Path, key: str) -> dict[str, Any] | None:
+    try:
+        memo = json.loads(_memo_path(root).read_bytes())
+        if memo.get("format") == MEMO_FORMAT and memo.get("key") == key:
+            return memo  # type: ignore[no-any-return]
+    except (OSError, ValueError, AttributeError):
+        pass
+    return None
+
+
+def _save_memo(root: Path, key: str, result: CheckResult) -> None:
+    memo = {
+        "format": MEMO_FORMAT,
+        "key": key,
+        "diagnostics": [d.to_json() for d in result.diagnostics],
+        "pages": result.page_count,
+        "semantic_files": result.semantic_file_count,
+    }
+    try:
+        ensure_knowl_dir(root)
+        atomic_write(_memo_path(root), json.dumps(memo, separators=(",", ":")).encode())
+    except OSError:
+        pass  # a read-only checkout still checks; it is only slower next time
+
+
 def check(
-    root: Path, config: Config, *, changed_only: bool = False, use_cache: bool = True
-) -> Analysis:
-    """`knowl check`: validate everything, write nothing but the parse cache."""
-    return analyse(root, config, use_cache=use_cache, changed_only=changed_only)
+    root: Path,
+    config: Config,
+    *,
+    changed_only: bool = False,
+    use_cache: bool = True,
+    today: dt.date | None = None,
+) -> CheckResult:
+    """`knowl check`: validate everything, write nothing but the caches.
+
+    Validation always covers the whole project; `changed_only` filters what is reported."""
+    today = today or utc_today()
+    inputs = read_inputs(root, config)
+    key = inputs.fingerprint(config, today)
+    memo = _load_memo(root, key) if use_cache else None
+    if memo is not None:
+        result = CheckResult(
+            [Diagnostic.from_json(d) for d in memo["diagnostics"]],
+            memo["pages"],
+            memo["semantic_files"],
+            inputs.discovery.knowledge_exists,
+            None,
+        )
+    else:
+        analysis = analyse(root, config, use_cache=use_cache, today=today, inputs=inputs)
+        result = CheckResult(
+            analysis.diagnostics,
+            len(analysis.pages),
+            len(analysis.layer.files),
+            inputs.discovery.knowledge_exists,
+            None,
+        )
+        if use_cache:
+            _save_memo(root, key, result)
+    git = inputs.discovery.git
+    if changed_only and git is not None:
+        changed = git.changed_files()
+        if changed is not None:
+            kept = [d for d in result.diagnostics if d.path in changed]
+            return CheckResult(
+                kept,
+                result.page_count,
+                result.semantic_file_count,
+                result.knowledge_exists,
+                changed,
+            )
+    return result

@@ -7,6 +7,7 @@ a change to either starts a fresh cache. A damaged cache file is ignored, never 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -37,10 +38,8 @@ def atomic_write(path: Path, data: bytes) -> None:
             handle.write(data)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 

@@ -62,16 +62,38 @@ def _store(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
 
 def global_options(func: F) -> F:
     options = [
-        click.option("--repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
-                     expose_value=False, is_eager=True, callback=_store("repo"),
-                     help="Project root (default: the current directory)."),
-        click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     expose_value=False, is_eager=True, callback=_store("config"),
-                     help="Configuration file instead of knowl.toml / pyproject.toml."),
-        click.option("-q", "--quiet", count=True, expose_value=False, callback=_store("quiet"),
-                     help="Print less (no summary, no progress)."),
-        click.option("-v", "--verbose", count=True, expose_value=False, callback=_store("verbose"),
-                     help="Print more; show tracebacks of internal errors."),
+        click.option(
+            "--repo",
+            type=click.Path(exists=True, file_okay=False, path_type=Path),
+            expose_value=False,
+            is_eager=True,
+            callback=_store("repo"),
+            help="Project root (default: the current directory).",
+        ),
+        click.option(
+            "--config",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            expose_value=False,
+            is_eager=True,
+            callback=_store("config"),
+            help="Configuration file instead of knowl.toml / pyproject.toml.",
+        ),
+        click.option(
+            "-q",
+            "--quiet",
+            count=True,
+            expose_value=False,
+            callback=_store("quiet"),
+            help="Print less (no summary, no progress).",
+        ),
+        click.option(
+            "-v",
+            "--verbose",
+            count=True,
+            expose_value=False,
+            callback=_store("verbose"),
+            help="Print more; show tracebacks of internal errors.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -118,17 +140,29 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]),
-              default=None, help="Finding format (default: text; github under GitHub Actions).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "github", "sarif"]),
+    default=None,
+    help="Finding format (default: text; github under GitHub Actions).",
+)
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
-@click.option("--changed-only", is_flag=True,
-              help="Report only findings in files changed against HEAD (untracked included); "
-                   "validation still covers the whole project.")
-@click.option("--no-cache", is_flag=True, help="Parse every page again instead of using .knowl/cache.")
+@click.option(
+    "--changed-only",
+    is_flag=True,
+    help="Report only findings in files changed against HEAD (untracked included); "
+    "validation still covers the whole project.",
+)
+@click.option(
+    "--no-cache", is_flag=True, help="Parse every page again instead of using .knowl/cache."
+)
 @global_options
 @click.pass_context
-def check(ctx: click.Context, fmt: str | None, strict: bool, changed_only: bool, no_cache: bool) -> None:
-    """Validate every page, reference and semantic file; write nothing but the parse cache.
+def check(
+    ctx: click.Context, fmt: str | None, strict: bool, changed_only: bool, no_cache: bool
+) -> None:
+    """Validate every page, reference and semantic file; write nothing but .knowl/cache.
 
     Exit 0 when there is no error (with --strict: no warning either), 1 when there is,
     2 for usage or configuration problems.
@@ -147,13 +181,16 @@ def check(ctx: click.Context, fmt: str | None, strict: bool, changed_only: bool,
     config = settings.load_config()
     if fmt is None:
         fmt = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
-    analysis = run_check(settings.root, config, changed_only=changed_only, use_cache=not no_cache)
-    diagnostics = analysis.diagnostics
+    result = run_check(settings.root, config, changed_only=changed_only, use_cache=not no_cache)
+    diagnostics = result.diagnostics
     err = text.console(sys.stderr)
 
-    if not analysis.discovery.knowledge_exists and not settings.quiet:
-        err.print(f"knowl: notice: no {config.knowledge_dir}/ folder in {settings.root}; 0 pages "
-                  "checked (point --repo at the project)", markup=False)
+    if not result.knowledge_exists and not settings.quiet:
+        err.print(
+            f"knowl: notice: no {config.knowledge_dir}/ folder in {settings.root}; 0 pages "
+            "checked (point --repo at the project)",
+            markup=False,
+        )
     if fmt == "json":
         sys.stdout.write(json_format.render(diagnostics))
     elif fmt == "sarif":
@@ -167,8 +204,9 @@ def check(ctx: click.Context, fmt: str | None, strict: bool, changed_only: bool,
     else:
         text.render(diagnostics, text.console())
     if not settings.quiet:
-        err.print(text.summary_line(summarize(diagnostics), len(analysis.pages),
-                                    len(analysis.layer.files)))
+        err.print(
+            text.summary_line(summarize(diagnostics), result.page_count, result.semantic_file_count)
+        )
     ctx.exit(exit_code_for(diagnostics, strict=strict))
 
 

@@ -140,14 +140,30 @@ class _Reader:
 
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:
-    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-             list: "a list", dict: "a table"}
+    names = {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "a table",
+    }
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
-TOP_KEYS = ["knowledge_dir", "semantics_dir", "out_dir", "staleness_days", "keep_builds",
-            "repo_name", "rules", "search", "security", "peers"]
+TOP_KEYS = [
+    "knowledge_dir",
+    "semantics_dir",
+    "out_dir",
+    "staleness_days",
+    "keep_builds",
+    "repo_name",
+    "rules",
+    "search",
+    "security",
+    "peers",
+]
 
 
 def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
@@ -158,12 +174,18 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
     rules: dict[str, str] = {}
     for code, severity in rules_table.items():
         if code not in RULES_BY_CODE:
-            raise top.error(f"rules.{code}", f"unknown rule code{_did_you_mean(code, list(RULES_BY_CODE))}")
+            raise top.error(
+                f"rules.{code}", f"unknown rule code{_did_you_mean(code, list(RULES_BY_CODE))}"
+            )
         if not isinstance(severity, str) or severity not in SEVERITY_CHOICES:
             raise top.error(
                 f"rules.{code}",
                 f"severity must be one of {', '.join(SEVERITY_CHOICES)}, got {severity!r}"
-                + (_did_you_mean(severity, list(SEVERITY_CHOICES)) if isinstance(severity, str) else ""),
+                + (
+                    _did_you_mean(severity, list(SEVERITY_CHOICES))
+                    if isinstance(severity, str)
+                    else ""
+                ),
             )
         rules[code] = severity
 
@@ -177,8 +199,12 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
             raise boosts_reader.error(name, f"must be greater than 0, got {value}")
         boosts[name] = float(value)
 
-    security = _Reader(source, top.table_of("security"), "security.",
-                       ["reject_secrets", "max_field_chars", "max_body_chars", "extra_patterns"])
+    security = _Reader(
+        source,
+        top.table_of("security"),
+        "security.",
+        ["reject_secrets", "max_field_chars", "max_body_chars", "extra_patterns"],
+    )
     patterns = security.string_list("extra_patterns")
     if any(not p for p in patterns):
         raise security.error("extra_patterns", "patterns must not be empty strings")

@@ -58,10 +58,14 @@ def _walk(root: Path, top: str, ignored: set[str], discovery: Discovery) -> list
             if entry.is_symlink():
                 target = os.path.realpath(entry.path)
                 if not _inside(target, real_root):
-                    discovery.findings.setdefault(rel, []).append(Finding(
-                        "KB008", 1, 1,
-                        f"symlink '{rel}' points outside the project and is skipped",
-                    ))
+                    discovery.findings.setdefault(rel, []).append(
+                        Finding(
+                            "KB008",
+                            1,
+                            1,
+                            f"symlink '{rel}' points outside the project and is skipped",
+                        )
+                    )
                     continue
                 if not os.path.exists(target):
                     continue
@@ -88,7 +92,8 @@ def discover(root: Path, config: Config) -> Discovery:
             (discovery.pages if rel.endswith(".md") else discovery.other_files).append(rel)
     if (root / semantics).is_dir():
         discovery.semantic_files = [
-            rel for rel in _walk(root, semantics, ignored, discovery)
+            rel
+            for rel in _walk(root, semantics, ignored, discovery)
             if rel.endswith((".yaml", ".yml"))
         ]
     return discovery

@@ -21,10 +21,7 @@ class GitFailed(Exception):
 
 def _run(args: list[str], cwd: Path) -> bytes:
     try:
-        proc = subprocess.run(
-            ["git", *args], cwd=cwd, env=_ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            check=False,
-        )
+        proc = subprocess.run(["git", *args], cwd=cwd, env=_ENV, capture_output=True, check=False)
     except OSError as exc:
         raise GitFailed(str(exc)) from exc
     if proc.returncode != 0:
@@ -58,8 +55,16 @@ class GitRepo:
     def ignored(self, folders: list[str]) -> set[str]:
         """Project-relative paths git ignores under `folders` (folders end with `/`)."""
         try:
-            out = self.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard",
-                           "--directory", "--", *folders)
+            out = self.run(
+                "ls-files",
+                "-z",
+                "--others",
+                "--ignored",
+                "--exclude-standard",
+                "--directory",
+                "--",
+                *folders,
+            )
         except GitFailed:
             return set()
         return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
@@ -76,13 +81,14 @@ class GitRepo:
         None when there is no HEAD yet (every file counts as changed)."""
         if self.head() is None:
             return None
-        out = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all",
-                       "--no-renames", "--", ".")
+        out = self.run(
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--", "."
+        )
         changed: set[str] = set()
         for entry in out.decode("utf-8", "surrogateescape").split("\0"):
             if len(entry) < 4:
                 continue
             path = entry[3:]  # porcelain paths are relative to the repository root
             if path.startswith(self.prefix):
-                changed.add(path[len(self.prefix):])
+                changed.add(path[len(self.prefix) :])
         return changed

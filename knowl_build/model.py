@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from dataclasses import fields as fields_of
 from typing import Any
 
 from knowl_build.diagnostics import Finding
@@ -160,61 +161,45 @@ class Fields:
     anchors: dict[str, Span] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "summary": self.summary,
-            "tags": list(self.tags),
-            "sl_refs": [x.to_list() for x in self.sl_refs],
-            "refs": [x.to_list() for x in self.refs],
-            "usage_mode": self.usage_mode,
-            "title": self.title,
-            "category": self.category,
-            "status": self.status,
-            "superseded_by": self.superseded_by.to_list() if self.superseded_by else None,
-            "freshness": self.freshness,
-            "confidence": self.confidence,
-            "source": self.source,
-            "source_commit": self.source_commit,
-            "affected_paths": [x.to_list() for x in self.affected_paths],
-            "conflict": self.conflict.to_list() if self.conflict else None,
-            "visibility": self.visibility,
-            "reasoning": self.reasoning,
-            "alternatives": list(self.alternatives),
-            "steps": list(self.steps),
-            "provenance": self.provenance,
-            "last_validated_at": self.last_validated_at,
-            "bound_fingerprints": [x.to_list() for x in self.bound_fingerprints],
-            "frozen": self.frozen,
-            "anchors": {k: v.to_list() for k, v in self.anchors.items()},
-        }
+        """Only the fields that differ from their defaults (the parse cache stays small)."""
+        out: dict[str, Any] = {}
+        for name in _FIELD_NAMES:
+            value = getattr(self, name)
+            if value == _DEFAULTS[name]:
+                continue
+            if name in ("sl_refs", "refs", "affected_paths", "bound_fingerprints"):
+                value = [x.to_list() for x in value]
+            elif name in ("superseded_by", "conflict"):
+                value = value.to_list()
+            elif name == "anchors":
+                value = {k: v.to_list() for k, v in value.items()}
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[name] = value
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Fields:
-        return cls(
-            summary=d["summary"],
-            tags=tuple(d["tags"]),
-            sl_refs=tuple(Located.from_list(x) for x in d["sl_refs"]),
-            refs=tuple(Located.from_list(x) for x in d["refs"]),
-            usage_mode=d["usage_mode"],
-            title=d["title"],
-            category=d["category"],
-            status=d["status"],
-            superseded_by=Located.from_list(d["superseded_by"]) if d["superseded_by"] else None,
-            freshness=d["freshness"],
-            confidence=d["confidence"],
-            source=d["source"],
-            source_commit=d["source_commit"],
-            affected_paths=tuple(Located.from_list(x) for x in d["affected_paths"]),
-            conflict=Conflict.from_list(d["conflict"]) if d["conflict"] else None,
-            visibility=d["visibility"],
-            reasoning=d["reasoning"],
-            alternatives=tuple(d["alternatives"]),
-            steps=tuple(d["steps"]),
-            provenance=d["provenance"],
-            last_validated_at=d["last_validated_at"],
-            bound_fingerprints=tuple(BoundFingerprint.from_list(x) for x in d["bound_fingerprints"]),
-            frozen=d["frozen"],
-            anchors={k: Span.from_list(v) for k, v in d["anchors"].items()},
-        )
+        kwargs: dict[str, Any] = {}
+        for name, value in d.items():
+            if name in ("sl_refs", "refs", "affected_paths"):
+                value = tuple(Located.from_list(x) for x in value)
+            elif name == "bound_fingerprints":
+                value = tuple(BoundFingerprint.from_list(x) for x in value)
+            elif name == "superseded_by":
+                value = Located.from_list(value)
+            elif name == "conflict":
+                value = Conflict.from_list(value)
+            elif name == "anchors":
+                value = {k: Span.from_list(v) for k, v in value.items()}
+            elif isinstance(value, list):
+                value = tuple(value)
+            kwargs[name] = value
+        return cls(**kwargs)
+
+
+_FIELD_NAMES = tuple(f.name for f in fields_of(Fields))
+_DEFAULTS = {name: getattr(Fields(), name) for name in _FIELD_NAMES}
 
 
 @dataclass(frozen=True, slots=True)

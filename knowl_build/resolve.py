@@ -75,15 +75,22 @@ class PageIndex:
         files: dict[str, list[str]] = defaultdict(list)
         prefix = knowledge_dir + "/"
         for path in other_files:
-            inner = path[len(prefix):] if path.startswith(prefix) else path
+            inner = path[len(prefix) :] if path.startswith(prefix) else path
             files[nfc(posixpath.basename(inner))].append(nfc(inner))
         ids_by_scope: dict[str, list[str]] = defaultdict(list)
         for scope, page_id in by_id:
             ids_by_scope[scope].append(page_id)
         for ids in ids_by_scope.values():
             ids.sort()
-        return cls(pages, dict(by_id), dict(by_rel), dict(scopes_of_id), dict(scopes_of_rel),
-                   dict(files), dict(ids_by_scope))
+        return cls(
+            pages,
+            dict(by_id),
+            dict(by_rel),
+            dict(scopes_of_id),
+            dict(scopes_of_rel),
+            dict(files),
+            dict(ids_by_scope),
+        )
 
     def visible_scopes(self, scope: str) -> tuple[str, ...]:
         """Scopes a page of `scope` can see, in the order a bare id is tried."""

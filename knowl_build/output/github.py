@@ -52,5 +52,8 @@ def step_summary(diagnostics: Sequence[Diagnostic], title: str) -> str:
                 f"| `{_cell(d.path)}:{d.line}:{d.column}` | {d.severity} | {d.code} | {_cell(d.message)} |"
             )
         if len(ordered) > SUMMARY_ROWS:
-            lines += ["", f"... and {len(ordered) - SUMMARY_ROWS} more (see the json or sarif output)"]
+            lines += [
+                "",
+                f"... and {len(ordered) - SUMMARY_ROWS} more (see the json or sarif output)",
+            ]
     return "\n".join(lines) + "\n"

@@ -18,4 +18,7 @@ def diagnostics_document(diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
 
 
 def render(diagnostics: Sequence[Diagnostic]) -> str:
-    return json.dumps(diagnostics_document(diagnostics), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return (
+        json.dumps(diagnostics_document(diagnostics), indent=2, sort_keys=True, ensure_ascii=False)
+        + "\n"
+    )

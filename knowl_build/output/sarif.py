@@ -19,14 +19,16 @@ def document(diagnostics: Sequence[Diagnostic], config: Config) -> dict[str, Any
     rules = []
     for rule in RULES:
         severity = config.severity(rule.code)
-        rules.append({
-            "id": rule.code,
-            "name": rule.name,
-            "shortDescription": {"text": rule.summary},
-            "fullDescription": {"text": rule.doc},
-            "help": {"text": rule.doc},
-            "defaultConfiguration": {"level": _LEVEL[severity], "enabled": severity != "off"},
-        })
+        rules.append(
+            {
+                "id": rule.code,
+                "name": rule.name,
+                "shortDescription": {"text": rule.summary},
+                "fullDescription": {"text": rule.doc},
+                "help": {"text": rule.doc},
+                "defaultConfiguration": {"level": _LEVEL[severity], "enabled": severity != "off"},
+            }
+        )
     results = []
     for d in sorted(diagnostics):
         region: dict[str, int] = {"startLine": d.line, "startColumn": d.column}
@@ -38,24 +40,31 @@ def document(diagnostics: Sequence[Diagnostic], config: Config) -> dict[str, Any
             "ruleIndex": index[d.code],
             "level": _LEVEL[d.severity],
             "message": {"text": d.message if not d.hint else f"{d.message} (hint: {d.hint})"},
-            "locations": [{
-                "physicalLocation": {
-                    "artifactLocation": {"uri": d.path, "uriBaseId": "PROJECTROOT"},
-                    "region": region,
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": d.path, "uriBaseId": "PROJECTROOT"},
+                        "region": region,
+                    }
                 }
-            }],
+            ],
         }
         results.append(result)
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "knowl-build", "version": __version__, "rules": rules}},
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }],
+        "runs": [
+            {
+                "tool": {"driver": {"name": "knowl-build", "version": __version__, "rules": rules}},
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
     }
 
 
 def render(diagnostics: Sequence[Diagnostic], config: Config) -> str:
-    return json.dumps(document(diagnostics, config), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return (
+        json.dumps(document(diagnostics, config), indent=2, sort_keys=True, ensure_ascii=False)
+        + "\n"
+    )

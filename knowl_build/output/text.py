@@ -37,13 +37,18 @@ def render(diagnostics: Sequence[Diagnostic], out: Console) -> None:
 
 def summary_line(counts: dict[str, int], pages: int, semantic_files: int) -> Text:
     text = Text(f"checked {pages} page(s) and {semantic_files} semantic file(s): ")
-    parts = [(counts["error"], "error", "bold red"), (counts["warning"], "warning", "yellow"),
-             (counts["info"], "info", "cyan")]
+    parts = [
+        (counts["error"], "error", "bold red"),
+        (counts["warning"], "warning", "yellow"),
+        (counts["info"], "info", "cyan"),
+    ]
     for i, (count, label, style) in enumerate(parts):
         if i:
             text.append(", ")
-        text.append(f"{count} {label}" + ("s" if count != 1 and label != "info" else ""),
-                    style=style if count else "")
+        text.append(
+            f"{count} {label}" + ("s" if count != 1 and label != "info" else ""),
+            style=style if count else "",
+        )
     return text
 
 
@@ -54,7 +59,9 @@ def rules_table(config: Config, out: Console) -> None:
     for rule in RULES:
         configured = config.severity(rule.code)
         table.add_row(
-            Text(rule.code), Text(rule.name), Text(rule.default),
+            Text(rule.code),
+            Text(rule.name),
+            Text(rule.default),
             Text(configured, style="bold" if configured != rule.default else ""),
             Text(rule.summary),
         )

@@ -27,8 +27,15 @@ def decode(data: bytes) -> str | None:
 
 def not_text(kind: str) -> ParsedPage:
     return ParsedPage(
-        frontmatter={}, fields=Fields(), body_offset=0, links=(), directives=(), headings=(),
-        h1=None, findings=(Finding("KB007", 1, 1, f"{kind} is not UTF-8 text"),), text_ok=False,
+        frontmatter={},
+        fields=Fields(),
+        body_offset=0,
+        links=(),
+        directives=(),
+        headings=(),
+        h1=None,
+        findings=(Finding("KB007", 1, 1, f"{kind} is not UTF-8 text"),),
+        text_ok=False,
     )
 
 
@@ -43,8 +50,15 @@ def parse_page(data: bytes, config: SecurityConfig, scanner: security.SecretScan
     frontmatter: dict[str, object] = {}
 
     if parts.unclosed:
-        findings.append(Finding("KB001", 1, 1, "frontmatter fence '---' is never closed",
-                                "add a line '---' after the frontmatter"))
+        findings.append(
+            Finding(
+                "KB001",
+                1,
+                1,
+                "frontmatter fence '---' is never closed",
+                "add a line '---' after the frontmatter",
+            )
+        )
     elif parts.frontmatter is not None:
         fm_offset = parts.fm_offset
 
@@ -62,24 +76,35 @@ def parse_page(data: bytes, config: SecurityConfig, scanner: security.SecretScan
             root = composed.root
             if root is not None and not isinstance(root, YMap):
                 span = locate(root.start, root.end)
-                findings.append(Finding(
-                    "KB001", span.line, span.column,
-                    "frontmatter is not a mapping of keys to values",
-                ))
+                findings.append(
+                    Finding(
+                        "KB001",
+                        span.line,
+                        span.column,
+                        "frontmatter is not a mapping of keys to values",
+                    )
+                )
             elif isinstance(root, YMap):
                 for duplicate in composed.duplicates:
                     span = locate(duplicate.start, duplicate.end)
-                    findings.append(Finding(
-                        "KB001", span.line, span.column,
-                        f"'{duplicate.value}' is given twice in frontmatter",
-                        "keep one of the two", span.end_line, span.end_column,
-                    ))
-                fields, field_findings = field_rules.validate_fields(root, locate)
+                    findings.append(
+                        Finding(
+                            "KB001",
+                            span.line,
+                            span.column,
+                            f"'{duplicate.value}' is given twice in frontmatter",
+                            "keep one of the two",
+                            span.end_line,
+                            span.end_column,
+                        )
+                    )
+                fields, field_findings, key_spans = field_rules.validate_fields(root, locate)
                 findings.extend(field_findings)
-                key_spans = {k: v for k, v in fields.anchors.items() if not k.endswith(":value")}
-                findings.extend(security.check_frontmatter(
-                    root, parts.frontmatter, locate, key_spans, config, scanner
-                ))
+                findings.extend(
+                    security.check_frontmatter(
+                        root, parts.frontmatter, locate, key_spans, config, scanner
+                    )
+                )
                 source = None
                 if fields.source is not None and "source:value" in fields.anchors:
                     source = Located(fields.source, fields.anchors["source:value"])

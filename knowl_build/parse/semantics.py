@@ -16,8 +16,18 @@ from typing import Any
 from knowl_build.diagnostics import Finding
 from knowl_build.model import ATTRIBUTES, Entity, TextIndex
 from knowl_build.parse.page import decode
+from knowl_build.parse.yamlnodes import (
+    YamlProblem,
+    YMap,
+    YNode,
+    YScalar,
+    YSeq,
+    compose,
+    json_safe,
+    key_text,
+    plain,
+)
 from knowl_build.rules.fields import did_you_mean
-from knowl_build.parse.yamlnodes import YamlProblem, YMap, YNode, YScalar, YSeq, compose, json_safe, key_text, plain
 
 NAME = re.compile(r"[A-Za-z0-9_-]+")
 MEMBER_KINDS = ("measure", "dimension", "column")  # resolution order for a shared name
@@ -110,7 +120,9 @@ class _FileReader:
                 valid = False
                 continue
             if name != "table" and not NAME.fullmatch(value.value):
-                self.report(value, f"{name} '{value.value}' has characters other than A-Z a-z 0-9 _ -")
+                self.report(
+                    value, f"{name} '{value.value}' has characters other than A-Z a-z 0-9 _ -"
+                )
                 valid = False
                 continue
             required[name] = value.value
@@ -124,12 +136,21 @@ class _FileReader:
         self.result.name_node = name_node
         base = f"{connection}.{source}"
         whole = json_safe(plain(root))
-        self.result.entities.append(Entity(
-            name=base, kind="source", connection=connection, source=source, member=None,
-            definition=whole,
-            path=self.path, line=self.line_of(keys["name"][0]),
-            fingerprint=fingerprint_of({k: v for k, v in whole.items() if k not in _SOURCE_EXCLUDED}),
-        ))
+        self.result.entities.append(
+            Entity(
+                name=base,
+                kind="source",
+                connection=connection,
+                source=source,
+                member=None,
+                definition=whole,
+                path=self.path,
+                line=self.line_of(keys["name"][0]),
+                fingerprint=fingerprint_of(
+                    {k: v for k, v in whole.items() if k not in _SOURCE_EXCLUDED}
+                ),
+            )
+        )
 
         declared: set[str] = set()
         for list_key, kind in _LISTS.items():
@@ -156,15 +177,20 @@ class _FileReader:
                 if not (isinstance(item, YScalar) and isinstance(item.value, str)):
                     self.report(item, "'grain' items must be column names")
                 elif item.value not in declared:
-                    self.report(item, f"grain column '{item.value}' is not a declared column",
-                                _close(item.value, declared))
+                    self.report(
+                        item,
+                        f"grain column '{item.value}' is not a declared column",
+                        _close(item.value, declared),
+                    )
         for entity in self.result.entities:
             if entity.kind == "dimension":
                 column = entity.definition.get("column")
                 if isinstance(column, str) and column not in declared:
-                    node = self.dimension_columns.get(entity.name)
-                    self.report(node, f"dimension column '{column}' is not a declared column",
-                                _close(column, declared))
+                    self.report(
+                        self.dimension_columns.get(entity.name),
+                        f"dimension column '{column}' is not a declared column",
+                        _close(column, declared),
+                    )
         return self.result
 
     def member(
@@ -180,7 +206,9 @@ class _FileReader:
             return None
         name = name_node.value
         if not NAME.fullmatch(name):
-            self.report(name_node, f"{kind} name '{name}' has characters other than A-Z a-z 0-9 _ -")
+            self.report(
+                name_node, f"{kind} name '{name}' has characters other than A-Z a-z 0-9 _ -"
+            )
             return None
         if name in seen:
             self.report(name_node, f"{kind} '{name}' is defined twice in source '{source}'")
@@ -195,8 +223,15 @@ class _FileReader:
         else:
             fingerprint = fingerprint_of(definition)
         entity = Entity(
-            name=f"{base}.{name}", kind=kind, connection=connection, source=source, member=name,
-            definition=definition, path=self.path, line=self.line_of(item), fingerprint=fingerprint,
+            name=f"{base}.{name}",
+            kind=kind,
+            connection=connection,
+            source=source,
+            member=name,
+            definition=definition,
+            path=self.path,
+            line=self.line_of(item),
+            fingerprint=fingerprint,
         )
         if kind == "dimension" and "column" in keys:
             self.dimension_columns[entity.name] = keys["column"]
@@ -219,7 +254,9 @@ def read_source_file(path: str, data: bytes) -> _SourceFile:
         composed = compose(text)
     except YamlProblem as problem:
         line, column = reader.index.position(min(problem.offset, len(text)))
-        reader.result.findings.append(Finding("KB050", line, column, f"semantic file is {problem.message}"))
+        reader.result.findings.append(
+            Finding("KB050", line, column, f"semantic file is {problem.message}")
+        )
         return reader.result
     for duplicate in composed.duplicates:
         reader.report(duplicate, f"'{key_text(duplicate)}' is given twice")
@@ -242,11 +279,15 @@ def load_semantic_layer(files: Iterable[tuple[str, bytes]]) -> SemanticLayer:
             line, column = (1, 1)
             if node is not None:
                 line, column = TextIndex(decode(data) or "").position(node.start)
-            result.findings.append(Finding(
-                "KB050", line, column,
-                f"source name '{result.source_name}' is already defined in {owner}",
-                "source names are unique across the whole project",
-            ))
+            result.findings.append(
+                Finding(
+                    "KB050",
+                    line,
+                    column,
+                    f"source name '{result.source_name}' is already defined in {owner}",
+                    "source names are unique across the whole project",
+                )
+            )
             continue
         owners[result.source_name] = path
         for entity in result.entities:

@@ -32,7 +32,6 @@ class YScalar:
     value: Any
     start: int
     end: int
-    quoted: bool
 
 
 @dataclass(slots=True)
@@ -123,8 +122,10 @@ class _Converter:
         try:
             value = self.loader.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
-            raise YamlProblem(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", start) from None
-        return YScalar(value, start, end, node.style in ("'", '"'))
+            raise YamlProblem(
+                f"invalid YAML: {getattr(exc, 'problem', None) or exc}", start
+            ) from None
+        return YScalar(value, start, end)
 
 
 def _hashable(value: Any) -> Any:

@@ -24,13 +24,35 @@ FRESHNESS = ("fresh", "needs_review", "stale")
 VISIBILITIES = ("repo", "workspace")
 
 TOP_FIELDS = (
-    "summary", "tags", "sl_refs", "refs", "usage_mode", "meta", "title", "category", "status",
-    "superseded_by", "freshness", "confidence", "source", "source_commit", "affected_paths",
-    "conflict", "visibility", "reasoning", "alternatives", "steps",
+    "summary",
+    "tags",
+    "sl_refs",
+    "refs",
+    "usage_mode",
+    "meta",
+    "title",
+    "category",
+    "status",
+    "superseded_by",
+    "freshness",
+    "confidence",
+    "source",
+    "source_commit",
+    "affected_paths",
+    "conflict",
+    "visibility",
+    "reasoning",
+    "alternatives",
+    "steps",
 )
 META_FIELDS = ("provenance", "last_validated_at", "bound_fingerprints", "frozen")
 CONFLICT_FIELDS = ("key", "scope", "exclusive")
 RESERVED = ("id", "scope", "path")
+
+# Where cross-page findings point (KB202, KB301, KB302, KB402); other spans stay local.
+KEPT_ANCHORS = frozenset(
+    {"status", "superseded_by", "conflict", "source:value", "meta.last_validated_at:value"}
+)
 
 FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
 COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
@@ -66,7 +88,9 @@ def describe_node(node: YNode) -> str:
     return describe(node.value)
 
 
-def did_you_mean(name: str, choices: list[str] | tuple[str, ...], cutoff: float = 0.6) -> str | None:
+def did_you_mean(
+    name: str, choices: list[str] | tuple[str, ...], cutoff: float = 0.6
+) -> str | None:
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=cutoff)
     return f"did you mean '{close[0]}'?" if close else None
 
@@ -81,7 +105,7 @@ def to_utc_iso(value: Any) -> str | None:
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.UTC)
-        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return str(value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     if isinstance(value, dt.date):
         return f"{value.isoformat()}T00:00:00Z"
     return None
@@ -131,7 +155,9 @@ class FieldValidator:
             if isinstance(item, YScalar) and isinstance(item.value, str):
                 items.append((item.value, item))
             else:
-                self.report("KB002", item, f"'{name}' items must be strings, got {describe_node(item)}")
+                self.report(
+                    "KB002", item, f"'{name}' items must be strings, got {describe_node(item)}"
+                )
         return items
 
     def choice(self, name: str, node: YNode, choices: tuple[str, ...]) -> str | None:
@@ -141,7 +167,8 @@ class FieldValidator:
         if value not in choices:
             shown = f" '{value}'" if len(value) <= 40 else ""
             self.report(
-                "KB002", node,
+                "KB002",
+                node,
                 f"'{name}' value{shown} is not one of {', '.join(choices)}",
                 did_you_mean(value, choices),
             )
@@ -159,14 +186,18 @@ class FieldValidator:
 
     def unknown(self, key: YScalar, dotted: str, known: tuple[str, ...]) -> None:
         where = "frontmatter key" if "." not in dotted else "key"
-        self.report("KB006", key, f"'{dotted}' is not a known {where}", did_you_mean(key_text(key), known))
+        self.report(
+            "KB006", key, f"'{dotted}' is not a known {where}", did_you_mean(key_text(key), known)
+        )
 
     def validate(self, root: YMap) -> None:
         for key, node in root.items:
             name = key_text(key)
             if name in RESERVED:
                 self.report(
-                    "KB003", key, f"'{name}' is set in frontmatter; a page's {name} comes from its path",
+                    "KB003",
+                    key,
+                    f"'{name}' is set in frontmatter; a page's {name} comes from its path",
                     f"remove '{name}'",
                 )
                 continue
@@ -205,7 +236,9 @@ class FieldValidator:
         elif name == "source_commit":
             value = self.string(name, node)
             if value is not None and not COMMIT.fullmatch(value.strip()):
-                self.report("KB002", node, "'source_commit' must be a hex commit id of 7 or more characters")
+                self.report(
+                    "KB002", node, "'source_commit' must be a hex commit id of 7 or more characters"
+                )
             elif value is not None:
                 v[name] = value.strip()
         elif name == "affected_paths":
@@ -223,7 +256,9 @@ class FieldValidator:
             self.wrong("confidence", node, "a number in [0, 1]")
         elif not 0.0 <= float(value) <= 1.0:
             self.report(
-                "KB002", node, f"'confidence' {value} is outside [0, 1]",
+                "KB002",
+                node,
+                f"'confidence' {value} is outside [0, 1]",
                 "confidence is refused outside the range, never clamped",
             )
         else:
@@ -236,9 +271,15 @@ class FieldValidator:
         kept: list[Located] = []
         for text, item in items:
             pure = PurePosixPath(text.replace("\\", "/"))
-            if not text.strip() or pure.is_absolute() or ".." in pure.parts or re.match(r"[A-Za-z]:[/\\]", text):
+            if (
+                not text.strip()
+                or pure.is_absolute()
+                or ".." in pure.parts
+                or re.match(r"[A-Za-z]:[/\\]", text)
+            ):
                 self.report(
-                    "KB002", item,
+                    "KB002",
+                    item,
                     "'affected_paths' items must be relative to the repository root, without '..'",
                 )
             else:
@@ -321,7 +362,8 @@ class FieldValidator:
             iso = None
         if iso is None:
             self.report(
-                "KB002", node,
+                "KB002",
+                node,
                 f"'meta.last_validated_at' must be an ISO-8601 date or timestamp, got {describe_node(node)}",
                 'write it as "YYYY-MM-DDTHH:MM:SSZ"',
             )
@@ -339,7 +381,8 @@ class FieldValidator:
             fingerprint = value.value if isinstance(value, YScalar) else None
             if not isinstance(fingerprint, str) or not FINGERPRINT.fullmatch(fingerprint):
                 self.report(
-                    "KB002", value,
+                    "KB002",
+                    value,
                     f"'meta.bound_fingerprints.{key_text(k)}' must be 'sha256:' and 64 hex digits",
                 )
                 continue
@@ -348,10 +391,13 @@ class FieldValidator:
 
     def result(self) -> Fields:
         v = {key: value for key, value in self.values.items() if value is not None}
-        return Fields(anchors=self.anchors, **v)
+        kept = {k: span for k, span in self.anchors.items() if k in KEPT_ANCHORS}
+        return Fields(anchors=kept, **v)
 
 
-def validate_fields(root: YMap, locate: Locate) -> tuple[Fields, list[Finding]]:
+def validate_fields(root: YMap, locate: Locate) -> tuple[Fields, list[Finding], dict[str, Span]]:
+    """Typed fields, their findings, and the span of every known key (for KB403)."""
     validator = FieldValidator(locate)
     validator.validate(root)
-    return validator.result(), validator.findings
+    keys = {k: v for k, v in validator.anchors.items() if not k.endswith(":value")}
+    return validator.result(), validator.findings, keys

@@ -11,7 +11,6 @@ from knowl_build.resolve import GLOBAL, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
 
 
-
 def check_governance(ctx: RuleContext) -> Emitted:
     yield from _duplicates(ctx)
     yield from _shadows(ctx)
@@ -25,9 +24,15 @@ def _duplicates(ctx: RuleContext) -> Emitted:
             continue
         for page in pages:
             others = ", ".join(p.path for p in pages if p is not page)
-            yield page.path, Finding(
-                "KB005", 1, 1, f"page id '{page_id}' is used twice in {scope_label(scope)}: also {others}",
-                "rename one of the files",
+            yield (
+                page.path,
+                Finding(
+                    "KB005",
+                    1,
+                    1,
+                    f"page id '{page_id}' is used twice in {scope_label(scope)}: also {others}",
+                    "rename one of the files",
+                ),
             )
 
 
@@ -37,10 +42,15 @@ def _shadows(ctx: RuleContext) -> Emitted:
             continue
         globals_ = ctx.index.by_id.get((GLOBAL, page.id))
         if globals_:
-            yield page.path, Finding(
-                "KB303", 1, 1,
-                f"user page '{page.id}' has the id of global page {globals_[0].path}; "
-                "it becomes an annotation of it",
+            yield (
+                page.path,
+                Finding(
+                    "KB303",
+                    1,
+                    1,
+                    f"user page '{page.id}' has the id of global page {globals_[0].path}; "
+                    "it becomes an annotation of it",
+                ),
             )
 
 
@@ -56,10 +66,14 @@ def _conflicts(ctx: RuleContext) -> Emitted:
         where = f" in scope {dict(scope)}" if scope else ""
         for page in pages:
             others = ", ".join(p.path for p in pages if p is not page)
-            yield page.path, finding_at(
-                "KB301", page.parsed.fields.anchors.get("conflict"),
-                f"exclusive conflict key '{key}'{where} is also claimed by active {others}",
-                f"retire one with: knowl supersede <old> <new>",
+            yield (
+                page.path,
+                finding_at(
+                    "KB301",
+                    page.parsed.fields.anchors.get("conflict"),
+                    f"exclusive conflict key '{key}'{where} is also claimed by active {others}",
+                    "retire one with: knowl supersede <old> <new>",
+                ),
             )
 
 
@@ -70,25 +84,38 @@ def _supersession(ctx: RuleContext) -> Emitted:
         anchors = fields.anchors
         status_span = anchors.get("status") or anchors.get("superseded_by")
         if fields.status == "superseded" and fields.superseded_by is None:
-            yield page.path, finding_at(
-                "KB302", status_span, "status is 'superseded' but 'superseded_by' is missing",
-                "name the page that replaces it in 'superseded_by'",
+            yield (
+                page.path,
+                finding_at(
+                    "KB302",
+                    status_span,
+                    "status is 'superseded' but 'superseded_by' is missing",
+                    "name the page that replaces it in 'superseded_by'",
+                ),
             )
         target = fields.superseded_by
         if target is None:
             continue
         if fields.status != "superseded":
-            yield page.path, finding_at(
-                "KB302", status_span,
-                f"'superseded_by' is set but status is '{fields.status}'",
-                "set 'status: superseded' or remove 'superseded_by'",
+            yield (
+                page.path,
+                finding_at(
+                    "KB302",
+                    status_span,
+                    f"'superseded_by' is set but status is '{fields.status}'",
+                    "set 'status: superseded' or remove 'superseded_by'",
+                ),
             )
         resolution = ctx.index.resolve(target.value, page.scope)
         if not resolution.pages:
-            yield page.path, finding_at(
-                "KB302", target.span,
-                f"superseded_by '{target.value}' names no page visible from {scope_label(page.scope)}",
-                ctx.page_hint(target.value, page.scope),
+            yield (
+                page.path,
+                finding_at(
+                    "KB302",
+                    target.span,
+                    f"superseded_by '{target.value}' names no page visible from {scope_label(page.scope)}",
+                    ctx.page_hint(target.value, page.scope),
+                ),
             )
             continue
         successor[page.key] = resolution.pages[0]
@@ -105,8 +132,12 @@ def _supersession(ctx: RuleContext) -> Emitted:
         if current.key == page.key:
             target = page.parsed.fields.superseded_by
             assert target is not None
-            yield page.path, finding_at(
-                "KB302", target.span,
-                f"superseded_by '{target.value}' makes a supersession cycle",
-                "one page of the cycle must stay active",
+            yield (
+                page.path,
+                finding_at(
+                    "KB302",
+                    target.span,
+                    f"superseded_by '{target.value}' makes a supersession cycle",
+                    "one page of the cycle must stay active",
+                ),
             )

@@ -22,10 +22,14 @@ def check_references(ctx: RuleContext) -> Emitted:
 def _sl_refs(ctx: RuleContext, page: Page) -> Emitted:
     for ref in page.parsed.fields.sl_refs:
         if ref.value not in ctx.layer.entities:
-            yield page.path, finding_at(
-                "KB101", ref.span,
-                f"sl_ref '{ref.value}' resolves to no live semantic entity",
-                ctx.entity_hint(ref.value),
+            yield (
+                page.path,
+                finding_at(
+                    "KB101",
+                    ref.span,
+                    f"sl_ref '{ref.value}' resolves to no live semantic entity",
+                    ctx.entity_hint(ref.value),
+                ),
             )
 
 
@@ -40,15 +44,24 @@ def _refs(ctx: RuleContext, page: Page) -> Emitted:
         if resolution.pages:
             continue
         if resolution.hidden:
-            yield page.path, finding_at(
-                "KB104", ref.span, _hidden_message(f"ref '{ref.value}'", resolution.hidden, page.scope),
-                "global pages are read by everyone and must not depend on personal pages",
+            yield (
+                page.path,
+                finding_at(
+                    "KB104",
+                    ref.span,
+                    _hidden_message(f"ref '{ref.value}'", resolution.hidden, page.scope),
+                    "global pages are read by everyone and must not depend on personal pages",
+                ),
             )
         else:
-            yield page.path, finding_at(
-                "KB102", ref.span,
-                f"ref '{ref.value}' names no page visible from {scope_label(page.scope)}",
-                ctx.page_hint(ref.value, page.scope),
+            yield (
+                page.path,
+                finding_at(
+                    "KB102",
+                    ref.span,
+                    f"ref '{ref.value}' names no page visible from {scope_label(page.scope)}",
+                    ctx.page_hint(ref.value, page.scope),
+                ),
             )
 
 
@@ -63,21 +76,34 @@ def _links(ctx: RuleContext, page: Page) -> Emitted:
         elif is_file_target(link.target) and ctx.index.find_file(link.target):
             continue
         elif resolution.hidden:
-            yield page.path, finding_at(
-                "KB104", link.span, _hidden_message(link.raw, resolution.hidden, page.scope),
-                "global pages are read by everyone and must not depend on personal pages",
+            yield (
+                page.path,
+                finding_at(
+                    "KB104",
+                    link.span,
+                    _hidden_message(link.raw, resolution.hidden, page.scope),
+                    "global pages are read by everyone and must not depend on personal pages",
+                ),
             )
         elif is_file_target(link.target):
-            yield page.path, finding_at(
-                "KB103", link.span,
-                f"{link.raw} points at no page visible from {scope_label(page.scope)} "
-                "and no file under the knowledge folder",
+            yield (
+                page.path,
+                finding_at(
+                    "KB103",
+                    link.span,
+                    f"{link.raw} points at no page visible from {scope_label(page.scope)} "
+                    "and no file under the knowledge folder",
+                ),
             )
         else:
-            yield page.path, finding_at(
-                "KB103", link.span,
-                f"{link.raw} points at no page visible from {scope_label(page.scope)}",
-                ctx.page_hint(link.target, page.scope),
+            yield (
+                page.path,
+                finding_at(
+                    "KB103",
+                    link.span,
+                    f"{link.raw} points at no page visible from {scope_label(page.scope)}",
+                    ctx.page_hint(link.target, page.scope),
+                ),
             )
 
 
@@ -93,9 +119,14 @@ def _heading(page: Page, link: Link, targets: list[Page]) -> Emitted:
                 return
             known.append(h.text)
     name = link.target or page.id
-    yield page.path, finding_at(
-        "KB105", link.span, f"{link.raw}: page '{name}' has no heading '{heading}'",
-        did_you_mean(heading, known),
+    yield (
+        page.path,
+        finding_at(
+            "KB105",
+            link.span,
+            f"{link.raw}: page '{name}' has no heading '{heading}'",
+            did_you_mean(heading, known),
+        ),
     )
 
 
@@ -106,19 +137,28 @@ def _directives(ctx: RuleContext, page: Page) -> Emitted:
         entity_name, _, attribute = directive.name.rpartition(".")
         entity = ctx.layer.entities.get(entity_name)
         if entity is None:
-            yield page.path, finding_at(
-                "KB106", directive.span,
-                f"{directive.raw} names no semantic entity '{entity_name or directive.name}'",
-                ctx.entity_hint(entity_name) if entity_name else
-                "write << sl:<connection>.<source>[.<member>].<attribute> >>",
+            yield (
+                page.path,
+                finding_at(
+                    "KB106",
+                    directive.span,
+                    f"{directive.raw} names no semantic entity '{entity_name or directive.name}'",
+                    ctx.entity_hint(entity_name)
+                    if entity_name
+                    else "write << sl:<connection>.<source>[.<member>].<attribute> >>",
+                ),
             )
         else:
             kinds = ctx.layer.members.get(entity_name, {entity.kind: entity})
             allowed = sorted({a for kind in kinds for a in ATTRIBUTES[kind]})
-            yield page.path, finding_at(
-                "KB106", directive.span,
-                f"{directive.raw}: {entity.kind} '{entity_name}' has no attribute '{attribute}'",
-                f"attributes: {', '.join(allowed)}",
+            yield (
+                page.path,
+                finding_at(
+                    "KB106",
+                    directive.span,
+                    f"{directive.raw}: {entity.kind} '{entity_name}' has no attribute '{attribute}'",
+                    f"attributes: {', '.join(allowed)}",
+                ),
             )
 
 
@@ -127,8 +167,12 @@ def _bound(page: Page) -> Emitted:
     refs = {ref.value for ref in fields.sl_refs}
     for bound in fields.bound_fingerprints:
         if bound.entity not in refs:
-            yield page.path, finding_at(
-                "KB107", bound.key_span,
-                f"bound fingerprint '{bound.entity}' is not in the page's sl_refs",
-                "remove the entry or add the entity to sl_refs",
+            yield (
+                page.path,
+                finding_at(
+                    "KB107",
+                    bound.key_span,
+                    f"bound fingerprint '{bound.entity}' is not in the page's sl_refs",
+                    "remove the entry or add the entity to sl_refs",
+                ),
             )

@@ -24,128 +24,240 @@ def _rule(code: str, name: str, default: str, summary: str, doc: str) -> Rule:
 
 
 RULES: tuple[Rule, ...] = (
-    _rule("KB001", "frontmatter-syntax", "error",
-          "frontmatter is not valid YAML, is not a mapping, repeats a key, or is not closed",
-          """The block between the opening `---` line and the next `---` line must be a YAML
+    _rule(
+        "KB001",
+        "frontmatter-syntax",
+        "error",
+        "frontmatter is not valid YAML, is not a mapping, repeats a key, or is not closed",
+        """The block between the opening `---` line and the next `---` line must be a YAML
           mapping. Reported at the parser's problem position, at the second occurrence of a
-          repeated key, or at 1:1 when the closing fence is missing."""),
-    _rule("KB002", "field-type", "error",
-          "a known field has the wrong type or an unknown value",
-          """A known frontmatter field holds a value of the wrong type (`tags: revenue` instead
+          repeated key, or at 1:1 when the closing fence is missing.""",
+    ),
+    _rule(
+        "KB002",
+        "field-type",
+        "error",
+        "a known field has the wrong type or an unknown value",
+        """A known frontmatter field holds a value of the wrong type (`tags: revenue` instead
           of a list, a `summary` that YAML reads as a date) or a value outside its allowed set
           (`usage_mode: caveats`). `confidence` outside [0, 1] is refused, never clamped.
-          `affected_paths` must be relative paths without `..`."""),
-    _rule("KB003", "reserved-field", "error",
-          "`id`, `scope` or `path` set in frontmatter",
-          """A page's id, scope and path come from its location under `knowledge/`; setting
-          them in frontmatter would contradict the file system. Remove the key."""),
-    _rule("KB004", "misplaced-page", "error",
-          "a .md file under knowledge/ outside global/ or user/<owner>/",
-          """Pages live in `knowledge/global/` or `knowledge/user/<owner>/`. A Markdown file
-          anywhere else under `knowledge/` has no scope; move it."""),
-    _rule("KB005", "duplicate-page-id", "error",
-          "duplicate page id in one scope",
-          """Two pages of one scope (global, or one owner) share a file name. Each file is
-          reported once, naming the other. References to the id resolve to the set of them."""),
-    _rule("KB006", "unknown-field", "warning",
-          "unknown frontmatter key",
-          """A key that knowl does not know, at the top level or inside `meta` or `conflict`.
-          It is kept in the artifact. Usually a typo: the hint names the nearest known key."""),
-    _rule("KB007", "not-text", "error",
-          "a page or semantic file is not UTF-8 text",
-          """The file holds NUL bytes or bytes that are not UTF-8. It draws no other finding."""),
-    _rule("KB008", "symlink-escape", "warning",
-          "a symlink leaves the project and is skipped",
-          """A symbolic link under `knowledge/` or `semantics/` resolves outside the project
-          root. It is not followed, so nothing outside the project is ever read."""),
-    _rule("KB009", "no-git", "info",
-          "git history is unavailable; history rules are skipped",
-          """The project is not inside a git repository, or git is not installed. Everything
-          works except the features that read history."""),
-    _rule("KB050", "semantic-layer", "error",
-          "semantic layer file invalid",
-          """A file under `semantics/` is not valid YAML, is not a mapping, lacks a string
+          `affected_paths` must be relative paths without `..`.""",
+    ),
+    _rule(
+        "KB003",
+        "reserved-field",
+        "error",
+        "`id`, `scope` or `path` set in frontmatter",
+        """A page's id, scope and path come from its location under `knowledge/`; setting
+          them in frontmatter would contradict the file system. Remove the key.""",
+    ),
+    _rule(
+        "KB004",
+        "misplaced-page",
+        "error",
+        "a .md file under knowledge/ outside global/ or user/<owner>/",
+        """Pages live in `knowledge/global/` or `knowledge/user/<owner>/`. A Markdown file
+          anywhere else under `knowledge/` has no scope; move it.""",
+    ),
+    _rule(
+        "KB005",
+        "duplicate-page-id",
+        "error",
+        "duplicate page id in one scope",
+        """Two pages of one scope (global, or one owner) share a file name. Each file is
+          reported once, naming the other. References to the id resolve to the set of them.""",
+    ),
+    _rule(
+        "KB006",
+        "unknown-field",
+        "warning",
+        "unknown frontmatter key",
+        """A key that knowl does not know, at the top level or inside `meta` or `conflict`.
+          It is kept in the artifact. Usually a typo: the hint names the nearest known key.""",
+    ),
+    _rule(
+        "KB007",
+        "not-text",
+        "error",
+        "a page or semantic file is not UTF-8 text",
+        """The file holds NUL bytes or bytes that are not UTF-8. It draws no other finding.""",
+    ),
+    _rule(
+        "KB008",
+        "symlink-escape",
+        "warning",
+        "a symlink leaves the project and is skipped",
+        """A symbolic link under `knowledge/` or `semantics/` resolves outside the project
+          root. It is not followed, so nothing outside the project is ever read.""",
+    ),
+    _rule(
+        "KB009",
+        "no-git",
+        "info",
+        "git history is unavailable; history rules are skipped",
+        """The project is not inside a git repository, or git is not installed. Everything
+          works except the features that read history.""",
+    ),
+    _rule(
+        "KB050",
+        "semantic-layer",
+        "error",
+        "semantic layer file invalid",
+        """A file under `semantics/` is not valid YAML, is not a mapping, lacks a string
           `name`, `connection` or `table`, uses a name with characters other than
           `[A-Za-z0-9_-]`, redefines a source name owned by an earlier file, defines two
           members of one kind with one name, declares a grain or dimension column that is not
-          a declared column, or has a measure without `expr`."""),
-    _rule("KB101", "unknown-sl-ref", "error",
-          "`sl_refs` item names no live entity",
-          """An `sl_refs` entry must name a semantic entity: `<connection>.<source>` or
-          `<connection>.<source>.<member>`. The hint names the nearest entity."""),
-    _rule("KB102", "unknown-ref", "error",
-          "`refs` item names no page",
-          """A `refs` entry must be the id (or scope-relative path) of a page."""),
-    _rule("KB103", "broken-link", "error",
-          "`[[link]]` or embed names no page or file",
-          """The target of a wiki-link or embed matches no page visible from the linking page
+          a declared column, or has a measure without `expr`.""",
+    ),
+    _rule(
+        "KB101",
+        "unknown-sl-ref",
+        "error",
+        "`sl_refs` item names no live entity",
+        """An `sl_refs` entry must name a semantic entity: `<connection>.<source>` or
+          `<connection>.<source>.<member>`. The hint names the nearest entity.""",
+    ),
+    _rule(
+        "KB102",
+        "unknown-ref",
+        "error",
+        "`refs` item names no page",
+        """A `refs` entry must be the id (or scope-relative path) of a page.""",
+    ),
+    _rule(
+        "KB103",
+        "broken-link",
+        "error",
+        "`[[link]]` or embed names no page or file",
+        """The target of a wiki-link or embed matches no page visible from the linking page
           and, for targets with a file extension, no file under `knowledge/`. Matching is
-          exact: no case folding, no fuzzy match; the hint suggests the nearest id."""),
-    _rule("KB104", "invisible-target", "error",
-          "a ref or link names a page that is not visible from here",
-          """A global page points at a user page, or a user page at another user's page. Global
-          pages are read by everyone and must not depend on personal pages."""),
-    _rule("KB105", "unknown-heading", "warning",
-          "`[[id#Heading]]`: the target has no such heading",
-          """Headings are compared case-insensitively with whitespace collapsed and inline
-          markup removed; `#^block` references are not checked."""),
-    _rule("KB106", "unknown-directive-target", "error",
-          "a live-definition directive names an unknown entity or attribute",
-          """`<< sl:ENTITY.ATTR >>` and `{{ sl:ENTITY.ATTR }}` must name an existing entity and
+          exact: no case folding, no fuzzy match; the hint suggests the nearest id.""",
+    ),
+    _rule(
+        "KB104",
+        "invisible-target",
+        "error",
+        "a ref or link names a page that is not visible from here",
+        """A global page points at a user page, or a user page at another user's page. Global
+          pages are read by everyone and must not depend on personal pages.""",
+    ),
+    _rule(
+        "KB105",
+        "unknown-heading",
+        "warning",
+        "`[[id#Heading]]`: the target has no such heading",
+        """Headings are compared case-insensitively with whitespace collapsed and inline
+          markup removed; `#^block` references are not checked.""",
+    ),
+    _rule(
+        "KB106",
+        "unknown-directive-target",
+        "error",
+        "a live-definition directive names an unknown entity or attribute",
+        """`<< sl:ENTITY.ATTR >>` and `{{ sl:ENTITY.ATTR }}` must name an existing entity and
           an attribute of its kind (measure: expr, description, additivity, fingerprint;
           dimension: column, granularity, label, description; column: type, nullable,
-          description; source: table, description, grain)."""),
-    _rule("KB107", "unbound-fingerprint", "warning",
-          "a `bound_fingerprints` key is not in the page's `sl_refs`",
-          """`meta.bound_fingerprints` records the definitions the page was written against;
-          an entry for an entity the page does not reference is left over from an edit."""),
-    _rule("KB201", "drift", "warning",
-          "a bound fingerprint differs from the live one",
-          """The definition the page was written against has changed. The finding names the
+          description; source: table, description, grain).""",
+    ),
+    _rule(
+        "KB107",
+        "unbound-fingerprint",
+        "warning",
+        "a `bound_fingerprints` key is not in the page's `sl_refs`",
+        """`meta.bound_fingerprints` records the definitions the page was written against;
+          an entry for an entity the page does not reference is left over from an edit.""",
+    ),
+    _rule(
+        "KB201",
+        "drift",
+        "warning",
+        "a bound fingerprint differs from the live one",
+        """The definition the page was written against has changed. The finding names the
           commit that changed it and shows both expressions. Review the page, then run
-          `knowl review`."""),
-    _rule("KB202", "stale", "warning",
-          "`last_validated_at` missing or older than `staleness_days`",
-          """Nobody has confirmed the page against the live definitions recently. Set
-          `[rules] KB202 = "off"` for repositories that do not track validation dates."""),
-    _rule("KB203", "definition-changed", "warning",
-          "an `sl_refs` entity changed after `last_validated_at`",
-          """An entity the page is about was changed by a commit dated after the page was
-          last validated."""),
-    _rule("KB204", "affected-path-changed", "warning",
-          "a file in `affected_paths` changed since `source_commit`",
-          """The knowledge was derived at `source_commit`; a file it is about has changed or
-          been deleted since."""),
-    _rule("KB205", "unknown-source-commit", "warning",
-          "`source_commit` is not a commit reachable from HEAD",
-          """The commit the knowledge was derived from is not in the history of HEAD (a typo,
-          or a rebased-away commit)."""),
-    _rule("KB301", "exclusive-conflict", "error",
-          "two active exclusive pages share a conflict key and scope",
-          """Pages with `conflict.exclusive: true` claim to be the only active answer for their
-          normalized `conflict.key` and `conflict.scope`, project-wide. Supersede one."""),
-    _rule("KB302", "broken-supersession", "error",
-          "supersession broken",
-          """`status: superseded` needs `superseded_by`, `superseded_by` needs that status, the
-          target must be a visible page, and supersession must not form a cycle."""),
-    _rule("KB303", "user-shadows-global", "info",
-          "a user page has the id of a global page",
-          """References to the id resolve to the global page; the user page becomes an
-          annotation of it in search and show."""),
-    _rule("KB401", "secret", "error",
-          "a secret in the page",
-          """A private key, a URL with credentials, a named secret, a known token prefix, a
+          `knowl review`.""",
+    ),
+    _rule(
+        "KB202",
+        "stale",
+        "warning",
+        "`last_validated_at` missing or older than `staleness_days`",
+        """Nobody has confirmed the page against the live definitions recently. Set
+          `[rules] KB202 = "off"` for repositories that do not track validation dates.""",
+    ),
+    _rule(
+        "KB203",
+        "definition-changed",
+        "warning",
+        "an `sl_refs` entity changed after `last_validated_at`",
+        """An entity the page is about was changed by a commit dated after the page was
+          last validated.""",
+    ),
+    _rule(
+        "KB204",
+        "affected-path-changed",
+        "warning",
+        "a file in `affected_paths` changed since `source_commit`",
+        """The knowledge was derived at `source_commit`; a file it is about has changed or
+          been deleted since.""",
+    ),
+    _rule(
+        "KB205",
+        "unknown-source-commit",
+        "warning",
+        "`source_commit` is not a commit reachable from HEAD",
+        """The commit the knowledge was derived from is not in the history of HEAD (a typo,
+          or a rebased-away commit).""",
+    ),
+    _rule(
+        "KB301",
+        "exclusive-conflict",
+        "error",
+        "two active exclusive pages share a conflict key and scope",
+        """Pages with `conflict.exclusive: true` claim to be the only active answer for their
+          normalized `conflict.key` and `conflict.scope`, project-wide. Supersede one.""",
+    ),
+    _rule(
+        "KB302",
+        "broken-supersession",
+        "error",
+        "supersession broken",
+        """`status: superseded` needs `superseded_by`, `superseded_by` needs that status, the
+          target must be a visible page, and supersession must not form a cycle.""",
+    ),
+    _rule(
+        "KB303",
+        "user-shadows-global",
+        "info",
+        "a user page has the id of a global page",
+        """References to the id resolve to the global page; the user page becomes an
+          annotation of it in search and show.""",
+    ),
+    _rule(
+        "KB401",
+        "secret",
+        "error",
+        "a secret in the page",
+        """A private key, a URL with credentials, a named secret, a known token prefix, a
           high-entropy word or an `extra_patterns` match in a frontmatter value or the body
-          (code included). The message names the kind, never the value."""),
-    _rule("KB402", "sensitive-path", "error",
-          "a sensitive path in `affected_paths` or `source`",
-          """`.env`, `.env.*`, names containing `credential` or `secret`, `id_rsa`, `*.pem`,
+          (code included). The message names the kind, never the value.""",
+    ),
+    _rule(
+        "KB402",
+        "sensitive-path",
+        "error",
+        "a sensitive path in `affected_paths` or `source`",
+        """`.env`, `.env.*`, names containing `credential` or `secret`, `id_rsa`, `*.pem`,
           `*.p12`, `*.pfx`, `*.key` (names ending `.example`, `.sample`, `.template` or
-          `.dist` are allowed)."""),
-    _rule("KB403", "too-large", "error",
-          "a frontmatter string or the body is too long",
-          """A frontmatter string longer than `[security] max_field_chars` (each list item
-          counted alone) or a body longer than `max_body_chars`, in characters."""),
+          `.dist` are allowed).""",
+    ),
+    _rule(
+        "KB403",
+        "too-large",
+        "error",
+        "a frontmatter string or the body is too long",
+        """A frontmatter string longer than `[security] max_field_chars` (each list item
+          counted alone) or a body longer than `max_body_chars`, in characters.""",
+    ),
 )
 
 RULES_BY_CODE: Mapping[str, Rule] = {rule.code: rule for rule in RULES}

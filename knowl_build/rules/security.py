@@ -24,10 +24,13 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("AWS access key id", re.compile(r"\bAKIA[0-9A-Z]{16}")),
     ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}")),
     ("Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
-    ("named secret", re.compile(
-        r"\b(?:bearer|api[_-]?key|access[_-]?token|secret|password)\b\s*[:=]?\s*[A-Za-z0-9_\-./+=]{16,}",
-        re.IGNORECASE,
-    )),
+    (
+        "named secret",
+        re.compile(
+            r"\b(?:bearer|api[_-]?key|access[_-]?token|secret|password)\b\s*[:=]?\s*[A-Za-z0-9_\-./+=]{16,}",
+            re.IGNORECASE,
+        ),
+    ),
 )
 _HIGH_ENTROPY = re.compile(r"\b[A-Za-z0-9_-]{32,}\b")
 _HEX = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
@@ -111,10 +114,13 @@ def check_frontmatter(
     for key, node in _strings(root, ""):
         value: str = node.value
         if len(value) > config.max_field_chars:
-            findings.append(_finding(
-                "KB403", key_spans.get(key) or locate(node.start, node.end),
-                f"'{key}' is {len(value)} characters long, more than max_field_chars ({config.max_field_chars})",
-            ))
+            findings.append(
+                _finding(
+                    "KB403",
+                    key_spans.get(key) or locate(node.start, node.end),
+                    f"'{key}' is {len(value)} characters long, more than max_field_chars ({config.max_field_chars})",
+                )
+            )
         if not config.reject_secrets:
             continue
         # Search the source text of the value first, so the position is exact; escapes or
@@ -123,16 +129,24 @@ def check_frontmatter(
         hits = scanner.scan(raw)
         if hits:
             for hit in hits:
-                findings.append(_finding(
-                    "KB401", locate(node.start + hit.start, node.start + hit.end),
-                    f"'{key}' holds a secret ({hit.kind})", _SECRET_HINT,
-                ))
+                findings.append(
+                    _finding(
+                        "KB401",
+                        locate(node.start + hit.start, node.start + hit.end),
+                        f"'{key}' holds a secret ({hit.kind})",
+                        _SECRET_HINT,
+                    )
+                )
         else:
             for hit in scanner.scan(value):
-                findings.append(_finding(
-                    "KB401", locate(node.start, node.end),
-                    f"'{key}' holds a secret ({hit.kind})", _SECRET_HINT,
-                ))
+                findings.append(
+                    _finding(
+                        "KB401",
+                        locate(node.start, node.end),
+                        f"'{key}' holds a secret ({hit.kind})",
+                        _SECRET_HINT,
+                    )
+                )
     return findings
 
 
@@ -142,24 +156,45 @@ def check_body(
     findings: list[Finding] = []
     body_chars = len(text) - body_offset
     if body_chars > config.max_body_chars:
-        findings.append(Finding(
-            "KB403", 1, 1,
-            f"body is {body_chars} characters long, more than max_body_chars ({config.max_body_chars})",
-        ))
+        findings.append(
+            Finding(
+                "KB403",
+                1,
+                1,
+                f"body is {body_chars} characters long, more than max_body_chars ({config.max_body_chars})",
+            )
+        )
     if config.reject_secrets:
         for hit in scanner.scan(text[body_offset:] if body_offset else text):
             line, column = index.position(body_offset + hit.start)
             end_line, end_column = index.position(body_offset + hit.end - 1)
-            findings.append(Finding(
-                "KB401", line, column, f"body holds a secret ({hit.kind})", _SECRET_HINT,
-                end_line, end_column,
-            ))
+            findings.append(
+                Finding(
+                    "KB401",
+                    line,
+                    column,
+                    f"body holds a secret ({hit.kind})",
+                    _SECRET_HINT,
+                    end_line,
+                    end_column,
+                )
+            )
     return findings
 
 
 _ALLOWED_SUFFIXES = (".example", ".sample", ".template", ".dist")
-_SENSITIVE_GLOBS = (".env", ".env.*", "*credential*", "*secret*", "id_rsa", "id_rsa.pub",
-                    "*.pem", "*.p12", "*.pfx", "*.key")
+_SENSITIVE_GLOBS = (
+    ".env",
+    ".env.*",
+    "*credential*",
+    "*secret*",
+    "id_rsa",
+    "id_rsa.pub",
+    "*.pem",
+    "*.p12",
+    "*.pfx",
+    "*.key",
+)
 
 
 def _base_name(path: str) -> str:
@@ -183,9 +218,12 @@ def check_paths(
         [(source, "source")] if source is not None else []
     ):
         if is_sensitive_path(item.value):
-            findings.append(_finding(
-                "KB402", item.span,
-                f"'{field}' names a sensitive file '{_base_name(item.value)}'",
-                "knowledge must not point at credentials; use a .example file if one exists",
-            ))
+            findings.append(
+                _finding(
+                    "KB402",
+                    item.span,
+                    f"'{field}' names a sensitive file '{_base_name(item.value)}'",
+                    "knowledge must not point at credentials; use a .example file if one exists",
+                )
+            )
     return findings
