@@ -23,8 +23,9 @@ from knowl_build.model import Page, ParsedPage
 from knowl_build.parse.page import not_text, parse_page
 from knowl_build.parse.semantics import SemanticLayer, load_semantic_layer
 from knowl_build.resolve import PageIndex, place
-from knowl_build.rules.context import RuleContext
-from knowl_build.rules.freshness import check_freshness
+from knowl_build.history import History
+from knowl_build.rules.context import GitFacts, RuleContext
+from knowl_build.rules.freshness import Assessment, assess, check_freshness
 from knowl_build.rules.governance import check_governance
 from knowl_build.rules.references import check_references
 from knowl_build.rules.security import SecretScanner
@@ -70,6 +71,8 @@ class Analysis:
     layer: SemanticLayer
     pages: list[Page]
     index: PageIndex
+    history: History | None = None
+    assessments: dict[str, Assessment] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
@@ -171,13 +174,17 @@ def analyse(
     pages, page_findings = parse_pages(inputs, config, cache)
     cache.save()
     index = PageIndex.build(pages, discovery.other_files, config.knowledge_dir)
+    text_pages = [p for p in pages if p.parsed.text_ok]
+    facts = gather_git_facts(root, config, discovery, layer, text_pages)
     context = RuleContext(
-        pages=[p for p in pages if p.parsed.text_ok],
+        pages=text_pages,
         index=index,
         layer=layer,
         config=config,
         today=today or utc_today(),
+        git=facts,
     )
+    assessments = assess(context)
 
     found: list[tuple[str, Finding]] = []
     for table in (discovery.findings, layer.findings, page_findings):
@@ -185,7 +192,7 @@ def analyse(
             found.extend((path, f) for f in items)
     found.extend(check_references(context))
     found.extend(check_governance(context))
-    found.extend(check_freshness(context))
+    found.extend(check_freshness(context, assessments))
     if discovery.git is None:
         found.append(
             (
@@ -200,9 +207,37 @@ def analyse(
             )
         )
 
-    analysis = Analysis(root, config, discovery, layer, pages, index)
+    analysis = Analysis(root, config, discovery, layer, pages, index,
+                        facts.history if facts else None, assessments)
     analysis.diagnostics = apply_severities(found, config)
     return analysis
+
+
+def gather_git_facts(
+    root: Path, config: Config, discovery: Discovery, layer: SemanticLayer, pages: list[Page]
+) -> GitFacts | None:
+    """History and the batched git answers the history rules need (None without git)."""
+    if discovery.git is None:
+        return None
+    from knowl_build.fingerprints import trace
+    from knowl_build.history import GitHistory
+
+    reader = GitHistory(discovery.git)
+    try:
+        facts = GitFacts(trace(reader, config, layer))
+        sources = {p.parsed.fields.source_commit for p in pages if p.parsed.fields.source_commit}
+        if sources:
+            facts.reachable = reader.reachable_from_head({s for s in sources if s})
+            pairs = {
+                (full, item.value)
+                for p in pages
+                if (full := facts.reachable.get(p.parsed.fields.source_commit or "")) is not None
+                for item in p.parsed.fields.affected_paths
+            }
+            facts.changed_paths = reader.head_paths_differ(pairs, discovery.git.toplevel)
+    finally:
+        reader.close()
+    return facts
 
 
 def apply_severities(found: list[tuple[str, Finding]], config: Config) -> list[Diagnostic]:
@@ -219,23 +254,40 @@ def _memo_path(root: Path) -> Path:
     return root / ".knowl" / "cache" / "check.json"
 
 
-def _load_memo(root: Path, key: str) -> dict[str, Any] | None:
+def _outside_files(toplevel: Path | None, paths: set[str]) -> dict[str, str | None]:
+    """Blob ids of files outside the inputs that findings depend on (KB204's affected paths)."""
+    from knowl_build.history import git_blob_id
+
+    state: dict[str, str | None] = {}
+    for path in sorted(paths):
+        try:
+            state[path] = git_blob_id((toplevel or Path(".")).joinpath(path).read_bytes())
+        except OSError:
+            state[path] = None
+    return state
+
+
+def _load_memo(root: Path, key: str, toplevel: Path | None) -> dict[str, Any] | None:
     try:
         memo = json.loads(_memo_path(root).read_bytes())
-        if memo.get("format") == MEMO_FORMAT and memo.get("key") == key:
-            return memo  # type: ignore[no-any-return]
-    except (OSError, ValueError, AttributeError):
-        pass
-    return None
+        if memo.get("format") != MEMO_FORMAT or memo.get("key") != key:
+            return None
+        outside = memo["outside"]
+        if _outside_files(toplevel, set(outside)) != outside:
+            return None
+        return memo  # type: ignore[no-any-return]
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return None
 
 
-def _save_memo(root: Path, key: str, result: CheckResult) -> None:
+def _save_memo(root: Path, key: str, result: CheckResult, outside: dict[str, str | None]) -> None:
     memo = {
         "format": MEMO_FORMAT,
         "key": key,
         "diagnostics": [d.to_json() for d in result.diagnostics],
         "pages": result.page_count,
         "semantic_files": result.semantic_file_count,
+        "outside": outside,
     }
     try:
         ensure_knowl_dir(root)
@@ -258,7 +310,9 @@ def check(
     today = today or utc_today()
     inputs = read_inputs(root, config)
     key = inputs.fingerprint(config, today)
-    memo = _load_memo(root, key) if use_cache else None
+    git = inputs.discovery.git
+    toplevel = git.toplevel if git is not None else None
+    memo = _load_memo(root, key, toplevel) if use_cache else None
     if memo is not None:
         result = CheckResult(
             [Diagnostic.from_json(d) for d in memo["diagnostics"]],
@@ -277,8 +331,9 @@ def check(
             None,
         )
         if use_cache:
-            _save_memo(root, key, result)
-    git = inputs.discovery.git
+            affected = {item.value for page in analysis.pages if page.parsed.fields.source_commit
+                        for item in page.parsed.fields.affected_paths}
+            _save_memo(root, key, result, _outside_files(toplevel, affected) if git else {})
     if changed_only and git is not None:
         changed = git.changed_files()
         if changed is not None:

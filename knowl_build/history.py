@@ -92,3 +92,172 @@ class GitRepo:
             if path.startswith(self.prefix):
                 changed.add(path[len(self.prefix) :])
         return changed
+
+
+# --- history: one log pass, blobs in batch -------------------------------------------------
+
+WORKING_TREE = "working-tree"
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    sha: str
+    time: int  # committer time, seconds since the epoch
+    author: str
+    subject: str
+
+    @property
+    def date(self) -> str:
+        import datetime as dt
+
+        return dt.datetime.fromtimestamp(self.time, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def to_json(self) -> dict[str, object]:
+        return {"commit": self.sha, "date": self.date, "author": self.author, "subject": self.subject}
+
+
+@dataclass(slots=True)
+class EntityHistory:
+    """Where an entity came from: commit ids, or WORKING_TREE for uncommitted changes."""
+
+    introduced_in: str | None = None
+    changed_in: str | None = None
+    removed_in: str | None = None
+    kind: str = ""
+    fingerprint: str = ""
+
+
+@dataclass(slots=True)
+class History:
+    head: str | None
+    commits: dict[str, Commit]
+    entities: dict[str, EntityHistory]
+    exprs: dict[str, str]  # measure fingerprint -> the expression it was computed from
+    page_commits: dict[str, list[str]]  # project-relative path -> commit ids, newest first
+
+    def commit_json(self, ref: str | None) -> dict[str, object] | None:
+        if ref is None:
+            return None
+        if ref == WORKING_TREE:
+            return {"commit": None, "working_tree": True}
+        return self.commits[ref].to_json()
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    status: str
+    old: str  # old path ("" when added)
+    new: str  # new path ("" when deleted)
+    blob: str  # new blob id
+
+
+def _parse_log(data: bytes, prefix: str) -> list[tuple[Commit, list[_Change]]]:
+    """Parse `git log -z --raw --format=%x01%H%x02%ct%x02%an%x02%s` output, newest first."""
+    text = data.decode("utf-8", "surrogateescape")
+    entries: list[tuple[Commit, list[_Change]]] = []
+    for chunk in text.split("\x01")[1:]:
+        header, _, rest = chunk.partition("\0")
+        sha, time, author, subject = (header.split("\x02") + ["", "", "", ""])[:4]
+        tokens = rest.lstrip("\n").split("\0")
+        changes: list[_Change] = []
+        i = 0
+        while i < len(tokens):
+            meta = tokens[i].lstrip("\n")
+            if not meta.startswith(":"):
+                i += 1
+                continue
+            parts = meta[1:].split()
+            status, blob = parts[4][0], parts[3]
+            if status in "RC":
+                old, new = tokens[i + 1], tokens[i + 2]
+                i += 3
+            else:
+                old = new = tokens[i + 1]
+                i += 2
+            strip = len(prefix)
+            old = old[strip:] if old.startswith(prefix) else old
+            new = new[strip:] if new.startswith(prefix) else new
+            if status == "A":
+                old = ""
+            elif status == "D":
+                new = ""
+            changes.append(_Change(status, old, new, blob))
+        entries.append((Commit(sha, int(time or 0), author, subject), changes))
+    return entries
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def git_blob_id(data: bytes) -> str:
+    """The id git gives a blob with these bytes (no process needed)."""
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+class GitHistory:
+    """Reads history through GitPython's persistent `cat-file --batch` and one `git log`."""
+
+    def __init__(self, repo: GitRepo) -> None:
+        import git
+
+        self.repo = repo
+        self._git = git.Repo(repo.toplevel)
+        self._blobs: dict[str, bytes | None] = {}
+
+    def close(self) -> None:
+        self._git.close()
+
+    def blob(self, ref: str) -> bytes | None:
+        """The bytes of a blob (by id, or `commit:path`); None when it does not exist."""
+        if ref in self._blobs:
+            return self._blobs[ref]
+        try:
+            _sha, kind, _size, data = self._git.git.get_object_data(ref)
+        except ValueError:
+            data, kind = None, "missing"
+        result = data if _text(kind) == "blob" else None
+        self._blobs[ref] = result
+        return result
+
+    def object_id(self, ref: str) -> str | None:
+        try:
+            sha, _kind, _size = self._git.git.get_object_header(ref)
+        except ValueError:
+            return None
+        return _text(sha)
+
+    def log(self, folders: list[str]) -> list[tuple[Commit, list[_Change]]]:
+        if self.repo.head() is None:
+            return []
+        out = self.repo.run("log", "--first-parent", "-z", "--raw", "-M", "--no-abbrev",
+                            "--format=%x01%H%x02%ct%x02%an%x02%s", "HEAD", "--", *folders)
+        return _parse_log(out, self.repo.prefix)
+
+    def reachable_from_head(self, commits: set[str]) -> dict[str, str | None]:
+        """Each (possibly abbreviated) commit id -> its full id if reachable from HEAD."""
+        resolved: dict[str, str | None] = {}
+        for ref in commits:
+            resolved[ref] = self.object_id(f"{ref}^{{commit}}")
+        wanted = {sha for sha in resolved.values() if sha}
+        if not wanted or self.repo.head() is None:
+            return {ref: None for ref in commits}
+        reachable = set(self.repo.run("rev-list", "HEAD").decode().split())
+        return {ref: sha if sha in reachable else None for ref, sha in resolved.items()}
+
+    def head_paths_differ(self, pairs: set[tuple[str, str]], root: Path) -> set[tuple[str, str]]:
+        """(commit, repo-relative path) pairs whose file changed since `commit` (HEAD or the
+        working tree differs, or the path is gone)."""
+        changed: set[tuple[str, str]] = set()
+        for commit, path in pairs:
+            then = self.object_id(f"{commit}:{path}")
+            now = self.object_id(f"HEAD:{path}")
+            try:
+                worktree: str | None = git_blob_id((root / path).read_bytes())
+            except OSError:
+                worktree = None
+            if worktree is None or then != now or then != worktree:
+                changed.add((commit, path))
+        return changed

@@ -1,4 +1,4 @@
-"""What the cross-page rules read: every page, the indexes, the semantic layer, the date."""
+"""What the cross-page rules read: every page, the indexes, the semantic layer, history."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from knowl_build.config import Config
 from knowl_build.diagnostics import Finding
+from knowl_build.history import History
 from knowl_build.model import Page, Span
 from knowl_build.parse.semantics import SemanticLayer
 from knowl_build.resolve import PageIndex
@@ -24,12 +25,23 @@ def finding_at(code: str, span: Span | None, message: str, hint: str | None = No
 
 
 @dataclass(slots=True)
+class GitFacts:
+    """What the history rules need from git, gathered in batch before the rules run."""
+
+    history: History
+    changed_paths: set[tuple[str, str]] = field(default_factory=set)  # (source_commit, path)
+    reachable: dict[str, str | None] = field(default_factory=dict)  # source_commit -> full id
+
+
+@dataclass(slots=True)
 class RuleContext:
     pages: list[Page]  # text pages only: a KB007 file draws no other finding
     index: PageIndex
     layer: SemanticLayer
     config: Config
     today: dt.date
+    git: GitFacts | None = None
+    now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     _page_hints: dict[tuple[str, str], str | None] = field(default_factory=dict)
     _entity_hints: dict[str, str | None] = field(default_factory=dict)
 

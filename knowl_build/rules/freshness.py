@@ -1,42 +1,156 @@
-"""Freshness rules that need no history: KB202 (stale validation date)."""
+"""Freshness (SPEC 5): drift (KB201), staleness (KB202), definitions changed after validation
+(KB203), affected paths changed (KB204), unknown source commits (KB205).
+
+`assess()` computes each page's freshness with every reason as data; the findings are the
+same reasons, at their places. Reasons of rules configured "off" do not count.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
 
+from knowl_build.diagnostics import Finding
+from knowl_build.history import WORKING_TREE
+from knowl_build.model import Page
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
+
+ORDER = {"fresh": 0, "stale": 1, "needs_review": 2}
+_REVIEW = "after checking the page against the live definitions, run: knowl review "
+
+
+@dataclass(slots=True)
+class Assessment:
+    value: str = "fresh"
+    reasons: list[dict[str, Any]] = field(default_factory=list)
+    drift: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    def add(self, ctx: RuleContext, finding: Finding, value: str, **data: Any) -> None:
+        if ctx.config.severity(finding.code) == "off":
+            return
+        self.findings.append(finding)
+        self.reasons.append({"code": finding.code, "freshness": value, "message": finding.message,
+                             **data})
+        if ORDER[value] > ORDER[self.value]:
+            self.value = value
+
+    def to_json(self) -> dict[str, Any]:
+        reasons = sorted(self.reasons, key=lambda r: (r["code"], r["message"]))
+        return {"value": self.value, "reasons": reasons}
+
+
+def parse_utc(iso: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
 
 
 def age_in_days(validated_at: str, today: dt.date) -> int:
     return (today - dt.date.fromisoformat(validated_at[:10])).days
 
 
-def check_freshness(ctx: RuleContext) -> Emitted:
-    limit = ctx.config.staleness_days
-    for page in ctx.pages:
-        fields = page.parsed.fields
-        validated = fields.last_validated_at
-        if validated is None:
-            yield (
-                page.path,
-                finding_at(
-                    "KB202",
-                    fields.anchors.get("meta.last_validated_at:value"),
-                    "page has no meta.last_validated_at",
-                    "after checking the page against the live definitions, run: knowl review "
-                    + page.id,
-                ),
-            )
+def _change(ctx: RuleContext, ref: str | None) -> tuple[str, dt.datetime | None]:
+    """A change as text for messages, and its date (now for the working tree)."""
+    if ref is None or ctx.git is None:
+        return "", None
+    if ref == WORKING_TREE:
+        return "uncommitted changes in the working tree", ctx.now
+    commit = ctx.git.history.commits[ref]
+    return f"commit {ref[:12]} ({commit.date[:10]}, \"{commit.subject}\")", \
+        dt.datetime.fromtimestamp(commit.time, dt.UTC)
+
+
+def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
+    fields = page.parsed.fields
+    result = Assessment(value=fields.freshness)
+    if fields.freshness != "fresh":
+        result.reasons.append({"code": "frontmatter", "freshness": fields.freshness,
+                               "message": f"freshness is set to '{fields.freshness}' in frontmatter"})
+    entities = ctx.layer.entities
+    history = ctx.git.history if ctx.git else None
+
+    # KB201: a bound fingerprint that differs from the live one.
+    refs = {ref.value for ref in fields.sl_refs}
+    for bound in fields.bound_fingerprints:
+        entity = entities.get(bound.entity)
+        if entity is None or bound.entity not in refs or entity.fingerprint == bound.fingerprint:
             continue
+        ref = history.entities[bound.entity].changed_in if history and bound.entity in history.entities else None
+        where, _ = _change(ctx, ref)
+        if entity.kind == "measure":
+            old = history.exprs.get(bound.fingerprint) if history else None
+            then = f"`{old}`" if old is not None else "an expression not found in history"
+            live = entity.definition.get("expr")
+            what = f"written against {then}, now `{live}`"
+        else:
+            old, live = None, None
+            what = "its definition changed"
+        message = f"'{bound.entity}' drifted: {what}" + (f"; changed in {where}" if where else "")
+        result.drift.append({
+            "entity": bound.entity, "bound": bound.fingerprint, "live": entity.fingerprint,
+            "changed_in": history.commit_json(ref) if history else None,
+            "bound_expr": old, "live_expr": live,
+        })
+        result.add(ctx, finding_at("KB201", bound.key_span, message, _REVIEW + page.id),
+                   "needs_review", entity=bound.entity)
+
+    # KB202: never validated, or too long ago.
+    validated = fields.last_validated_at
+    anchor = fields.anchors.get("meta.last_validated_at:value")
+    if validated is None:
+        result.add(ctx, finding_at("KB202", anchor, "page has no meta.last_validated_at",
+                                   _REVIEW + page.id), "stale")
+    else:
         age = age_in_days(validated, ctx.today)
-        if age > limit:
-            yield (
-                page.path,
-                finding_at(
-                    "KB202",
-                    fields.anchors["meta.last_validated_at:value"],
-                    f"last validated {age} days ago, more than staleness_days ({limit})",
-                    "after checking the page against the live definitions, run: knowl review "
-                    + page.id,
-                ),
-            )
+        if age > ctx.config.staleness_days:
+            result.add(ctx, finding_at(
+                "KB202", anchor,
+                f"last validated {age} days ago, more than staleness_days ({ctx.config.staleness_days})",
+                _REVIEW + page.id), "stale")
+
+    # KB203: an sl_refs entity changed after the page was last validated.
+    if history is not None and validated is not None:
+        validated_at = parse_utc(validated)
+        for ref in fields.sl_refs:
+            record = history.entities.get(ref.value)
+            if ref.value not in entities or record is None or record.changed_in is None:
+                continue
+            where, when = _change(ctx, record.changed_in)
+            if when is not None and when > validated_at:
+                result.add(ctx, finding_at(
+                    "KB203", ref.span,
+                    f"'{ref.value}' changed after the page was last validated ({validated[:10]}): {where}",
+                    _REVIEW + page.id), "needs_review", entity=ref.value)
+
+    # KB204 / KB205: the knowledge was derived at source_commit.
+    if ctx.git is not None and fields.source_commit is not None:
+        full = ctx.git.reachable.get(fields.source_commit)
+        if full is None:
+            result.findings.append(finding_at(
+                "KB205", fields.anchors.get("source_commit:value"),
+                f"source_commit '{fields.source_commit}' is not a commit reachable from HEAD",
+                "fix the commit id, or remove source_commit"))
+        else:
+            for item in fields.affected_paths:
+                if (full, item.value) in ctx.git.changed_paths:
+                    result.add(ctx, finding_at(
+                        "KB204", item.span,
+                        f"affected path '{item.value}' changed since source_commit {full[:12]}",
+                        "re-read the file and update the page, then set source_commit to HEAD"),
+                        "needs_review", path=item.value)
+    return result
+
+
+def assess(ctx: RuleContext) -> dict[str, Assessment]:
+    """Freshness of every text page, by path."""
+    results: dict[str, Assessment] = {}
+    for page in ctx.pages:
+        results.setdefault(page.path, _assess_page(ctx, page))
+    return results
+
+
+def check_freshness(ctx: RuleContext, assessments: dict[str, Assessment] | None = None) -> Emitted:
+    assessments = assessments if assessments is not None else assess(ctx)
+    for path, assessment in assessments.items():
+        for finding in assessment.findings:
+            yield path, finding

@@ -3,6 +3,7 @@ live-definition directives (KB106) and bound fingerprints (KB107)."""
 
 from __future__ import annotations
 
+from knowl_build.history import WORKING_TREE
 from knowl_build.model import ATTRIBUTES, Link, Page
 from knowl_build.parse.body import heading_key
 from knowl_build.resolve import is_file_target, scope_label
@@ -21,16 +22,22 @@ def check_references(ctx: RuleContext) -> Emitted:
 
 def _sl_refs(ctx: RuleContext, page: Page) -> Emitted:
     for ref in page.parsed.fields.sl_refs:
-        if ref.value not in ctx.layer.entities:
-            yield (
-                page.path,
-                finding_at(
-                    "KB101",
-                    ref.span,
-                    f"sl_ref '{ref.value}' resolves to no live semantic entity",
-                    ctx.entity_hint(ref.value),
-                ),
-            )
+        if ref.value in ctx.layer.entities:
+            continue
+        message = f"sl_ref '{ref.value}' resolves to no live semantic entity"
+        hint = ctx.entity_hint(ref.value)
+        record = ctx.git.history.entities.get(ref.value) if ctx.git is not None else None
+        if ctx.git is not None and record is not None and record.removed_in is not None:
+            if record.removed_in == WORKING_TREE:
+                message += "; it was removed by uncommitted changes in the working tree"
+            else:
+                commit = ctx.git.history.commits[record.removed_in]
+                message += (
+                    f"; it was removed in commit {commit.sha[:12]} ({commit.date[:10]}, "
+                    f'"{commit.subject}")'
+                )
+            hint = "run knowl fix to propose removing it (knowl fix --apply writes the change)"
+        yield page.path, finding_at("KB101", ref.span, message, hint)
 
 
 def _hidden_message(item: str, hidden: list[Page], scope: str) -> str:
