@@ -10,6 +10,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,12 @@ from knowl_build.cache import ParseCache, atomic_write, ensure_knowl_dir
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic, Finding
 from knowl_build.discover import Discovery, discover
+from knowl_build.errors import KnowlError
+from knowl_build.history import History
 from knowl_build.model import Page, ParsedPage
 from knowl_build.parse.page import not_text, parse_page
 from knowl_build.parse.semantics import SemanticLayer, load_semantic_layer
 from knowl_build.resolve import PageIndex, place
-from knowl_build.history import History
 from knowl_build.rules.context import GitFacts, RuleContext
 from knowl_build.rules.freshness import Assessment, assess, check_freshness
 from knowl_build.rules.governance import check_governance
@@ -207,8 +209,9 @@ def analyse(
             )
         )
 
-    analysis = Analysis(root, config, discovery, layer, pages, index,
-                        facts.history if facts else None, assessments)
+    analysis = Analysis(
+        root, config, discovery, layer, pages, index, facts.history if facts else None, assessments
+    )
     analysis.diagnostics = apply_severities(found, config)
     return analysis
 
@@ -331,8 +334,12 @@ def check(
             None,
         )
         if use_cache:
-            affected = {item.value for page in analysis.pages if page.parsed.fields.source_commit
-                        for item in page.parsed.fields.affected_paths}
+            affected = {
+                item.value
+                for page in analysis.pages
+                if page.parsed.fields.source_commit
+                for item in page.parsed.fields.affected_paths
+            }
             _save_memo(root, key, result, _outside_files(toplevel, affected) if git else {})
     if changed_only and git is not None:
         changed = git.changed_files()
@@ -346,3 +353,214 @@ def check(
                 changed,
             )
     return result
+
+
+# --- knowl build ----------------------------------------------------------------------------
+
+STAGES = ("discover", "parse", "history", "rules", "render", "index", "publish")
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    diagnostics: list[Diagnostic]
+    status: str  # "published" | "no-op" | "refused"
+    build_id: str
+    folder: Path | None  # the published (or current, for a no-op) artifact folder
+    counts: dict[str, int]
+    incremental: bool
+    pruned: list[str]
+
+
+def _repo_name(config: Config, root: Path, git: Any) -> str:
+    if config.repo_name:
+        return config.repo_name
+    url: str | None = git.remote_url() if git is not None else None
+    if url:
+        name = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+        return name[:-4] if name.endswith(".git") else name
+    return root.name
+
+
+def inputs_sha256(root: Path, inputs: Inputs, config: Config) -> str:
+    digest = hashlib.sha256()
+    rows = [(p, h) for table in (inputs.pages, inputs.semantics) for p, (_, h) in table.items()]
+    for path in inputs.discovery.other_files:
+        rows.append((path, _read(str(root), path)[1]))
+    for path, content_hash in sorted(rows):
+        digest.update(f"{path}\0{content_hash}\n".encode())
+    if config.source is not None:
+        source = Path(config.source)
+        source = source if source.is_absolute() else root / source.name
+        digest.update(b"config\0" + (_read(str(source.parent), source.name)[1]).encode())
+    return digest.hexdigest()
+
+
+def build(
+    root: Path,
+    config: Config,
+    *,
+    full: bool = False,
+    allow_errors: bool = False,
+    out: Path | None = None,
+    today: dt.date | None = None,
+    progress: Any = None,
+) -> BuildResult:
+    """`knowl build`: validate, render, fingerprint, index and publish an artifact.
+
+    The previous artifact stays current until the new one is complete; a refused or failed
+    build publishes nothing."""
+    from knowl_build import artifacts, records
+    from knowl_build.graph import to_json as graph_json
+    from knowl_build.index import write_index
+    from knowl_build.output.json_format import diagnostics_document
+    from knowl_build.parse.page import decode
+
+    def stage(name: str) -> None:
+        if progress is not None:
+            progress(name)
+
+    today = today or utc_today()
+    out_dir = out if out is not None else root / config.out_dir
+    ensure_knowl_dir(root)
+    with artifacts.build_lock(out_dir):
+        stage("discover")
+        inputs = read_inputs(root, config)
+        git = inputs.discovery.git
+        head = git.head() if git is not None else None
+        stage("parse")
+        analysis = analyse(root, config, today=today, inputs=inputs)
+        diagnostics = analysis.diagnostics
+        counts = summarize_counts(analysis)
+        errors = counts["errors"]
+
+        input_hash = inputs_sha256(root, inputs, config)
+        dirty = (
+            head is not None
+            and git is not None
+            and git.dirty(
+                [config.knowledge_dir, config.semantics_dir, "knowl.toml", "pyproject.toml"]
+            )
+        )
+        if head is None:
+            build_id = f"nogit-{input_hash[:12]}"
+        else:
+            build_id = head[:12] + (f"-dirty-{input_hash[:8]}" if dirty else "")
+
+        current = artifacts.current_folder(out_dir)
+        previous: dict[str, Any] | None = None
+        if current is not None:
+            try:
+                previous = artifacts.read_manifest(current)
+            except KnowlError:
+                previous = None
+        same = previous is not None and all(
+            (
+                previous.get("commit") == head,
+                previous.get("inputs_sha256") == input_hash,
+                previous.get("config_sha256") == config.sha256,
+                previous.get("tool_version") == __version__,
+                str(previous.get("built_at", ""))[:10] == today.isoformat(),
+            )
+        )
+        if same and not full:
+            return BuildResult(
+                diagnostics,
+                "no-op",
+                str(previous["build_id"]) if previous else build_id,
+                current,
+                counts,
+                False,
+                [],
+            )
+        if errors and not allow_errors:
+            return BuildResult(diagnostics, "refused", build_id, None, counts, False, [])
+
+        stage("render")
+        texts = {
+            path: decode(data) or "" for path, (data, _) in inputs.pages.items() if data is not None
+        }
+        pages = records.page_records(analysis, texts)
+        entities = records.entity_records(analysis)
+        graph = records.reference_graph(analysis)
+
+        staging = artifacts.staging_folder(out_dir)
+        try:
+            (staging / "pages.jsonl").write_bytes(artifacts.dump_jsonl(pages))
+            (staging / "entities.json").write_bytes(artifacts.dump_json({"entities": entities}))
+            (staging / "graph.json").write_text(graph_json(graph), encoding="utf-8")
+            (staging / "diagnostics.json").write_bytes(
+                artifacts.dump_json(diagnostics_document(diagnostics))
+            )
+            stage("index")
+            incremental = (
+                not full
+                and current is not None
+                and previous is not None
+                and previous.get("tool_version") == __version__
+                and (current / "index").is_dir()
+            )
+            if incremental and current is not None:
+                shutil.copytree(current / "index", staging / "index")
+            update = write_index(staging / "index", records.index_documents(pages), incremental)
+            stage("publish")
+            files = artifacts.file_table(staging)
+            manifest = {
+                "format": artifacts.FORMAT,
+                "schema_version": artifacts.SCHEMA_VERSION,
+                "tool_version": __version__,
+                "build_id": build_id,
+                "commit": head,
+                "dirty": bool(dirty) if head is not None else True,
+                "inputs_sha256": input_hash,
+                "config_sha256": config.sha256,
+                "built_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                if "SOURCE_DATE_EPOCH" not in os.environ
+                else f"{today.isoformat()}T00:00:00Z",
+                "repo": _repo_name(config, root, git),
+                "counts": counts,
+                "error_count": errors,
+                "search": {
+                    "boosts": dict(sorted(config.search.boosts.items())),
+                    "max_caveats": config.search.max_caveats,
+                },
+                "index": {
+                    "added": update.added,
+                    "updated": update.updated,
+                    "deleted": update.deleted,
+                    "merged": update.merged,
+                    "incremental": incremental,
+                },
+                "files": files,
+                "sizes": {
+                    name: (staging / name).stat().st_size
+                    for name in files
+                    if name.startswith("index/")
+                },
+            }
+            (staging / artifacts.MANIFEST).write_bytes(artifacts.dump_json(manifest))
+            folder = artifacts.publish(out_dir, staging, build_id)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        pruned = artifacts.prune(out_dir, config.keep_builds)
+        return BuildResult(diagnostics, "published", build_id, folder, counts, incremental, pruned)
+
+
+def summarize_counts(analysis: Analysis) -> dict[str, int]:
+    from knowl_build.diagnostics import summarize
+
+    severities = summarize(analysis.diagnostics)
+    freshness = {"fresh": 0, "stale": 0, "needs_review": 0}
+    for page in analysis.pages:
+        assessment = analysis.assessments.get(page.path)
+        if assessment is not None:
+            freshness[assessment.value] += 1
+    return {
+        "pages": sum(1 for p in analysis.pages if p.parsed.text_ok),
+        "entities": len(analysis.layer.entities),
+        "semantic_files": len(analysis.layer.files),
+        "errors": severities["error"],
+        "warnings": severities["warning"],
+        "info": severities["info"],
+        **freshness,
+    }

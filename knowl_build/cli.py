@@ -5,6 +5,7 @@ Heavy imports happen inside the commands so `knowl --help` stays instant.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import traceback
@@ -139,14 +140,46 @@ def cli() -> None:
     """
 
 
-@cli.command()
-@click.option(
+FORMAT_OPTION = click.option(
     "--format",
     "fmt",
     type=click.Choice(["text", "json", "github", "sarif"]),
     default=None,
     help="Finding format (default: text; github under GitHub Actions).",
 )
+ARTIFACT_OPTION = click.option(
+    "--artifact",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="An artifact folder (default: the project's current build).",
+)
+
+
+def _default_format(fmt: str | None) -> str:
+    if fmt is None:
+        return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+    return fmt
+
+
+def _render_findings(fmt: str, diagnostics: list[Any], config: Any, title: str) -> None:
+    from knowl_build.output import github, json_format, sarif, text
+
+    if fmt == "json":
+        sys.stdout.write(json_format.render(diagnostics))
+    elif fmt == "sarif":
+        sys.stdout.write(sarif.render(diagnostics, config))
+    elif fmt == "github":
+        sys.stdout.write(github.render(diagnostics))
+        summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary_file:
+            with open(summary_file, "a", encoding="utf-8") as handle:
+                handle.write(github.step_summary(diagnostics, title))
+    else:
+        text.render(diagnostics, text.console())
+
+
+@cli.command()
+@FORMAT_OPTION
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
 @click.option(
     "--changed-only",
@@ -175,39 +208,196 @@ def check(
     """
     from knowl_build.build import check as run_check
     from knowl_build.diagnostics import exit_code_for, summarize
-    from knowl_build.output import github, json_format, sarif, text
+    from knowl_build.output import text
 
     settings = _settings(ctx)
     config = settings.load_config()
-    if fmt is None:
-        fmt = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
     result = run_check(settings.root, config, changed_only=changed_only, use_cache=not no_cache)
-    diagnostics = result.diagnostics
     err = text.console(sys.stderr)
-
     if not result.knowledge_exists and not settings.quiet:
         err.print(
             f"knowl: notice: no {config.knowledge_dir}/ folder in {settings.root}; 0 pages "
             "checked (point --repo at the project)",
             markup=False,
         )
-    if fmt == "json":
-        sys.stdout.write(json_format.render(diagnostics))
-    elif fmt == "sarif":
-        sys.stdout.write(sarif.render(diagnostics, config))
-    elif fmt == "github":
-        sys.stdout.write(github.render(diagnostics))
-        summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary_file:
-            with open(summary_file, "a", encoding="utf-8") as handle:
-                handle.write(github.step_summary(diagnostics, "knowl check"))
-    else:
-        text.render(diagnostics, text.console())
+    _render_findings(_default_format(fmt), result.diagnostics, config, "knowl check")
     if not settings.quiet:
         err.print(
-            text.summary_line(summarize(diagnostics), result.page_count, result.semantic_file_count)
+            text.summary_line(
+                summarize(result.diagnostics), result.page_count, result.semantic_file_count
+            )
         )
-    ctx.exit(exit_code_for(diagnostics, strict=strict))
+    ctx.exit(exit_code_for(result.diagnostics, strict=strict))
+
+
+@cli.command()
+@FORMAT_OPTION
+@click.option("--strict", is_flag=True, help="Fail on warnings too.")
+@click.option(
+    "--allow-errors",
+    is_flag=True,
+    help="Publish even with error findings (recorded as error_count); exit 0.",
+)
+@click.option("--full", is_flag=True, help="Rebuild everything and always publish a new folder.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Output folder (default: out_dir from the configuration, .knowl/build).",
+)
+@global_options
+@click.pass_context
+def build(
+    ctx: click.Context,
+    fmt: str | None,
+    strict: bool,
+    allow_errors: bool,
+    full: bool,
+    out: Path | None,
+) -> None:
+    """Validate, render, fingerprint, index and publish a versioned build artifact.
+
+    The new artifact folder becomes current (<out_dir>/CURRENT) only once it is complete;
+    with error findings nothing is published (exit 1) unless --allow-errors. An unchanged
+    project publishes nothing (a no-op) unless --full.
+
+    \b
+    Examples:
+      knowl build
+      knowl build --format github --allow-errors
+      knowl build --full --out /tmp/kb-artifact
+    """
+    import time
+
+    from knowl_build.build import build as run_build
+    from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK, exit_code_for
+    from knowl_build.output import text
+
+    settings = _settings(ctx)
+    config = settings.load_config()
+    err = text.console(sys.stderr)
+    started = time.perf_counter()
+    show = err.is_terminal and not settings.quiet and os.environ.get("CI") != "true"
+    with text.stage_progress(err, enabled=show) as progress:
+        result = run_build(
+            settings.root, config, full=full, allow_errors=allow_errors, out=out, progress=progress
+        )
+    _render_findings(_default_format(fmt), result.diagnostics, config, "knowl build")
+    if not settings.quiet:
+        text.build_summary(err, result, time.perf_counter() - started)
+    if result.status == "refused":
+        ctx.exit(EXIT_FINDINGS)
+    if allow_errors:
+        ctx.exit(EXIT_FINDINGS if strict and result.counts["warnings"] else EXIT_OK)
+    ctx.exit(exit_code_for(result.diagnostics, strict=strict))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@global_options
+@click.pass_context
+def stale(ctx: click.Context, as_json: bool) -> None:
+    """List the pages that are not fresh, with every reason (from the working tree).
+
+    \b
+    Examples:
+      knowl stale
+      knowl stale --json
+    """
+    from knowl_build.build import analyse
+    from knowl_build.output import text
+
+    settings = _settings(ctx)
+    analysis = analyse(settings.root, settings.load_config())
+    rows = []
+    for page in sorted(analysis.pages, key=lambda p: (p.scope, p.id, p.path)):
+        assessment = analysis.assessments.get(page.path)
+        if assessment is None or assessment.value == "fresh":
+            continue
+        data = assessment.to_json()
+        rows.append(
+            {
+                "page": page.id,
+                "scope": page.scope,
+                "path": page.path,
+                "freshness": data["value"],
+                "reasons": data["reasons"],
+            }
+        )
+    if as_json:
+        click.echo(json.dumps({"pages": rows}, indent=2, sort_keys=True, ensure_ascii=False))
+        return
+    text.stale_table(rows, text.console())
+    if not settings.quiet:
+        click.echo(f"{len(rows)} page(s) not fresh", err=True)
+
+
+@cli.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "graphml", "dot"]),
+    default="json",
+    help="Export format (default: json, networkx node-link data).",
+)
+@ARTIFACT_OPTION
+@global_options
+@click.pass_context
+def graph(ctx: click.Context, fmt: str, artifact: Path | None) -> None:
+    """Export the reference graph of a built artifact: pages, entities, typed edges.
+
+    \b
+    Examples:
+      knowl graph --format dot | dot -Tsvg > graph.svg
+      knowl graph --format graphml --artifact downloaded-artifact/
+    """
+    from knowl_build import graph as graphs
+
+    opened = _open_artifact(ctx, artifact)
+    data = (opened.folder / "graph.json").read_text(encoding="utf-8")
+    if fmt == "json":
+        sys.stdout.write(data)
+        return
+    loaded = graphs.from_json(data)
+    sys.stdout.write(graphs.to_graphml(loaded) if fmt == "graphml" else graphs.to_dot(loaded))
+
+
+@cli.command()
+@ARTIFACT_OPTION
+@global_options
+@click.pass_context
+def verify(ctx: click.Context, artifact: Path | None) -> None:
+    """Check every checksum of an artifact: exit 0 when it is intact, 2 when it is not.
+
+    \b
+    Examples:
+      knowl verify
+      knowl verify --artifact downloaded-artifact/
+    """
+    from knowl_build import artifacts
+    from knowl_build.errors import ArtifactError
+
+    folder = artifact if artifact is not None else _current_artifact(ctx)
+    problems = artifacts.verify(folder, full=True)
+    if problems:
+        for problem in problems:
+            click.echo(f"{folder}: {problem}", err=True)
+        raise ArtifactError(f"{folder}: {len(problems)} problem(s); the artifact is corrupt")
+    count = len(artifacts.read_manifest(folder)["files"]) + 1
+    click.echo(f"{folder}: ok, {count} files verified")
+
+
+def _current_artifact(ctx: click.Context) -> Path:
+    from knowl_build import artifacts
+
+    settings = _settings(ctx)
+    return artifacts.resolve_artifact(settings.root / settings.load_config().out_dir)
+
+
+def _open_artifact(ctx: click.Context, artifact: Path | None) -> Any:
+    from knowl_build import artifacts
+
+    return artifacts.open_artifact(artifact if artifact is not None else _current_artifact(ctx))
 
 
 @cli.command()

@@ -21,8 +21,12 @@ class _State:
     fingerprint: str
 
 
-def _entities_of(files: dict[str, str], parsed: dict[str, list[tuple[str, str, str, object]]],
-                 history: GitHistory, exprs: dict[str, str]) -> dict[str, _State]:
+def _entities_of(
+    files: dict[str, str],
+    parsed: dict[str, list[tuple[str, str, str, object]]],
+    history: GitHistory,
+    exprs: dict[str, str],
+) -> dict[str, _State]:
     """The layer's entities for a set of files (path -> blob id), first file owns a name."""
     owners: set[str] = set()
     members: dict[str, dict[str, str]] = {}
@@ -66,8 +70,12 @@ def _live_state(layer: SemanticLayer, exprs: dict[str, str]) -> dict[str, _State
     return state
 
 
-def _apply(before: dict[str, _State], after: dict[str, _State], ref: str,
-           entities: dict[str, EntityHistory]) -> None:
+def _apply(
+    before: dict[str, _State],
+    after: dict[str, _State],
+    ref: str,
+    entities: dict[str, EntityHistory],
+) -> None:
     for name, now in after.items():
         record = entities.get(name)
         if record is None:

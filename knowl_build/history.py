@@ -75,6 +75,17 @@ class GitRepo:
         except GitFailed:
             return None
 
+    def dirty(self, paths: list[str]) -> bool:
+        """True when any of `paths` (project-relative) differs from HEAD, untracked included."""
+        out = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
+        return bool(out.strip(b"\0"))
+
+    def remote_url(self) -> str | None:
+        try:
+            return self.run("config", "--get", "remote.origin.url").decode().strip() or None
+        except GitFailed:
+            return None
+
     def changed_files(self) -> set[str] | None:
         """Project-relative paths that differ from HEAD, untracked ones included.
 
@@ -113,7 +124,12 @@ class Commit:
         return dt.datetime.fromtimestamp(self.time, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def to_json(self) -> dict[str, object]:
-        return {"commit": self.sha, "date": self.date, "author": self.author, "subject": self.subject}
+        return {
+            "commit": self.sha,
+            "date": self.date,
+            "author": self.author,
+            "subject": self.subject,
+        }
 
 
 @dataclass(slots=True)
@@ -157,7 +173,7 @@ def _parse_log(data: bytes, prefix: str) -> list[tuple[Commit, list[_Change]]]:
     entries: list[tuple[Commit, list[_Change]]] = []
     for chunk in text.split("\x01")[1:]:
         header, _, rest = chunk.partition("\0")
-        sha, time, author, subject = (header.split("\x02") + ["", "", "", ""])[:4]
+        sha, time, author, subject = [*header.split("\x02"), "", "", "", ""][:4]
         tokens = rest.lstrip("\n").split("\0")
         changes: list[_Change] = []
         i = 0
@@ -232,8 +248,18 @@ class GitHistory:
     def log(self, folders: list[str]) -> list[tuple[Commit, list[_Change]]]:
         if self.repo.head() is None:
             return []
-        out = self.repo.run("log", "--first-parent", "-z", "--raw", "-M", "--no-abbrev",
-                            "--format=%x01%H%x02%ct%x02%an%x02%s", "HEAD", "--", *folders)
+        out = self.repo.run(
+            "log",
+            "--first-parent",
+            "-z",
+            "--raw",
+            "-M",
+            "--no-abbrev",
+            "--format=%x01%H%x02%ct%x02%an%x02%s",
+            "HEAD",
+            "--",
+            *folders,
+        )
         return _parse_log(out, self.repo.prefix)
 
     def reachable_from_head(self, commits: set[str]) -> dict[str, str | None]:

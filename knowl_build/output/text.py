@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
@@ -66,3 +66,99 @@ def rules_table(config: Config, out: Console) -> None:
             Text(rule.summary),
         )
     out.print(table)
+
+
+class _Stages:
+    """A rich progress bar over the build's stages (or nothing, when disabled)."""
+
+    def __init__(self, out: Console, enabled: bool) -> None:
+        self.out = out
+        self.enabled = enabled
+        self.progress: Any = None
+        self.task: Any = None
+
+    def __enter__(self) -> Callable[[str], None] | None:
+        if not self.enabled:
+            return None
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from knowl_build.build import STAGES
+
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            console=self.out,
+            transient=True,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task("knowl build", total=len(STAGES))
+        names = list(STAGES)
+
+        def advance(stage: str) -> None:
+            done = names.index(stage) if stage in names else 0
+            self.progress.update(self.task, completed=done, description=f"knowl build: {stage}")
+
+        return advance
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def stage_progress(out: Console, enabled: bool) -> _Stages:
+    return _Stages(out, enabled)
+
+
+def build_summary(out: Console, result: Any, seconds: float) -> None:
+    """One screen at the end of a build: what was built, what was found, how fresh it is."""
+    c = result.counts
+    status = {
+        "published": "published",
+        "no-op": "unchanged, nothing published (no-op)",
+        "refused": "refused: error findings, nothing published (use --allow-errors)",
+    }
+    line = Text()
+    line.append(f"build {result.build_id}: ", style="bold")
+    line.append(status[result.status], style="red" if result.status == "refused" else "green")
+    out.print(line)
+    if result.folder is not None and result.status == "published":
+        mode = "incremental" if result.incremental else "full"
+        out.print(Text(f"  artifact: {result.folder} ({mode})"))
+    out.print(
+        Text(
+            f"  {c['pages']} pages, {c['entities']} entities, {c['semantic_files']} semantic files"
+        )
+    )
+    findings = summary_line(
+        {"error": c["errors"], "warning": c["warnings"], "info": c["info"]}, 0, 0
+    )
+    out.print(Text("  findings: ") + findings[findings.plain.index(": ") + 2 :])
+    out.print(
+        Text(
+            f"  freshness: {c['fresh']} fresh, {c['stale']} stale, {c['needs_review']} needs review"
+        )
+    )
+    if result.pruned:
+        out.print(Text(f"  pruned: {', '.join(result.pruned)}"))
+    out.print(Text(f"  {seconds:.2f} s"))
+
+
+def stale_table(rows: list[dict[str, Any]], out: Console) -> None:
+    if not rows:
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("page", "scope", "freshness", "reasons"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        reasons = "\n".join(f"{r['code']}: {r['message']}" for r in row["reasons"])
+        table.add_row(
+            Text(row["page"]),
+            Text(row["scope"]),
+            Text(row["freshness"], style=_FRESH.get(row["freshness"], "")),
+            Text(reasons),
+        )
+    out.print(table)
+
+
+_FRESH = {"needs_review": "bold red", "stale": "yellow", "fresh": "green"}

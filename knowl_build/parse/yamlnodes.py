@@ -25,6 +25,7 @@ except AttributeError:  # pragma: no cover - depends on how PyYAML was built
 
 # A YAML alias can make a few lines expand into billions of values; stop long before.
 MAX_NODES = 50_000
+MAX_DEPTH = 64
 
 
 @dataclass(slots=True)
@@ -95,6 +96,7 @@ class _Converter:
         self.loader = loader
         self.count = 0
         self.duplicates: list[YScalar] = []
+        self.open: list[int] = []  # ids of the collections being converted (alias cycles)
 
     def convert(self, node: yaml.Node) -> YNode:
         self.count += 1
@@ -103,6 +105,25 @@ class _Converter:
                 f"invalid YAML: expands to more than {MAX_NODES} values (aliases?)",
                 node.start_mark.index,
             )
+        if isinstance(node, yaml.CollectionNode):
+            if id(node) in self.open:
+                raise YamlProblem("invalid YAML: an alias refers to itself", node.start_mark.index)
+            if len(self.open) >= MAX_DEPTH:
+                raise YamlProblem(f"invalid YAML: nested deeper than {MAX_DEPTH} levels",
+                                  node.start_mark.index)
+            self.open.append(id(node))
+            try:
+                return self._collection(node)
+            finally:
+                self.open.pop()
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            problem = getattr(exc, "problem", None) or exc
+            raise YamlProblem(f"invalid YAML: {problem}", node.start_mark.index) from None
+        return YScalar(value, node.start_mark.index, node.end_mark.index)
+
+    def _collection(self, node: yaml.CollectionNode) -> YNode:
         start, end = node.start_mark.index, node.end_mark.index
         if isinstance(node, yaml.MappingNode):
             items: list[tuple[YScalar, YNode]] = []
@@ -117,15 +138,7 @@ class _Converter:
                 seen.add(marker)
                 items.append((key, self.convert(value_node)))
             return YMap(items, start, end)
-        if isinstance(node, yaml.SequenceNode):
-            return YSeq([self.convert(item) for item in node.value], start, end)
-        try:
-            value = self.loader.construct_object(node, deep=True)
-        except yaml.YAMLError as exc:
-            raise YamlProblem(
-                f"invalid YAML: {getattr(exc, 'problem', None) or exc}", start
-            ) from None
-        return YScalar(value, start, end)
+        return YSeq([self.convert(item) for item in node.value], start, end)
 
 
 def _hashable(value: Any) -> Any:

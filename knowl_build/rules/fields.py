@@ -51,8 +51,14 @@ RESERVED = ("id", "scope", "path")
 
 # Where cross-page findings point (KB202, KB301, KB302, KB402); other spans stay local.
 KEPT_ANCHORS = frozenset(
-    {"status", "superseded_by", "conflict", "source:value", "source_commit:value",
-     "meta.last_validated_at:value"}
+    {
+        "status",
+        "superseded_by",
+        "conflict",
+        "source:value",
+        "source_commit:value",
+        "meta.last_validated_at:value",
+    }
 )
 
 FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")

@@ -31,8 +31,9 @@ class Assessment:
         if ctx.config.severity(finding.code) == "off":
             return
         self.findings.append(finding)
-        self.reasons.append({"code": finding.code, "freshness": value, "message": finding.message,
-                             **data})
+        self.reasons.append(
+            {"code": finding.code, "freshness": value, "message": finding.message, **data}
+        )
         if ORDER[value] > ORDER[self.value]:
             self.value = value
 
@@ -56,16 +57,22 @@ def _change(ctx: RuleContext, ref: str | None) -> tuple[str, dt.datetime | None]
     if ref == WORKING_TREE:
         return "uncommitted changes in the working tree", ctx.now
     commit = ctx.git.history.commits[ref]
-    return f"commit {ref[:12]} ({commit.date[:10]}, \"{commit.subject}\")", \
-        dt.datetime.fromtimestamp(commit.time, dt.UTC)
+    return f'commit {ref[:12]} ({commit.date[:10]}, "{commit.subject}")', dt.datetime.fromtimestamp(
+        commit.time, dt.UTC
+    )
 
 
 def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
     fields = page.parsed.fields
     result = Assessment(value=fields.freshness)
     if fields.freshness != "fresh":
-        result.reasons.append({"code": "frontmatter", "freshness": fields.freshness,
-                               "message": f"freshness is set to '{fields.freshness}' in frontmatter"})
+        result.reasons.append(
+            {
+                "code": "frontmatter",
+                "freshness": fields.freshness,
+                "message": f"freshness is set to '{fields.freshness}' in frontmatter",
+            }
+        )
     entities = ctx.layer.entities
     history = ctx.git.history if ctx.git else None
 
@@ -75,8 +82,12 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
         entity = entities.get(bound.entity)
         if entity is None or bound.entity not in refs or entity.fingerprint == bound.fingerprint:
             continue
-        ref = history.entities[bound.entity].changed_in if history and bound.entity in history.entities else None
-        where, _ = _change(ctx, ref)
+        changed = (
+            history.entities[bound.entity].changed_in
+            if history and bound.entity in history.entities
+            else None
+        )
+        where, _ = _change(ctx, changed)
         if entity.kind == "measure":
             old = history.exprs.get(bound.fingerprint) if history else None
             then = f"`{old}`" if old is not None else "an expression not found in history"
@@ -86,27 +97,45 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
             old, live = None, None
             what = "its definition changed"
         message = f"'{bound.entity}' drifted: {what}" + (f"; changed in {where}" if where else "")
-        result.drift.append({
-            "entity": bound.entity, "bound": bound.fingerprint, "live": entity.fingerprint,
-            "changed_in": history.commit_json(ref) if history else None,
-            "bound_expr": old, "live_expr": live,
-        })
-        result.add(ctx, finding_at("KB201", bound.key_span, message, _REVIEW + page.id),
-                   "needs_review", entity=bound.entity)
+        result.drift.append(
+            {
+                "entity": bound.entity,
+                "bound": bound.fingerprint,
+                "live": entity.fingerprint,
+                "changed_in": history.commit_json(changed) if history else None,
+                "bound_expr": old,
+                "live_expr": live,
+            }
+        )
+        result.add(
+            ctx,
+            finding_at("KB201", bound.key_span, message, _REVIEW + page.id),
+            "needs_review",
+            entity=bound.entity,
+        )
 
     # KB202: never validated, or too long ago.
     validated = fields.last_validated_at
     anchor = fields.anchors.get("meta.last_validated_at:value")
     if validated is None:
-        result.add(ctx, finding_at("KB202", anchor, "page has no meta.last_validated_at",
-                                   _REVIEW + page.id), "stale")
+        result.add(
+            ctx,
+            finding_at("KB202", anchor, "page has no meta.last_validated_at", _REVIEW + page.id),
+            "stale",
+        )
     else:
         age = age_in_days(validated, ctx.today)
         if age > ctx.config.staleness_days:
-            result.add(ctx, finding_at(
-                "KB202", anchor,
-                f"last validated {age} days ago, more than staleness_days ({ctx.config.staleness_days})",
-                _REVIEW + page.id), "stale")
+            result.add(
+                ctx,
+                finding_at(
+                    "KB202",
+                    anchor,
+                    f"last validated {age} days ago, more than staleness_days ({ctx.config.staleness_days})",
+                    _REVIEW + page.id,
+                ),
+                "stale",
+            )
 
     # KB203: an sl_refs entity changed after the page was last validated.
     if history is not None and validated is not None:
@@ -117,27 +146,44 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
                 continue
             where, when = _change(ctx, record.changed_in)
             if when is not None and when > validated_at:
-                result.add(ctx, finding_at(
-                    "KB203", ref.span,
-                    f"'{ref.value}' changed after the page was last validated ({validated[:10]}): {where}",
-                    _REVIEW + page.id), "needs_review", entity=ref.value)
+                result.add(
+                    ctx,
+                    finding_at(
+                        "KB203",
+                        ref.span,
+                        f"'{ref.value}' changed after the page was last validated ({validated[:10]}): {where}",
+                        _REVIEW + page.id,
+                    ),
+                    "needs_review",
+                    entity=ref.value,
+                )
 
     # KB204 / KB205: the knowledge was derived at source_commit.
     if ctx.git is not None and fields.source_commit is not None:
         full = ctx.git.reachable.get(fields.source_commit)
         if full is None:
-            result.findings.append(finding_at(
-                "KB205", fields.anchors.get("source_commit:value"),
-                f"source_commit '{fields.source_commit}' is not a commit reachable from HEAD",
-                "fix the commit id, or remove source_commit"))
+            result.findings.append(
+                finding_at(
+                    "KB205",
+                    fields.anchors.get("source_commit:value"),
+                    f"source_commit '{fields.source_commit}' is not a commit reachable from HEAD",
+                    "fix the commit id, or remove source_commit",
+                )
+            )
         else:
             for item in fields.affected_paths:
                 if (full, item.value) in ctx.git.changed_paths:
-                    result.add(ctx, finding_at(
-                        "KB204", item.span,
-                        f"affected path '{item.value}' changed since source_commit {full[:12]}",
-                        "re-read the file and update the page, then set source_commit to HEAD"),
-                        "needs_review", path=item.value)
+                    result.add(
+                        ctx,
+                        finding_at(
+                            "KB204",
+                            item.span,
+                            f"affected path '{item.value}' changed since source_commit {full[:12]}",
+                            "re-read the file and update the page, then set source_commit to HEAD",
+                        ),
+                        "needs_review",
+                        path=item.value,
+                    )
     return result
 
 

@@ -1,0 +1,209 @@
+"""What the artifact says: page and entity records, the reference graph, index documents.
+
+Everything here is plain data from an Analysis; nothing reads files or runs git.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+
+from knowl_build.graph import entity_node, make_graph, page_node
+from knowl_build.history import History
+from knowl_build.index import IndexDocument
+from knowl_build.model import Page
+from knowl_build.render import render_body
+
+if TYPE_CHECKING:
+    from knowl_build.build import Analysis
+
+
+def _fields(page: Page) -> dict[str, Any]:
+    f = page.parsed.fields
+    return {
+        "summary": f.summary,
+        "tags": list(f.tags),
+        "sl_refs": [r.value for r in f.sl_refs],
+        "refs": [r.value for r in f.refs],
+        "usage_mode": f.usage_mode,
+        "category": f.category,
+        "status": f.status,
+        "superseded_by": f.superseded_by.value if f.superseded_by else None,
+        "freshness": f.freshness,
+        "confidence": f.confidence,
+        "source": f.source,
+        "source_commit": f.source_commit,
+        "affected_paths": [a.value for a in f.affected_paths],
+        "conflict": (
+            {
+                "key": f.conflict.key,
+                "normalized_key": f.conflict.normalized_key,
+                "scope": dict(f.conflict.scope),
+                "exclusive": f.conflict.exclusive,
+            }
+            if f.conflict
+            else None
+        ),
+        "visibility": f.visibility,
+        "reasoning": f.reasoning,
+        "alternatives": list(f.alternatives),
+        "steps": list(f.steps),
+        "provenance": f.provenance,
+        "last_validated_at": f.last_validated_at,
+        "bound_fingerprints": {b.entity: b.fingerprint for b in f.bound_fingerprints},
+        "frozen": f.frozen,
+    }
+
+
+def page_records(analysis: Analysis, texts: dict[str, str]) -> list[dict[str, Any]]:
+    """One record per text page, sorted by scope, then id, then path."""
+    history = analysis.history
+    rows = []
+    for page in analysis.pages:
+        if not page.parsed.text_ok or page.path not in texts:
+            continue
+        raw_body = texts[page.path][page.parsed.body_offset :]
+        assessment = analysis.assessments.get(page.path)
+        links = [
+            {
+                "target": r.value,
+                "kind": "ref",
+                "heading": None,
+                "line": r.span.line,
+                "column": r.span.column,
+            }
+            for r in page.parsed.fields.refs
+        ] + [
+            {
+                "target": link.target,
+                "kind": "embed" if link.embed else "link",
+                "heading": link.heading,
+                "line": link.span.line,
+                "column": link.span.column,
+            }
+            for link in page.parsed.links
+        ]
+        rows.append(
+            {
+                "id": page.id,
+                "scope": page.scope,
+                "owner": page.owner,
+                "path": page.path,
+                "title": page.title,
+                "frontmatter": page.parsed.frontmatter,
+                "fields": _fields(page),
+                "body": render_body(raw_body, analysis.layer),
+                "raw_body": raw_body,
+                "headings": [
+                    {"level": h.level, "text": h.text, "line": h.line} for h in page.parsed.headings
+                ],
+                "links": links,
+                "freshness": assessment.to_json()
+                if assessment
+                else {"value": "fresh", "reasons": []},
+                "drift": assessment.drift if assessment else [],
+                "last_commit": _last_commit(history, page.path),
+            }
+        )
+    rows.sort(key=lambda r: (r["scope"], r["id"], r["path"]))
+    return rows
+
+
+def _last_commit(history: History | None, path: str) -> dict[str, object] | None:
+    if history is None or not history.page_commits.get(path):
+        return None
+    return history.commit_json(history.page_commits[path][0])
+
+
+def entity_records(analysis: Analysis) -> list[dict[str, Any]]:
+    history = analysis.history
+    rows = []
+    for name in sorted(analysis.layer.entities):
+        entity = analysis.layer.entities[name]
+        record = history.entities.get(name) if history else None
+        rows.append(
+            {
+                "name": name,
+                "kind": entity.kind,
+                "connection": entity.connection,
+                "source": entity.source,
+                "member": entity.member,
+                "definition": entity.definition,
+                "file": entity.path,
+                "line": entity.line,
+                "fingerprint": entity.fingerprint,
+                "introduced_in": history.commit_json(record.introduced_in)
+                if history and record
+                else None,
+                "changed_in": history.commit_json(record.changed_in)
+                if history and record
+                else None,
+            }
+        )
+    return rows
+
+
+def reference_graph(analysis: Analysis) -> nx.DiGraph:
+    nodes: dict[str, dict[str, Any]] = {}
+    edges: dict[tuple[str, str], set[str]] = defaultdict(set)
+    layer = analysis.layer
+    for name, entity in layer.entities.items():
+        nodes[entity_node(name)] = {"type": "entity", "kind": entity.kind, "label": name}
+        if entity.member is not None:
+            source = f"{entity.connection}.{entity.source}"
+            if source in layer.entities:
+                edges[(entity_node(name), entity_node(source))].add("member_of")
+    index = analysis.index
+    for page in analysis.pages:
+        if not page.parsed.text_ok:
+            continue
+        me = page_node(page.scope, page.id)
+        nodes[me] = {
+            "type": "page",
+            "scope": page.scope,
+            "id": page.id,
+            "path": page.path,
+            "label": page.title,
+            "usage_mode": page.parsed.fields.usage_mode,
+            "status": page.parsed.fields.status,
+        }
+        fields = page.parsed.fields
+        targets = [(r.value, "ref") for r in fields.refs] + [
+            (link.target, "link") for link in page.parsed.links if link.target
+        ]
+        if fields.superseded_by is not None:
+            targets.append((fields.superseded_by.value, "superseded_by"))
+        for target, kind in targets:
+            for other in index.resolve(target, page.scope).pages:
+                if other.parsed.text_ok and other is not page:
+                    edges[(me, page_node(other.scope, other.id))].add(kind)
+        for ref in fields.sl_refs:
+            if ref.value in layer.entities:
+                edges[(me, entity_node(ref.value))].add("sl_ref")
+    return make_graph(nodes, edges)
+
+
+def index_documents(records: list[dict[str, Any]]) -> list[IndexDocument]:
+    docs = []
+    for row in records:
+        f = row["fields"]
+        docs.append(
+            IndexDocument(
+                row["path"],
+                {
+                    "page_id": row["id"],
+                    "scope": row["scope"],
+                    "status": f["status"],
+                    "category": f["category"] or "",
+                    "usage_mode": f["usage_mode"],
+                    "visibility": f["visibility"],
+                    "title": row["title"],
+                    "summary": f["summary"],
+                    "tags": " ".join(f["tags"]),
+                    "body": row["body"],
+                },
+            )
+        )
+    return docs
