@@ -150,11 +150,15 @@ class LiveBM25F(scoring.BM25F):  # type: ignore[misc]
         for leaf, _offset in leaves:
             if not leaf.has_deletions() or (fieldname, text) not in leaf:
                 continue
-            matcher = leaf.postings(fieldname, text)
+            # The raw postings (leaf.postings() hides deleted documents, which we must count).
+            # whoosh3 is pinned exactly, so this private reader API is stable for us.
+            raw = leaf._text_to_bytes(fieldname, text)
+            matcher = leaf._terms.matcher(fieldname, raw, leaf.schema[fieldname].format)
             for docnum in sorted(leaf.deleted_docs_set):
                 if not matcher.is_active():
                     break
-                matcher.skip_to(docnum)
+                if matcher.id() < docnum:
+                    matcher.skip_to(docnum)
                 if matcher.is_active() and matcher.id() == docnum:
                     df -= 1
         return df
