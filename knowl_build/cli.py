@@ -401,6 +401,45 @@ def _open_artifact(ctx: click.Context, artifact: Path | None) -> Any:
 
 
 @cli.command()
+@click.option("--apply", "apply_", is_flag=True, help="Write the proposed changes (exit 0).")
+@global_options
+@click.pass_context
+def fix(ctx: click.Context, apply_: bool) -> None:
+    """Propose fixes as a unified diff: remove sl_refs to entities deleted from the semantic
+    layer (and their bound fingerprints), and mark those pages for review.
+
+    Exit 1 when there are proposals, 0 when there are none; --apply writes them and exits 0.
+    Frozen and human_curated / board_approved pages are reported, never edited.
+
+    \b
+    Examples:
+      knowl fix
+      knowl fix --apply
+    """
+    from knowl_build.build import analyse
+    from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK
+    from knowl_build.writes import fix as fixes
+
+    settings = _settings(ctx)
+    root = settings.root
+    fix_plan = fixes.plan(analyse(root, settings.load_config()))
+    for line in fix_plan.reported:
+        click.echo(f"knowl: notice: {line}", err=True)
+    for proposal in fix_plan.proposals:
+        sys.stdout.write(proposal.diff())
+    if apply_:
+        written = fixes.apply(root, fix_plan)
+        if not settings.quiet:
+            click.echo(f"wrote {len(written)} file(s)", err=True)
+        ctx.exit(EXIT_OK)
+    if not settings.quiet:
+        click.echo(
+            f"{len(fix_plan.proposals)} proposal(s); run knowl fix --apply to write them", err=True
+        )
+    ctx.exit(EXIT_FINDINGS if fix_plan.proposals else EXIT_OK)
+
+
+@cli.command()
 @global_options
 @click.pass_context
 def rules(ctx: click.Context) -> None:

@@ -109,8 +109,9 @@ class _Converter:
             if id(node) in self.open:
                 raise YamlProblem("invalid YAML: an alias refers to itself", node.start_mark.index)
             if len(self.open) >= MAX_DEPTH:
-                raise YamlProblem(f"invalid YAML: nested deeper than {MAX_DEPTH} levels",
-                                  node.start_mark.index)
+                raise YamlProblem(
+                    f"invalid YAML: nested deeper than {MAX_DEPTH} levels", node.start_mark.index
+                )
             self.open.append(id(node))
             try:
                 return self._collection(node)

@@ -1,0 +1,1 @@
+"""Writes: every change to knowledge is a minimal, reviewable file edit."""
