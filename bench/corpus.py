@@ -70,6 +70,8 @@ def page_text(i: int, pages: int, sources: int, rng: random.Random) -> str:
 
 
 def make_corpus(root: Path, pages: int, commits: int = 4, seed: int = 7) -> None:
+    """Write the corpus and commit it: one big commit, then `commits - 1` small ones that each
+    edit a few pages (and, every 25th, one measure's expression)."""
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
     git(root, "init", "-q", "-b", "main")
@@ -85,9 +87,20 @@ def make_corpus(root: Path, pages: int, commits: int = 4, seed: int = 7) -> None
         path.write_text(page_text(i, pages, sources, rng))
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "corpus", date="2026-01-01T12:00:00+00:00")
+    per_commit = max(1, pages // 500)
     for c in range(1, commits):
-        for i in rng.sample(range(pages), max(1, pages // 50)):
+        changed = []
+        for i in rng.sample(range(pages), per_commit):
             path = root / page_path(i)
             path.write_text(path.read_text() + f"\nEdit {c}: {rng.choice(WORDS)}.\n")
-        git(root, "add", "-A")
-        git(root, "commit", "-q", "-m", f"edit {c}", date=f"2026-01-{1 + c:02d}T12:00:00+00:00")
+            changed.append(str(path.relative_to(root)))
+        if c % 25 == 0:
+            s = rng.randrange(sources)
+            path = root / f"semantics/conn{s % 2}/src{s}.yaml"
+            path.write_text(path.read_text().replace("sum(amount)", f"sum(amount_v{c})", 1)
+                            .replace(f"sum(amount_v{c - 25})", f"sum(amount_v{c})", 1))
+            changed.append(str(path.relative_to(root)))
+        git(root, "add", "--", *changed)
+        minutes, seconds = divmod(c, 60)
+        git(root, "commit", "-q", "-m", f"edit {c}",
+            date=f"2026-01-02T{minutes // 60:02d}:{minutes % 60:02d}:{seconds:02d}+00:00")

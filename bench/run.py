@@ -1,6 +1,7 @@
 """The benchmark: `python bench/run.py` (or `--sizes 1000` for a quick run).
 
-Builds synthetic corpora with git history and prints, per size, in one run:
+Builds synthetic corpora with git history (500 commits by default) and prints, per size, in
+one run, the build figures (see build_bench.py) and, for `knowl check`:
 - floor: reading and hashing every input file (what any checker must at least do);
 - cold check: `knowl check` as a process with no parse cache;
 - warm check: `knowl check` again, on the unchanged tree (answered from the run memo);
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from build_bench import bench_build
 from corpus import make_corpus, page_path
 
 
@@ -49,11 +51,7 @@ def best(samples: list[float]) -> float:
     return min(samples)
 
 
-def bench_size(pages: int, workdir: Path, repeats: int) -> dict[str, float]:
-    root = workdir / f"corpus-{pages}"
-    t0 = time.perf_counter()
-    make_corpus(root, pages)
-    made = time.perf_counter() - t0
+def bench_size(pages: int, root: Path, made: float, repeats: int) -> dict[str, float]:
     floors = [floor(root) for _ in range(repeats)]
     colds = []
     for _ in range(repeats):
@@ -61,7 +59,7 @@ def bench_size(pages: int, workdir: Path, repeats: int) -> dict[str, float]:
         colds.append(knowl(root))
     warms = [knowl(root) for _ in range(repeats)]
     edits = []
-    target = root / page_path(0)
+    target = root / page_path(1)
     original = target.read_text()
     for n in range(repeats):
         target.write_text(original + f"\nBenchmark edit {n}.\n")
@@ -78,17 +76,40 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--suite", choices=["check", "build", "all"], default="all")
+    parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
     args = parser.parse_args()
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="knowl-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    rows, builds = [], []
     try:
-        rows = [bench_size(n, workdir, args.repeats) for n in args.sizes]
+        for n in args.sizes:
+            root = workdir / f"corpus-{n}"
+            t0 = time.perf_counter()
+            if not root.exists():
+                make_corpus(root, n, commits=args.commits)
+            made = time.perf_counter() - t0
+            if args.suite in ("check", "all"):
+                rows.append(bench_size(n, root, made, args.repeats))
+            if args.suite in ("build", "all"):
+                builds.append((n, bench_build(root, page_path(0), args.repeats)))
     finally:
         if args.keep is None:
             shutil.rmtree(workdir, ignore_errors=True)
-    print(f"knowl check benchmark (best of {args.repeats}; python {sys.version.split()[0]}, "
-          f"{os.cpu_count()} cores)")
+    header = f"(best of {args.repeats}; python {sys.version.split()[0]}, {os.cpu_count()} cores, " \
+             f"{args.commits} commits of history)"
+    if builds:
+        print(f"knowl build benchmark {header}")
+        print(f"{'pages':>7} {'cold build':>11} {'whoosh floor':>13} {'cold/floor':>11} {'no-op':>8} "
+              f"{'no-op/cold':>11} {'1-edit':>8} {'edit/cold':>10} {'history':>9}")
+        for n, b in builds:
+            print(f"{n:>7} {b['cold_build_s']:>10.2f}s {b['whoosh_floor_s']:>12.2f}s "
+                  f"{b['cold_over_floor']:>10.2f}x {b['noop_s']:>7.2f}s {b['noop_share']:>10.1%} "
+                  f"{b['edit_s']:>7.2f}s {b['edit_share']:>9.1%} {b['history_s']:>8.2f}s")
+    if not rows:
+        return
+    print(f"knowl check benchmark {header}")
     print(f"{'pages':>7} {'floor':>9} {'cold check':>11} {'warm check':>11} {'warm/floor':>11} "
           f"{'1-edit check':>13}")
     for r in rows:

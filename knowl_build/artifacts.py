@@ -41,15 +41,15 @@ def sha256_file(path: Path) -> str:
 
 
 def dump_json(data: Any) -> bytes:
-    """Sorted keys, no time stamps: the same data gives the same bytes."""
-    return (json.dumps(data, sort_keys=True, ensure_ascii=False, indent=1) + "\n").encode()
+    """Sorted keys, compact (json's C encoder), no time stamps: the same data, the same bytes."""
+    return (
+        json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+    ).encode()
 
 
 def dump_jsonl(rows: list[dict[str, Any]]) -> bytes:
-    return b"".join(
-        json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-        for row in rows
-    )
+    encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+    return "".join(encode(row) + "\n" for row in rows).encode()
 
 
 def file_table(folder: Path) -> dict[str, str]:

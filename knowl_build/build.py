@@ -17,7 +17,7 @@ from typing import Any
 
 from knowl_build import __version__
 from knowl_build.cache import ParseCache, atomic_write, ensure_knowl_dir
-from knowl_build.config import Config
+from knowl_build.config import Config, SecurityConfig
 from knowl_build.diagnostics import Diagnostic, Finding
 from knowl_build.discover import Discovery, discover
 from knowl_build.errors import KnowlError
@@ -118,22 +118,65 @@ def _cache_key(config: Config) -> str:
     return hashlib.sha256(json.dumps([__version__, security], sort_keys=True).encode()).hexdigest()
 
 
+# Below this many pages to parse, starting worker processes costs more than it saves.
+PARALLEL_MIN_PAGES = 1000
+
+
+def _parse_chunk(
+    items: list[tuple[str, bytes]], security: SecurityConfig
+) -> list[tuple[str, ParsedPage]]:
+    scanner = SecretScanner(security.extra_patterns)
+    return [(digest, parse_page(data, security, scanner)) for digest, data in items]
+
+
+def _parse_uncached(todo: dict[str, bytes], security: SecurityConfig) -> dict[str, ParsedPage]:
+    """Parse pages the cache does not know, in worker processes when there are many."""
+    import multiprocessing
+    import threading
+
+    items = sorted(todo.items())
+    workers = min(os.cpu_count() or 1, 4)
+    # Forking is only safe while this process runs a single thread; "spawn" would re-run the
+    # caller's __main__, which a library user's script or REPL may not allow. Else: serial.
+    if (
+        len(items) < PARALLEL_MIN_PAGES
+        or workers < 2
+        or threading.active_count() > 1
+        or "fork" not in multiprocessing.get_all_start_methods()
+    ):
+        return dict(_parse_chunk(items, security))
+    from concurrent.futures import ProcessPoolExecutor
+
+    size = max(64, len(items) // (workers * 8))
+    chunks = [items[i : i + size] for i in range(0, len(items), size)]
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        results = pool.map(_parse_chunk, chunks, [security] * len(chunks))
+        return {digest: parsed for chunk in results for digest, parsed in chunk}
+
+
 def parse_pages(
     inputs: Inputs, config: Config, cache: ParseCache
 ) -> tuple[list[Page], dict[str, list[Finding]]]:
     """Parse every page (through the cache); return placed pages and per-file findings."""
-    scanner = SecretScanner(config.security.extra_patterns)
+    parsed_by_digest: dict[str, ParsedPage] = {}
+    todo: dict[str, bytes] = {}
+    for data, digest in inputs.pages.values():
+        if data is None or digest in parsed_by_digest or digest in todo:
+            continue
+        cached = cache.get(digest)
+        if cached is None:
+            todo[digest] = data
+        else:
+            parsed_by_digest[digest] = cached
+    for digest, parsed in _parse_uncached(todo, config.security).items():
+        cache.put(digest, parsed)
+        parsed_by_digest[digest] = parsed
+
     pages: list[Page] = []
     findings: dict[str, list[Finding]] = {}
     for path, (data, digest) in inputs.pages.items():
-        parsed: ParsedPage | None
-        if data is None:
-            parsed = not_text("page")
-        else:
-            parsed = cache.get(digest)
-            if parsed is None:
-                parsed = parse_page(data, config.security, scanner)
-                cache.put(digest, parsed)
+        parsed = not_text("page") if data is None else parsed_by_digest[digest]
         findings[path] = list(parsed.findings)
         where = place(path, config.knowledge_dir)
         if where is None:
@@ -369,6 +412,7 @@ class BuildResult:
     counts: dict[str, int]
     incremental: bool
     pruned: list[str]
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
 
 
 def _repo_name(config: Config, root: Path, git: Any) -> str:
@@ -409,13 +453,22 @@ def build(
 
     The previous artifact stays current until the new one is complete; a refused or failed
     build publishes nothing."""
+    import time
+
     from knowl_build import artifacts, records
     from knowl_build.graph import to_json as graph_json
     from knowl_build.index import write_index
     from knowl_build.output.json_format import diagnostics_document
     from knowl_build.parse.page import decode
 
+    timings: dict[str, float] = {}
+    clock = [time.perf_counter(), ""]
+
     def stage(name: str) -> None:
+        now = time.perf_counter()
+        if clock[1]:
+            timings[str(clock[1])] = round(now - float(clock[0]), 3)
+        clock[0], clock[1] = now, name
         if progress is not None:
             progress(name)
 
@@ -427,13 +480,40 @@ def build(
         inputs = read_inputs(root, config)
         git = inputs.discovery.git
         head = git.head() if git is not None else None
+        input_hash = inputs_sha256(root, inputs, config)
+        current = artifacts.current_folder(out_dir)
+        previous = _manifest_or_none(current)
+        if (
+            not full
+            and previous is not None
+            and current is not None
+            and all(
+                (
+                    previous.get("commit") == head,
+                    previous.get("inputs_sha256") == input_hash,
+                    previous.get("config_sha256") == config.sha256,
+                    previous.get("tool_version") == __version__,
+                    str(previous.get("built_at", ""))[:10] == today.isoformat(),
+                )
+            )
+        ):
+            # Same inputs, same day: the published artifact already says everything.
+            published = json.loads((current / "diagnostics.json").read_bytes())
+            return BuildResult(
+                [Diagnostic.from_json(d) for d in published["diagnostics"]],
+                "no-op",
+                str(previous["build_id"]),
+                current,
+                dict(previous["counts"]),
+                False,
+                [],
+            )
+
         stage("parse")
         analysis = analyse(root, config, today=today, inputs=inputs)
         diagnostics = analysis.diagnostics
         counts = summarize_counts(analysis)
         errors = counts["errors"]
-
-        input_hash = inputs_sha256(root, inputs, config)
         dirty = (
             head is not None
             and git is not None
@@ -446,32 +526,6 @@ def build(
         else:
             build_id = head[:12] + (f"-dirty-{input_hash[:8]}" if dirty else "")
 
-        current = artifacts.current_folder(out_dir)
-        previous: dict[str, Any] | None = None
-        if current is not None:
-            try:
-                previous = artifacts.read_manifest(current)
-            except KnowlError:
-                previous = None
-        same = previous is not None and all(
-            (
-                previous.get("commit") == head,
-                previous.get("inputs_sha256") == input_hash,
-                previous.get("config_sha256") == config.sha256,
-                previous.get("tool_version") == __version__,
-                str(previous.get("built_at", ""))[:10] == today.isoformat(),
-            )
-        )
-        if same and not full:
-            return BuildResult(
-                diagnostics,
-                "no-op",
-                str(previous["build_id"]) if previous else build_id,
-                current,
-                counts,
-                False,
-                [],
-            )
         if errors and not allow_errors:
             return BuildResult(diagnostics, "refused", build_id, None, counts, False, [])
 
@@ -543,7 +597,21 @@ def build(
             shutil.rmtree(staging, ignore_errors=True)
             raise
         pruned = artifacts.prune(out_dir, config.keep_builds)
-        return BuildResult(diagnostics, "published", build_id, folder, counts, incremental, pruned)
+        stage("done")
+        return BuildResult(
+            diagnostics, "published", build_id, folder, counts, incremental, pruned, timings
+        )
+
+
+def _manifest_or_none(folder: Path | None) -> dict[str, Any] | None:
+    from knowl_build import artifacts
+
+    if folder is None:
+        return None
+    try:
+        return artifacts.read_manifest(folder)
+    except KnowlError:
+        return None
 
 
 def summarize_counts(analysis: Analysis) -> dict[str, int]:

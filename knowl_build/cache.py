@@ -1,8 +1,9 @@
-"""The parse cache: ParsedPage records by content hash, under `.knowl/cache/` (JSON).
+"""The parse cache: ParsedPage records by content hash, under `.knowl/cache/` (JSON lines).
 
-A second `knowl check` on an unchanged tree reads each file and hashes it, but parses nothing.
-The cache key includes the tool version and the configuration that page-local rules read, so
-a change to either starts a fresh cache. A damaged cache file is ignored, never trusted.
+A second run on an unchanged tree reads each file and hashes it, but parses nothing. The
+cache key includes the tool version and the configuration that page-local rules read, so a
+change to either starts a fresh cache. New entries are appended; the file is rewritten only
+when more than half of it is no longer used. A damaged cache is ignored, never trusted.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from knowl_build.model import ParsedPage
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 
 def ensure_knowl_dir(root: Path) -> Path:
@@ -44,29 +45,41 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 class ParseCache:
+    """`pages.jsonl`: a header line `{"format", "key"}`, then one `[digest, page]` per line."""
+
     def __init__(self, root: Path, key: str, enabled: bool = True) -> None:
         self.root = root
         self.key = key
         self.enabled = enabled
-        self.path = root / ".knowl" / "cache" / "pages.json"
-        self.entries: dict[str, dict[str, Any]] = {}
-        self.used: dict[str, dict[str, Any]] = {}
-        self.dirty = False
+        self.path = root / ".knowl" / "cache" / "pages.jsonl"
+        self.entries: dict[str, Any] = {}
+        self.used: set[str] = set()
+        self.new: dict[str, dict[str, Any]] = {}
+        self.valid_file = False
         if enabled:
             self._load()
 
     def _load(self) -> None:
         try:
-            data = json.loads(self.path.read_bytes())
+            lines = self.path.read_bytes().splitlines()
+            header = json.loads(lines[0]) if lines else None
         except (OSError, ValueError):
             return
         if (
-            isinstance(data, dict)
-            and data.get("format") == CACHE_FORMAT
-            and data.get("key") == self.key
-            and isinstance(data.get("entries"), dict)
+            not isinstance(header, dict)
+            or header.get("format") != CACHE_FORMAT
+            or header.get("key") != self.key
         ):
-            self.entries = data["entries"]
+            return
+        entries: dict[str, Any] = {}
+        try:
+            for line in lines[1:]:
+                digest, page = json.loads(line)
+                entries[digest] = page
+        except (ValueError, TypeError):
+            return  # a torn or damaged file: start again
+        self.entries = entries
+        self.valid_file = True
 
     def get(self, digest: str) -> ParsedPage | None:
         raw = self.entries.get(digest)
@@ -76,20 +89,34 @@ class ParseCache:
             page = ParsedPage.from_json(raw)
         except (KeyError, TypeError, ValueError, IndexError):
             return None
-        self.used[digest] = raw
+        self.used.add(digest)
         return page
 
     def put(self, digest: str, page: ParsedPage) -> None:
-        self.used[digest] = page.to_json()
-        self.dirty = True
+        self.new[digest] = page.to_json()
+        self.used.add(digest)
 
     def save(self) -> None:
-        """Keep the entries this run used; write only when something changed."""
-        if not self.enabled or (not self.dirty and len(self.used) == len(self.entries)):
+        """Append new entries; rewrite the file when most of it is no longer used."""
+        if not self.enabled:
             return
+        stale = len(set(self.entries) - self.used)
         try:
             ensure_knowl_dir(self.root)
-            payload = {"format": CACHE_FORMAT, "key": self.key, "entries": self.used}
-            atomic_write(self.path, json.dumps(payload, separators=(",", ":")).encode())
+            if self.valid_file and stale <= len(self.used) // 2:
+                if self.new:
+                    with self.path.open("ab") as handle:
+                        handle.write(self._lines(self.new.items()))
+                return
+            if not self.new and not stale and self.valid_file:
+                return
+            keep = [(d, self.entries[d]) for d in self.used if d in self.entries]
+            header = json.dumps({"format": CACHE_FORMAT, "key": self.key}).encode() + b"\n"
+            atomic_write(self.path, header + self._lines([*keep, *self.new.items()]))
         except OSError:
-            pass  # a read-only checkout still checks; it is only slower next time
+            pass  # a read-only checkout still works; it is only slower next time
+
+    @staticmethod
+    def _lines(items: Any) -> bytes:
+        encode = json.JSONEncoder(separators=(",", ":")).encode
+        return "".join(encode([digest, page]) + "\n" for digest, page in items).encode()

@@ -28,17 +28,17 @@ def make_graph(
 ) -> nx.DiGraph:
     """A DiGraph with nodes and edges added in sorted order, so exports are deterministic."""
     graph = nx.DiGraph()
-    for node in sorted(nodes):
-        graph.add_node(node, **nodes[node])
-    for source, target in sorted(edges):
-        kinds = [k for k in EDGE_KINDS if k in edges[(source, target)]]
+    graph.add_nodes_from((node, nodes[node]) for node in sorted(nodes))
+    order = {kind: i for i, kind in enumerate(EDGE_KINDS)}
+    for (source, target), found in sorted(edges.items()):
+        kinds = list(found) if len(found) == 1 else sorted(found, key=order.__getitem__)
         graph.add_edge(source, target, kind=kinds[0], kinds=kinds)
     return graph
 
 
 def to_json(graph: nx.DiGraph) -> str:
     data = nx.node_link_data(graph, edges="edges")
-    return json.dumps(data, sort_keys=True, ensure_ascii=False, indent=1) + "\n"
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def from_json(text: str) -> nx.DiGraph:

@@ -147,7 +147,7 @@ def test_project_in_a_monorepo_subfolder(tmp_path: Path) -> None:
 def test_parse_cache_is_used_and_safe(project: Callable[..., Project]) -> None:
     proj = project(CLEAN)
     invoke(["check", "--repo", str(proj.root)])
-    cache = proj.root / ".knowl" / "cache" / "pages.json"
+    cache = proj.root / ".knowl" / "cache" / "pages.jsonl"
     assert cache.exists()
     assert (proj.root / ".knowl" / ".gitignore").read_text() == "*\n"
     # A damaged cache is ignored, never trusted.

@@ -98,6 +98,7 @@ class _Stages:
         def advance(stage: str) -> None:
             done = names.index(stage) if stage in names else 0
             self.progress.update(self.task, completed=done, description=f"knowl build: {stage}")
+            self.progress.refresh()
 
         return advance
 
@@ -141,7 +142,8 @@ def build_summary(out: Console, result: Any, seconds: float) -> None:
     )
     if result.pruned:
         out.print(Text(f"  pruned: {', '.join(result.pruned)}"))
-    out.print(Text(f"  {seconds:.2f} s"))
+    stages = ", ".join(f"{name} {secs:.2f}" for name, secs in result.timings.items())
+    out.print(Text(f"  {seconds:.2f} s" + (f" ({stages})" if stages else "")))
 
 
 def stale_table(rows: list[dict[str, Any]], out: Console) -> None:

@@ -17,27 +17,28 @@ from knowl_build.parse.yamlnodes import YMap, YNode, YScalar, YSeq, key_text
 
 Locate = Callable[[int, int], Span]
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")),
-    ("URL with credentials", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@")),
-    ("OpenAI-style API key", re.compile(r"\bsk-[A-Za-z0-9_-]{20,}")),
-    ("AWS access key id", re.compile(r"\bAKIA[0-9A-Z]{16}")),
-    ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}")),
-    ("Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
+# (kind, regular expression), in priority order: at one position the first kind wins.
+_KINDS: tuple[tuple[str, str], ...] = (
+    ("private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
+    ("URL with credentials", r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@"),
+    ("OpenAI-style API key", r"\bsk-[A-Za-z0-9_-]{20,}"),
+    ("AWS access key id", r"\bAKIA[0-9A-Z]{16}"),
+    ("GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}"),
+    ("Slack token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
     (
         "named secret",
-        re.compile(
-            r"\b(?:bearer|api[_-]?key|access[_-]?token|secret|password)\b\s*[:=]?\s*[A-Za-z0-9_\-./+=]{16,}",
-            re.IGNORECASE,
-        ),
+        r"(?i:\b(?:bearer|api[_-]?key|access[_-]?token|secret|password)\b\s*[:=]?\s*[A-Za-z0-9_\-./+=]{16,})",
     ),
+    ("high-entropy string", r"\b[A-Za-z0-9_-]{32,}\b"),
 )
-_HIGH_ENTROPY = re.compile(r"\b[A-Za-z0-9_-]{32,}\b")
+_HIGH_ENTROPY = len(_KINDS) - 1
 _HEX = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _LOWER = re.compile(r"[a-z]")
 _UPPER = re.compile(r"[A-Z]")
 _DIGIT = re.compile(r"[0-9]")
+# A cheap test first: most values and bodies hold nothing that could start a secret.
+_MAYBE = re.compile(r"-----BEGIN|://|sk-|AKIA|gh[pousr]_|xox|[A-Za-z0-9_\-./+=]{16,}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,39 +48,45 @@ class SecretMatch:
     end: int
 
 
+def _high_entropy(word: str) -> bool:
+    return bool(
+        _LOWER.search(word)
+        and _UPPER.search(word)
+        and _DIGIT.search(word)
+        and not _HEX.fullmatch(word)
+        and not _UUID.fullmatch(word)
+    )
+
+
 class SecretScanner:
+    """Every secret kind in one regular expression, scanned once per text."""
+
     def __init__(self, extra_patterns: tuple[str, ...] = ()) -> None:
-        self.extra = (
-            re.compile("|".join(re.escape(p) for p in extra_patterns), re.IGNORECASE)
-            if extra_patterns
-            else None
-        )
+        kinds = list(_KINDS)
+        if extra_patterns:
+            extra = "|".join(re.escape(p) for p in extra_patterns)
+            kinds.append(("configured secret pattern", f"(?i:{extra})"))
+        self.kinds = [kind for kind, _ in kinds]
+        self.pattern = re.compile("|".join(f"(?P<k{i}>{rx})" for i, (_, rx) in enumerate(kinds)))
+        self.has_extra = bool(extra_patterns)
 
     def scan(self, text: str) -> list[SecretMatch]:
-        """Every secret in `text`, one match per place (overlapping matches collapse)."""
-        found: list[tuple[int, int, int, str]] = []
-        for priority, (kind, pattern) in enumerate(_PATTERNS):
-            for m in pattern.finditer(text):
-                found.append((m.start(), priority, m.end(), kind))
-        for m in _HIGH_ENTROPY.finditer(text):
-            word = m.group(0)
-            if not (_LOWER.search(word) and _UPPER.search(word) and _DIGIT.search(word)):
-                continue
-            if _HEX.fullmatch(word) or _UUID.fullmatch(word):
-                continue
-            found.append((m.start(), len(_PATTERNS), m.end(), "high-entropy string"))
-        if self.extra is not None:
-            for m in self.extra.finditer(text):
-                found.append((m.start(), len(_PATTERNS) + 1, m.end(), "configured secret pattern"))
-        found.sort()
+        """Every secret in `text`, one match per place (the leftmost, then by priority)."""
+        if not self.has_extra and not _MAYBE.search(text):
+            return []
         matches: list[SecretMatch] = []
-        covered = -1
-        for start, _, end, kind in found:
-            if start < covered:
+        pos = 0
+        search = self.pattern.search
+        while True:
+            m = search(text, pos)
+            if m is None:
+                return matches
+            index = int(str(m.lastgroup)[1:])
+            if index == _HIGH_ENTROPY and not _high_entropy(m.group(0)):
+                pos = m.start() + 1  # not a secret; a token may still start inside it
                 continue
-            matches.append(SecretMatch(kind, start, end))
-            covered = end
-        return matches
+            matches.append(SecretMatch(self.kinds[index], m.start(), m.end()))
+            pos = m.end()
 
 
 _SECRET_HINT = "remove the value from the page (and rotate it); knowl never prints it"

@@ -1,0 +1,101 @@
+"""The build benchmark: `python bench/run.py --suite build`.
+
+For each size, in one run: cold `knowl build` (no caches, no previous artifact); the floor, a
+bare Whoosh writer indexing the same documents with the same schema; a no-op rebuild; a
+rebuild after one page was edited and committed; and the history pass alone.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def knowl_build(root: Path) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "knowl_build", "build", "--repo", str(root), "-q",
+                           "--allow-errors"], capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"knowl build failed ({proc.returncode}):\\n{proc.stderr[-3000:]}")
+    return elapsed
+
+
+def whoosh_floor(root: Path) -> float:
+    """A bare Whoosh writer, same schema and analyzer, the documents already in memory."""
+    from whoosh import index
+
+    from knowl_build.index import schema
+
+    out = root / ".knowl" / "build"
+    folder = out / (out / "CURRENT").read_text().strip()
+    docs = []
+    for line in (folder / "pages.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        docs.append(dict(key=row["path"], page_id=row["id"], scope=row["scope"],
+                         status=row["fields"]["status"], category=row["fields"]["category"] or "",
+                         usage_mode=row["fields"]["usage_mode"], visibility=row["fields"]["visibility"],
+                         title=row["title"], summary=row["fields"]["summary"],
+                         tags=" ".join(row["fields"]["tags"]), body=row["body"]))
+    target = Path(tempfile.mkdtemp(prefix="whoosh-floor-"))
+    try:
+        start = time.perf_counter()
+        ix = index.create_in(str(target), schema(), indexname="MAIN")
+        writer = ix.writer()
+        for doc in docs:
+            writer.add_document(**doc)
+        writer.commit()
+        return time.perf_counter() - start
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
+
+
+def history_pass(root: Path) -> float:
+    from knowl_build.build import load_layer, read_inputs
+    from knowl_build.config import load_config
+    from knowl_build.fingerprints import trace
+    from knowl_build.history import GitHistory
+
+    config = load_config(root)
+    inputs = read_inputs(root, config)
+    layer = load_layer(inputs)
+    assert inputs.discovery.git is not None
+    start = time.perf_counter()
+    reader = GitHistory(inputs.discovery.git)
+    history = trace(reader, config, layer)
+    reader.close()
+    elapsed = time.perf_counter() - start
+    assert len(history.commits) > 1
+    return elapsed
+
+
+def edit_and_commit(root: Path, rel: str, n: int) -> None:
+    path = root / rel
+    path.write_text(path.read_text() + f"\nBenchmark edit {n}.\n")
+    subprocess.run(["git", "commit", "-q", "-am", f"bench edit {n}"], cwd=root, check=True,
+                   env={"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x.invalid",
+                        "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@x.invalid",
+                        "PATH": "/usr/bin:/bin:/usr/local/bin"})
+
+
+def bench_build(root: Path, page_path: str, repeats: int) -> dict[str, float]:
+    colds = []
+    for _ in range(repeats):
+        shutil.rmtree(root / ".knowl", ignore_errors=True)
+        colds.append(knowl_build(root))
+    floor = min(whoosh_floor(root) for _ in range(repeats))
+    noops = [knowl_build(root) for _ in range(repeats)]
+    edits = []
+    for n in range(repeats):
+        edit_and_commit(root, page_path, n)
+        edits.append(knowl_build(root))
+    history = min(history_pass(root) for _ in range(repeats))
+    cold = min(colds)
+    return {"cold_build_s": cold, "whoosh_floor_s": floor, "cold_over_floor": cold / floor,
+            "noop_s": min(noops), "noop_share": min(noops) / cold,
+            "edit_s": min(edits), "edit_share": min(edits) / cold, "history_s": history}
