@@ -462,13 +462,14 @@ def build(
     from knowl_build.parse.page import decode
 
     timings: dict[str, float] = {}
-    clock = [time.perf_counter(), ""]
+    started: dict[str, float] = {}
 
     def stage(name: str) -> None:
         now = time.perf_counter()
-        if clock[1]:
-            timings[str(clock[1])] = round(now - float(clock[0]), 3)
-        clock[0], clock[1] = now, name
+        for previous, since in started.items():
+            timings[previous] = round(now - since, 3)
+        started.clear()
+        started[name] = now
         if progress is not None:
             progress(name)
 
