@@ -75,3 +75,13 @@ def test_precommit_hook_blocks_a_broken_link(tmp_path: Path) -> None:
     repo.write({"knowledge/global/b.md": "See [[a]].\n"})
     accepted = commit()
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+
+
+def test_github_action_runs_knowl_build_with_annotations_and_uploads() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    steps = action["runs"]["steps"]
+    build = next(s for s in steps if s.get("id") == "build")
+    assert "knowl build" in build["run"] and "--format github" in build["run"]
+    upload = next(s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact"))
+    assert upload["with"]["path"] == "${{ steps.build.outputs.folder }}"
