@@ -29,7 +29,7 @@ MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 LOCK = ".lock"
 STAGING_PREFIX = ".tmp-"
-JSON_FILES = ("pages.jsonl", "entities.json", "graph.json", "diagnostics.json")
+JSON_FILES = ("pages.jsonl", "entities.json", "graph.json", "diagnostics.json", "catalog.json")
 
 
 def sha256_file(path: Path) -> str:
@@ -47,9 +47,15 @@ def dump_json(data: Any) -> bytes:
     ).encode()
 
 
-def dump_jsonl(rows: list[dict[str, Any]]) -> bytes:
+def dump_jsonl(rows: list[dict[str, Any]]) -> tuple[bytes, list[int]]:
+    """JSON lines, and the byte offset at which each row's line starts."""
     encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
-    return "".join(encode(row) + "\n" for row in rows).encode()
+    lines = [(encode(row) + "\n").encode() for row in rows]
+    offsets, at = [], 0
+    for line in lines:
+        offsets.append(at)
+        at += len(line)
+    return b"".join(lines), offsets
 
 
 def file_table(folder: Path) -> dict[str, str]:

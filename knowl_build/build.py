@@ -540,7 +540,11 @@ def build(
 
         staging = artifacts.staging_folder(out_dir)
         try:
-            (staging / "pages.jsonl").write_bytes(artifacts.dump_jsonl(pages))
+            lines, offsets = artifacts.dump_jsonl(pages)
+            (staging / "pages.jsonl").write_bytes(lines)
+            (staging / "catalog.json").write_bytes(
+                artifacts.dump_json(records.catalog(pages, offsets))
+            )
             (staging / "entities.json").write_bytes(artifacts.dump_json({"entities": entities}))
             (staging / "graph.json").write_text(graph_json(graph), encoding="utf-8")
             (staging / "diagnostics.json").write_bytes(

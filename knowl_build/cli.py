@@ -439,6 +439,233 @@ def fix(ctx: click.Context, apply_: bool) -> None:
     ctx.exit(EXIT_FINDINGS if fix_plan.proposals else EXIT_OK)
 
 
+USER_OPTION = click.option(
+    "--user",
+    default=None,
+    metavar="ID",
+    help="Answer as this user (their own pages and global ones).",
+)
+
+
+def _reader(ctx: click.Context, artifact: Path | None, peers: tuple[Path, ...] = ()) -> Any:
+    from knowl_build.reader import Reader
+    from knowl_build.reader.store import Store, find_artifact
+
+    settings = _settings(ctx)
+    folder = artifact if artifact is not None else _current_artifact(ctx)
+    peer_paths = list(peers)
+    if artifact is None and not peers:
+        config = settings.load_config()
+        peer_paths = [settings.root / p for p in config.peer_paths]
+    return Reader(
+        Store.open(find_artifact(folder)), [Store.open(find_artifact(p)) for p in peer_paths]
+    )
+
+
+def _emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+@cli.command()
+@click.argument("query")
+@USER_OPTION
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Number of hits (after merging user pages into global ones).",
+)
+@click.option(
+    "--status",
+    default="active",
+    show_default=True,
+    type=click.Choice(["active", "deprecated", "rejected", "archived", "superseded", "all"]),
+    help="Only pages with this status.",
+)
+@click.option(
+    "--category",
+    default=None,
+    type=click.Choice(["fact", "decision", "goal", "constraint", "architecture", "state", "skill"]),
+)
+@click.option(
+    "--usage-mode", default=None, type=click.Choice(["reference", "caveat", "policy", "definition"])
+)
+@click.option("--tag", "tags", multiple=True, help="Pages with any of these tags (repeatable).")
+@click.option(
+    "--peer",
+    "peers",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Another repository's artifact (or project root) to search too (repeatable).",
+)
+@ARTIFACT_OPTION
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@global_options
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: str,
+    user: str | None,
+    limit: int,
+    status: str,
+    category: str | None,
+    usage_mode: str | None,
+    tags: tuple[str, ...],
+    peers: tuple[Path, ...],
+    artifact: Path | None,
+    as_json: bool,
+) -> None:
+    """Search the built knowledge: plain terms, OR-ed, best first; caveats ride along.
+
+    \b
+    Examples:
+      knowl search "monthly recurring revenue"
+      knowl search churn --user alice --json
+      knowl search revenue --usage-mode policy --tag finance --peer ../billing-kb
+    """
+    from knowl_build.output import text
+
+    with _reader(ctx, artifact, peers) as reader:
+        answer = reader.search(
+            query,
+            user=user,
+            limit=limit,
+            status=status,
+            category=category,
+            usage_mode=usage_mode,
+            tags=tags,
+        )
+    if as_json:
+        _emit_json(answer)
+    else:
+        text.search_results(answer, text.console())
+
+
+@cli.command()
+@click.argument("page")
+@USER_OPTION
+@click.option(
+    "--at",
+    "at",
+    default=None,
+    metavar="REV",
+    help="The page as it was at a commit, tag, branch or ISO date (reads git).",
+)
+@ARTIFACT_OPTION
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@global_options
+@click.pass_context
+def show(
+    ctx: click.Context,
+    page: str,
+    user: str | None,
+    at: str | None,
+    artifact: Path | None,
+    as_json: bool,
+) -> None:
+    """Show one page: rendered body, freshness and drift, annotations, backlinks, caveats.
+
+    PAGE is an id, global:<id> or user:<owner>:<id>.
+
+    \b
+    Examples:
+      knowl show revenue-definition
+      knowl show user:alice:revenue-notebook --user alice --json
+      knowl show revenue-definition --at v1.2
+    """
+    from knowl_build.errors import UsageError
+    from knowl_build.output import text
+
+    if at is not None:
+        if artifact is not None:
+            raise UsageError("--at reads git history and cannot be combined with --artifact")
+        from knowl_build.timeline import show_at
+
+        settings = _settings(ctx)
+        answer = show_at(settings.root, settings.load_config(), page, at, user)
+    else:
+        with _reader(ctx, artifact) as reader:
+            answer = reader.show(page, user=user)
+    if as_json:
+        _emit_json(answer)
+    else:
+        text.show_page(answer, text.console())
+
+
+@cli.command()
+@click.argument("pages", nargs=-1, required=True)
+@click.option(
+    "--depth",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Steps from the seeds (a ref, a link, or a caveat through a shared entity).",
+)
+@click.option(
+    "--max-nodes",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="At most this many pages, seeds included.",
+)
+@USER_OPTION
+@ARTIFACT_OPTION
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@global_options
+@click.pass_context
+def traverse(
+    ctx: click.Context,
+    pages: tuple[str, ...],
+    depth: int,
+    max_nodes: int,
+    user: str | None,
+    artifact: Path | None,
+    as_json: bool,
+) -> None:
+    """Walk the reference graph breadth-first from the given pages.
+
+    \b
+    Examples:
+      knowl traverse revenue-definition
+      knowl traverse mrr churn-definition --depth 1 --json
+    """
+    from knowl_build.output import text
+
+    with _reader(ctx, artifact) as reader:
+        answer = reader.traverse(list(pages), user=user, depth=depth, max_nodes=max_nodes)
+    if as_json:
+        _emit_json(answer)
+    else:
+        text.traversal(answer, text.console())
+
+
+@cli.command()
+@click.argument("page")
+@USER_OPTION
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@global_options
+@click.pass_context
+def timeline(ctx: click.Context, page: str, user: str | None, as_json: bool) -> None:
+    """Every committed version of a page, newest first, following renames: commit, date,
+    author, subject, path, status, summary and the body's diff against the version before.
+
+    \b
+    Examples:
+      knowl timeline revenue-definition
+      knowl timeline user:alice:notes --user alice --json
+    """
+    from knowl_build.output import text
+    from knowl_build.timeline import timeline as page_timeline
+
+    settings = _settings(ctx)
+    answer = page_timeline(settings.root, settings.load_config(), page, user)
+    if as_json:
+        _emit_json(answer)
+    else:
+        text.timeline(answer, text.console())
+
+
 @cli.command()
 @global_options
 @click.pass_context

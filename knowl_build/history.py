@@ -287,3 +287,91 @@ class GitHistory:
             if worktree is None or then != now or then != worktree:
                 changed.add((commit, path))
         return changed
+
+
+# --- one page's versions, and the tree at a revision ----------------------------------------
+
+
+def resolve_revision(repo: GitRepo, rev: str) -> str:
+    """A commit, tag or branch, or an ISO date: the last first-parent commit at or before it."""
+    import datetime as dt
+
+    try:
+        return repo.run("rev-parse", "--verify", "-q", f"{rev}^{{commit}}").decode().strip()
+    except GitFailed:
+        pass
+    try:
+        when = dt.datetime.fromisoformat(rev.replace("Z", "+00:00"))
+    except ValueError:
+        raise GitFailed(f"'{rev}' is not a commit, tag, branch or ISO date") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    if len(rev) == 10:  # a bare date means the whole of that day
+        when += dt.timedelta(days=1) - dt.timedelta(seconds=1)
+    out = repo.run("rev-list", "-1", "--first-parent", f"--before={when.isoformat()}", "HEAD")
+    sha = out.decode().strip()
+    if not sha:
+        raise GitFailed(f"no commit at or before {rev}")
+    return sha
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    commit: Commit
+    path: str  # project-relative path of the page in that commit
+    data: bytes
+
+
+def page_versions(repo: GitRepo, path: str) -> list[Version]:
+    """Every committed version of the file at `path`, newest first, following renames."""
+    if repo.head() is None:
+        return []
+    out = repo.run(
+        "log",
+        "--first-parent",
+        "--follow",
+        "-M",
+        "-z",
+        "--raw",
+        "--no-abbrev",
+        "--format=%x01%H%x02%ct%x02%an%x02%s",
+        "HEAD",
+        "--",
+        path,
+    )
+    versions: list[Version] = []
+    reader = GitHistory(repo)
+    try:
+        for commit, changes in _parse_log(out, repo.prefix):
+            change = next((c for c in changes if c.new), None)
+            if change is None:
+                continue  # the commit deleted it
+            data = reader.blob(change.blob)
+            if data is not None:
+                versions.append(Version(commit, change.new, data))
+    finally:
+        reader.close()
+    return versions
+
+
+def export_tree(repo: GitRepo, rev: str, paths: list[str], target: Path) -> None:
+    """Write the project's `paths` as they were at `rev` into `target` (one `git archive`)."""
+    import io
+    import tarfile
+
+    tree = f"{rev}:{repo.prefix}" if repo.prefix else rev
+    present = [p for p in paths if _exists_at(repo, rev, p)]
+    if not present:
+        target.mkdir(parents=True, exist_ok=True)
+        return
+    data = repo.run("archive", "--format=tar", tree, "--", *present)
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        archive.extractall(target, filter="data")
+
+
+def _exists_at(repo: GitRepo, rev: str, path: str) -> bool:
+    try:
+        repo.run("cat-file", "-e", f"{rev}:{repo.prefix}{path}")
+    except GitFailed:
+        return False
+    return True

@@ -14,8 +14,10 @@ slightly differently from a full build; with it, both rank identically.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
+import pickle
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,109 @@ from typing import Any
 from whoosh import fields, index, scoring
 from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter
 from whoosh.analysis.analyzers import Analyzer
+
+# --- safe loading: Whoosh stores parts of an index as pickles ----------------------------
+
+_SAFE_BUILTINS = frozenset(
+    {
+        "set",
+        "frozenset",
+        "dict",
+        "list",
+        "tuple",
+        "str",
+        "bytes",
+        "bytearray",
+        "int",
+        "float",
+        "bool",
+        "complex",
+        "slice",
+        "range",
+        "object",
+    }
+)
+_SAFE_GLOBALS = frozenset(
+    {
+        ("copyreg", "_reconstructor"),
+        ("re", "_compile"),
+        ("array", "array"),
+        ("_codecs", "encode"),
+        ("array", "_array_reconstructor"),
+        ("collections", "defaultdict"),
+        ("collections", "OrderedDict"),
+    }
+)
+
+
+_DATA_MODULES = (
+    "whoosh.fields",
+    "whoosh.analysis",
+    "whoosh.formats",
+    "whoosh.codec.whoosh3",
+    "whoosh.columns",
+    "whoosh.idsets",
+    "whoosh.lang",
+)
+
+
+class UnsafePickle(pickle.UnpicklingError):
+    pass
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    """Admits Whoosh's own classes and plain builtins; anything else is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module in ("builtins", "__builtin__") and name in _SAFE_BUILTINS:
+            return super().find_class(module, name)
+        if (module, name) in _SAFE_GLOBALS:
+            return super().find_class(module, name)
+        if not name.startswith("_") and module.startswith(_DATA_MODULES):
+            found = super().find_class(module, name)
+            # Whoosh's data classes (schemas, fields, analyzers, segments, formats); functions
+            # only from whoosh.lang (the stemmer a StemFilter refers to), never one that acts.
+            if isinstance(found, type) or module.startswith("whoosh.lang"):
+                return found
+        raise UnsafePickle(f"refusing to load {module}.{name} from an index file")
+
+
+def safe_loads(data: bytes, **_kwargs: Any) -> Any:
+    return _RestrictedUnpickler(io.BytesIO(data)).load()
+
+
+def safe_load(handle: Any, **_kwargs: Any) -> Any:
+    return _RestrictedUnpickler(handle).load()
+
+
+class _PickleShim:
+    """Stands in for the `pickle` module inside Whoosh modules that call `pickle.loads`."""
+
+    loads = staticmethod(safe_loads)
+    load = staticmethod(safe_load)
+    dumps = staticmethod(pickle.dumps)
+    dump = staticmethod(pickle.dump)
+    PicklingError = pickle.PicklingError
+    UnpicklingError = pickle.UnpicklingError
+
+
+def _restrict_whoosh_unpickling() -> None:
+    """Every place whoosh3 unpickles goes through the restricted unpickler (SPEC 9)."""
+    import whoosh.codec.whoosh3
+    import whoosh.columns
+    import whoosh.filedb.fileindex
+    import whoosh.filedb.structfile
+    import whoosh.formats
+    import whoosh.index
+
+    for module in (whoosh.codec.whoosh3, whoosh.columns, whoosh.formats):
+        module.loads = safe_loads
+    whoosh.filedb.structfile.load = safe_load
+    whoosh.index.pickle = _PickleShim
+    whoosh.filedb.fileindex.pickle = _PickleShim
+
+
+_restrict_whoosh_unpickling()
 
 TEXT_FIELDS = ("title", "summary", "tags", "body")
 STATS_FILE = "stats.json"
@@ -219,26 +324,42 @@ def load_stats(folder: Path) -> dict[str, Any]:
 class Hit:
     key: str
     score: float
-    stored: dict[str, Any]
 
 
-def search(
-    folder: Path,
-    text: str,
-    boosts: Mapping[str, float],
-    limit: int | None = None,
-    ix: index.Index | None = None,
-) -> list[Hit]:
-    """Plain terms, OR-ed, over the text fields with boosts; score descending, then key."""
-    from whoosh import query
+class Searcher:
+    """An open index answering plain-term queries (kept open across queries)."""
 
-    terms = query_terms(text)
-    if not terms:
-        return []
-    own = ix is None
-    ix = ix or index.open_dir(str(folder), indexname=INDEX_NAME)
-    try:
-        weighting = LiveBM25F(load_stats(folder))
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.ix = index.open_dir(str(folder), indexname=INDEX_NAME)
+        self.weighting = LiveBM25F(load_stats(folder))
+        self.searcher = self.ix.searcher(weighting=self.weighting)
+
+    def close(self) -> None:
+        self.searcher.close()
+        self.ix.close()
+
+    def __enter__(self) -> Searcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def ranked(
+        self,
+        terms: list[str],
+        boosts: Mapping[str, float],
+        scopes: Iterable[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Hit]:
+        """Hits for OR-ed `terms` over the text fields, best first (score, then key).
+
+        With a `limit`, a tie across the cut is resolved by fetching further, so the answer
+        never depends on the order of documents inside the index."""
+        from whoosh import query
+
+        if not terms:
+            return []
         q = query.Or(
             [
                 query.Term(name, term, boost=boosts.get(name, 1.0))
@@ -246,11 +367,22 @@ def search(
                 for term in terms
             ]
         )
-        with ix.searcher(weighting=weighting) as searcher:
-            results = searcher.search(q, limit=None)
-            hits = [Hit(r["key"], r.score, dict(r.fields())) for r in results]
-    finally:
-        if own:
-            ix.close()
-    hits.sort(key=lambda h: (-h.score, h.key))
-    return hits[:limit] if limit is not None else hits
+        allowed = None
+        if scopes is not None:
+            allowed = query.Or([query.Term("scope", scope) for scope in scopes])
+        want = None if limit is None else limit + 1
+        while True:
+            results = self.searcher.search(q, limit=want, filter=allowed)
+            hits = [Hit(r["key"], r.score) for r in results]
+            hits.sort(key=lambda h: (-h.score, h.key))
+            if want is None or len(hits) < want or hits[want - 2].score != hits[want - 1].score:
+                return hits if limit is None else hits[:limit]
+            want *= 2
+
+
+def search(
+    folder: Path, text: str, boosts: Mapping[str, float], limit: int | None = None
+) -> list[Hit]:
+    """Plain terms, OR-ed, over the text fields with boosts; score descending, then key."""
+    with Searcher(folder) as searcher:
+        return searcher.ranked(query_terms(text), boosts, limit=limit)

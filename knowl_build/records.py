@@ -163,7 +163,7 @@ def reference_graph(analysis: Analysis) -> nx.DiGraph:
         nodes[me] = {
             "type": "page",
             "scope": page.scope,
-            "id": page.id,
+            "page_id": page.id,
             "path": page.path,
             "label": page.title,
             "usage_mode": page.parsed.fields.usage_mode,
@@ -207,3 +207,33 @@ def index_documents(records: list[dict[str, Any]]) -> list[IndexDocument]:
             )
         )
     return docs
+
+
+def catalog(records: list[dict[str, Any]], offsets: list[int]) -> dict[str, Any]:
+    """What the reader needs about every page without reading bodies: `catalog.json`.
+
+    `offset` is the byte offset of the page's line in pages.jsonl, so `show` reads one line."""
+    pages = []
+    for row, offset in zip(records, offsets, strict=True):
+        f = row["fields"]
+        pages.append(
+            {
+                "key": row["path"],
+                "id": row["id"],
+                "scope": row["scope"],
+                "owner": row["owner"],
+                "title": row["title"],
+                "summary": f["summary"],
+                "tags": f["tags"],
+                "sl_refs": f["sl_refs"],
+                "usage_mode": f["usage_mode"],
+                "category": f["category"],
+                "status": f["status"],
+                "superseded_by": f["superseded_by"],
+                "visibility": f["visibility"],
+                "freshness": row["freshness"]["value"],
+                "drift_flag": bool(row["drift"]),
+                "offset": offset,
+            }
+        )
+    return {"pages": pages}

@@ -164,3 +164,115 @@ def stale_table(rows: list[dict[str, Any]], out: Console) -> None:
 
 
 _FRESH = {"needs_review": "bold red", "stale": "yellow", "fresh": "green"}
+
+
+def _strength(score: float, best: float) -> Text:
+    share = score / best if best > 0 else 0.0
+    filled = max(1, round(share * 10))
+    return Text("█" * filled + "·" * (10 - filled), style="green")
+
+
+def search_results(answer: dict[str, Any], out: Console) -> None:
+    hits = answer["hits"]
+    if not hits:
+        out.print(Text(f"no hits for '{answer['query']}'", style="dim"))
+    else:
+        table = Table(box=None, pad_edge=False, show_edge=False)
+        for column in ("#", "page", "title / summary", "match", "freshness"):
+            table.add_column(column, overflow="fold")
+        best = max(h["score"] for h in hits)
+        for n, hit in enumerate(hits, 1):
+            where = hit["page"] if hit["scope"] == "global" else f"{hit['page']} ({hit['scope']})"
+            if len(answer.get("repos", [])) > 1 or hit["repo"] != hits[0]["repo"]:
+                where = f"{hit['repo']}: {where}"
+            about = Text(hit["title"], style="bold")
+            if hit["summary"]:
+                about.append("\n" + hit["summary"], style="")
+            for note in hit["annotations"]:
+                about.append(f"\n+ your note: {note['page']} ({note['scope']})", style="cyan")
+            fresh = Text(hit["freshness"], style=_FRESH.get(hit["freshness"], ""))
+            if hit["drift_flag"]:
+                fresh.append(" drift", style="bold red")
+            table.add_row(Text(str(n)), Text(where), about, _strength(hit["score"], best), fresh)
+        out.print(table)
+    for caveat in answer["caveats"]:
+        line = Text("caveat ", style="bold yellow")
+        line.append(f"{caveat['page']}: {caveat['summary']}")
+        line.append(f" (about {', '.join(caveat['triggered_by'])})", style="dim")
+        out.print(line)
+
+
+def show_page(page: dict[str, Any], out: Console) -> None:
+    from rich.markdown import Markdown
+
+    head = Text(page["title"], style="bold")
+    head.append(f"  {page['page_id']} · {page['scope']} · {page['usage_mode']}", style="dim")
+    out.print(head)
+    if page["status"] != "active":
+        note = Text(f"status: {page['status']}", style="bold red")
+        if page["superseded_by"]:
+            note.append(f", superseded by {page['superseded_by']}")
+        out.print(note)
+    fresh = page["freshness"]
+    out.print(Text(f"freshness: {fresh['value']}", style=_FRESH.get(fresh["value"], "")))
+    for reason in fresh["reasons"]:
+        out.print(Text(f"  {reason['code']}: {reason['message']}", style="dim"))
+    for drift in page["drift"]:
+        changed = drift.get("changed_in") or {}
+        where = changed.get("commit") or ("working tree" if changed.get("working_tree") else "?")
+        out.print(
+            Text(
+                f"  drift {drift['entity']}: {drift.get('bound_expr')} -> "
+                f"{drift.get('live_expr')} (changed in {str(where)[:12]})",
+                style="red",
+            )
+        )
+    if page["summary"]:
+        out.print(Text(page["summary"], style="italic"))
+    out.print()
+    out.print(Markdown(page["body"]) if out.is_terminal else Text(page["body"]))
+    for caveat in page["caveats"]:
+        out.print(Text(f"caveat {caveat['page']}: {caveat['summary']}", style="yellow"))
+    if page["annotations"]:
+        notes = ", ".join(f"{a['page']} ({a['scope']})" for a in page["annotations"])
+        out.print(Text(f"your notes: {notes}", style="cyan"))
+    if page["backlinks"]:
+        links = ", ".join(f"{b['page']} ({b['kind']})" for b in page["backlinks"])
+        out.print(Text(f"linked from: {links}", style="dim"))
+
+
+def traversal(answer: dict[str, Any], out: Console) -> None:
+    table = Table(box=None, pad_edge=False)
+    for column in ("depth", "page", "scope", "via"):
+        table.add_column(column)
+    for page in answer["pages"]:
+        via = page["via"]
+        how = (
+            "seed"
+            if via is None
+            else f"{via['kind']} from {via['from']}"
+            + (f" through {via['entity']}" if via.get("entity") else "")
+        )
+        table.add_row(Text(str(page["depth"])), Text(page["page"]), Text(page["scope"]), Text(how))
+    out.print(table)
+    for entity in answer["entities"]:
+        line = Text(f"{entity['entity']} ({entity['kind']})", style="bold")
+        if entity["expr"]:
+            line.append(f" = {entity['expr']}")
+        out.print(line)
+
+
+def timeline(answer: dict[str, Any], out: Console) -> None:
+    if not answer["versions"]:
+        out.print(Text(f"{answer['page']} has no committed version yet", style="dim"))
+    for version in answer["versions"]:
+        head = Text(f"{version['commit'][:12]} ", style="bold yellow")
+        head.append(f"{version['date']}  {version['author']}  {version['subject']}")
+        out.print(head)
+        detail = f"  {version['path']}  status: {version['status']}"
+        out.print(Text(detail, style="dim"))
+        if version["summary"]:
+            out.print(Text(f"  {version['summary']}", style="italic"))
+        for line in version["diff"].splitlines():
+            style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
+            out.print(Text(f"  {line}", style=style))

@@ -1,0 +1,73 @@
+"""The reader: answers from a built artifact alone (no source tree, no git, no network).
+
+    from knowl_build.reader import Reader
+    with Reader.open("path/to/project") as reader:      # or an artifact folder
+        answer = reader.search("revenue", user="alice")
+        page = reader.show("revenue-definition")
+        walk = reader.traverse(["revenue-definition"], depth=2)
+
+Answers are the JSON shapes of the `--json` options. Importing this package does not import
+the build pipeline, GitPython or networkx.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from knowl_build.reader import queries
+from knowl_build.reader.queries import Filters
+from knowl_build.reader.store import PageNotFound, Store, find_artifact
+
+__all__ = ["Filters", "PageNotFound", "Reader"]
+
+
+class Reader:
+    """An opened artifact (and its peers, for federated search)."""
+
+    def __init__(self, store: Store, peers: Sequence[Store] = ()) -> None:
+        self.store = store
+        self.peers = list(peers)
+
+    @classmethod
+    def open(
+        cls, path: str | Path, peers: Sequence[str | Path] = (), out_dir: str = ".knowl/build"
+    ) -> Reader:
+        """`path` is an artifact folder, or a project root (its current build is used)."""
+        store = Store.open(find_artifact(Path(path), out_dir))
+        return cls(store, [Store.open(find_artifact(Path(p))) for p in peers])
+
+    def close(self) -> None:
+        for store in [self.store, *self.peers]:
+            store.close()
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def search(
+        self,
+        query: str,
+        *,
+        user: str | None = None,
+        limit: int = 5,
+        status: str = "active",
+        category: str | None = None,
+        usage_mode: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        filters = Filters(status, category, usage_mode, tuple(tags))
+        return queries.search(
+            self.store, query, user=user, limit=limit, filters=filters, peers=self.peers
+        )
+
+    def show(self, page: str, *, user: str | None = None) -> dict[str, Any]:
+        return queries.show(self.store, page, user)
+
+    def traverse(
+        self, pages: Sequence[str], *, user: str | None = None, depth: int = 2, max_nodes: int = 50
+    ) -> dict[str, Any]:
+        return queries.traverse(self.store, pages, user=user, depth=depth, max_nodes=max_nodes)

@@ -1,0 +1,333 @@
+"""The reader's answers: search (SPEC 6.3, 6.6), show and traverse (SPEC 6.4), with the
+scope rules of SPEC 6.2. Every answer is plain data in the JSON shapes of SPEC 10."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from knowl_build.reader.store import GLOBAL, Store, page_node, visible
+
+RRF_K = 60
+STATUSES = ("active", "deprecated", "rejected", "archived", "superseded")
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    status: str = "active"  # one status, or "all"
+    category: str | None = None
+    usage_mode: str | None = None
+    tags: tuple[str, ...] = ()
+
+    def admit(self, page: dict[str, Any]) -> bool:
+        if self.status != "all" and page["status"] != self.status:
+            return False
+        if self.category is not None and page["category"] != self.category:
+            return False
+        if self.usage_mode is not None and page["usage_mode"] != self.usage_mode:
+            return False
+        return not self.tags or any(tag in page["tags"] for tag in self.tags)
+
+
+def _hit(store: Store, page: dict[str, Any], score: float, user: str | None) -> dict[str, Any]:
+    return {
+        "page": page["id"],
+        "scope": page["scope"],
+        "repo": store.repo,
+        "title": page["title"],
+        "summary": page["summary"],
+        "usage_mode": page["usage_mode"],
+        "category": page["category"],
+        "status": page["status"],
+        "score": score,
+        "matched_on": ["lexical"],
+        "sl_refs": list(page["sl_refs"]),
+        "freshness": page["freshness"],
+        "drift_flag": page["drift_flag"],
+        "annotations": store.annotations(page, user),
+    }
+
+
+def rank(
+    store: Store,
+    terms: list[str],
+    user: str | None,
+    filters: Filters,
+    limit: int,
+    peer: bool = False,
+) -> list[dict[str, Any]]:
+    """One artifact's hits, merged by the strict-additive rule, filtered, best first.
+
+    A peer serves only its global pages with `visibility: workspace`."""
+    if not terms or limit <= 0:
+        return []
+    scopes = [GLOBAL] if peer or user is None else [GLOBAL, f"user:{user}"]
+    want = limit * 2 + 8
+    while True:
+        raw = store.searcher.ranked(terms, store.boosts, scopes=scopes, limit=want)
+        best: dict[str, tuple[float, dict[str, Any]]] = {}
+        for hit in raw:
+            page = store.by_key.get(hit.key)
+            if page is None:
+                continue
+            if page["scope"] != GLOBAL:
+                shadowed = store.page(GLOBAL, page["id"])
+                if shadowed is not None:
+                    # A user page never overrides a global one: it lends its score when the
+                    # global namesake itself did not match, and becomes its annotation.
+                    page = shadowed
+            if peer and page["visibility"] != "workspace":
+                continue
+            if not filters.admit(page):
+                continue
+            if page["key"] not in best:
+                best[page["key"]] = (hit.score, page)
+        hits = sorted(best.values(), key=lambda sp: (-sp[0], sp[1]["id"], sp[1]["scope"]))
+        if len(hits) >= limit or len(raw) < want:
+            return [
+                _hit(store, page, score, None if peer else user) for score, page in hits[:limit]
+            ]
+        want *= 4
+
+
+def caveats(store: Store, hits: list[dict[str, Any]], user: str | None) -> list[dict[str, Any]]:
+    """Visible active caveat pages sharing an entity with a hit, most triggers first."""
+    hit_keys = {(h["scope"], h["page"]) for h in hits}
+    found = []
+    for caveat in store.caveats:
+        if not visible(caveat, user) or (caveat["scope"], caveat["id"]) in hit_keys:
+            continue
+        mine = set(caveat["sl_refs"])
+        triggers = sorted({h["page"] for h in hits if mine.intersection(h["sl_refs"])})
+        if triggers:
+            found.append(
+                {
+                    "page": caveat["id"],
+                    "scope": caveat["scope"],
+                    "summary": caveat["summary"],
+                    "triggered_by": triggers,
+                }
+            )
+    found.sort(key=lambda c: (-len(c["triggered_by"]), c["page"], c["scope"]))
+    return found[: store.max_caveats]
+
+
+def search(
+    store: Store,
+    query: str,
+    *,
+    user: str | None = None,
+    limit: int = 5,
+    filters: Filters = Filters(),
+    peers: Sequence[Store] = (),
+) -> dict[str, Any]:
+    from knowl_build.index import query_terms
+
+    terms = query_terms(query)
+    hits = rank(store, terms, user, filters, limit)
+    if peers:
+        lists = [hits] + [rank(peer, terms, user, filters, limit, peer=True) for peer in peers]
+        hits = fuse(lists, limit)
+    local = [h for h in hits if h["repo"] == store.repo] if peers else hits
+    return {
+        "query": query,
+        "user": user,
+        "build": store.build,
+        "lexical_only": True,
+        "hits": hits,
+        "caveats": caveats(store, local, user),
+    }
+
+
+def fuse(lists: Iterable[list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
+    """Reciprocal Rank Fusion, sum(1 / (60 + rank)) with 0-based ranks; ties by repo, then id.
+    Rankings are merged by rank, never by raw scores."""
+    fused: dict[tuple[str, str, str], tuple[float, dict[str, Any]]] = {}
+    for ranking in lists:
+        for rank_no, hit in enumerate(ranking):
+            key = (hit["repo"], hit["scope"], hit["page"])
+            score = fused.get(key, (0.0, hit))[0] + 1.0 / (RRF_K + rank_no)
+            fused[key] = (score, hit)
+    ordered = sorted(
+        fused.values(), key=lambda sh: (-sh[0], sh[1]["repo"], sh[1]["page"], sh[1]["scope"])
+    )
+    return [{**hit, "score": score} for score, hit in ordered[:limit]]
+
+
+def show(store: Store, ref: str, user: str | None = None) -> dict[str, Any]:
+    page = store.resolve(ref, user)
+    record = store.record(page)
+    fields = record["fields"]
+    node = page_node(page)
+    backlinks = []
+    for source, kinds in store.graph.in_edges.get(node, []):
+        data = store.graph.nodes.get(source, {})
+        if data.get("type") != "page":
+            continue
+        other = store.page(data["scope"], data["page_id"])
+        if other is None or not visible(other, user):
+            continue
+        for kind in kinds:
+            backlinks.append({"page": other["id"], "scope": other["scope"], "kind": kind})
+    backlinks.sort(key=lambda b: (b["page"], b["scope"], b["kind"]))
+    mine = set(page["sl_refs"])
+    bound = []
+    for caveat in store.caveats:
+        if caveat is page or not visible(caveat, user):
+            continue
+        shared = sorted(mine.intersection(caveat["sl_refs"]))
+        if shared:
+            bound.append(
+                {
+                    "page": caveat["id"],
+                    "scope": caveat["scope"],
+                    "summary": caveat["summary"],
+                    "entities": shared,
+                }
+            )
+    bound.sort(key=lambda c: (-len(c["entities"]), c["page"], c["scope"]))
+    return {
+        "page_id": page["id"],
+        "scope": page["scope"],
+        "title": record["title"],
+        "summary": fields["summary"],
+        "body": record["body"],
+        "tags": fields["tags"],
+        "sl_refs": fields["sl_refs"],
+        "refs": fields["refs"],
+        "usage_mode": fields["usage_mode"],
+        "category": fields["category"],
+        "status": fields["status"],
+        "superseded_by": fields["superseded_by"],
+        "meta": {
+            "provenance": fields["provenance"],
+            "last_validated_at": fields["last_validated_at"],
+            "drift_flag": bool(record["drift"]),
+            "frozen": fields["frozen"],
+        },
+        "freshness": record["freshness"],
+        "drift": record["drift"],
+        "annotations": store.annotations(page, user),
+        "backlinks": backlinks,
+        "caveats": bound,
+        "path": record["path"],
+        "repo": store.repo,
+    }
+
+
+def traverse(
+    store: Store,
+    refs: Sequence[str],
+    *,
+    user: str | None = None,
+    depth: int = 2,
+    max_nodes: int = 50,
+) -> dict[str, Any]:
+    """Breadth-first from the seeds over refs and links, and from a page through an entity of
+    its sl_refs to a caveat page with the same entity; at most `max_nodes` pages."""
+    seeds = [store.resolve(ref, user) for ref in refs]
+    reached: dict[str, dict[str, Any]] = {}
+    order: list[str] = []
+    queue: deque[tuple[dict[str, Any], int]] = deque()
+    for seed in seeds:
+        node = page_node(seed)
+        if node not in reached and len(order) < max_nodes:
+            reached[node] = {"page": seed["id"], "scope": seed["scope"], "depth": 0, "via": None}
+            order.append(node)
+            queue.append((seed, 0))
+    while queue and len(order) < max_nodes:
+        page, level = queue.popleft()
+        if level >= depth:
+            continue
+        for target, via in _neighbours(store, page, user):
+            node = page_node(target)
+            if node in reached:
+                continue
+            reached[node] = {
+                "page": target["id"],
+                "scope": target["scope"],
+                "depth": level + 1,
+                "via": via,
+            }
+            order.append(node)
+            queue.append((target, level + 1))
+            if len(order) >= max_nodes:
+                break
+    names: set[str] = set()
+    for node in order:
+        found = store.page(reached[node]["scope"], reached[node]["page"])
+        names.update(found["sl_refs"] if found else ())
+    entities = []
+    for name in sorted(names):
+        entity = store.entities.get(name)
+        if entity is None:
+            continue  # not a live entity
+        expr = entity["definition"].get("expr") if entity["kind"] == "measure" else None
+        entities.append(
+            {
+                "entity": name,
+                "kind": entity["kind"],
+                "fingerprint": entity["fingerprint"],
+                "expr": expr,
+            }
+        )
+    return {
+        "seeds": [s["id"] for s in seeds],
+        "pages": [reached[n] for n in order],
+        "entities": entities,
+    }
+
+
+_STEP_ORDER = {"ref": 0, "link": 1, "sl_ref": 2}
+
+
+def _neighbours(
+    store: Store, page: dict[str, Any], user: str | None
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    graph = store.graph
+    found: list[tuple[int, str, str, dict[str, Any], dict[str, Any]]] = []
+    me = page_node(page)
+    for target, kinds in graph.out_edges.get(me, []):
+        data = graph.nodes.get(target, {})
+        if data.get("type") != "page":
+            continue
+        steps = [k for k in kinds if k in ("ref", "link")]
+        other = store.page(data["scope"], data["page_id"])
+        if not steps or other is None or not visible(other, user):
+            continue
+        kind = steps[0]
+        found.append(
+            (
+                _STEP_ORDER[kind],
+                other["id"],
+                other["scope"],
+                other,
+                {"from": page["id"], "kind": kind},
+            )
+        )
+    for entity in sorted(set(page["sl_refs"])):
+        for source, kinds in graph.in_edges.get(f"entity:{entity}", []):
+            data = graph.nodes.get(source, {})
+            if data.get("type") != "page" or "sl_ref" not in kinds or source == me:
+                continue
+            other = store.page(data["scope"], data["page_id"])
+            if (
+                other is None
+                or other["usage_mode"] != "caveat"
+                or not visible(other, user)
+                or store.shadows_global(other)
+            ):
+                continue
+            found.append(
+                (
+                    _STEP_ORDER["sl_ref"],
+                    other["id"],
+                    other["scope"],
+                    other,
+                    {"from": page["id"], "kind": "sl_ref", "entity": entity},
+                )
+            )
+    found.sort(key=lambda f: (f[0], f[1], f[2]))
+    return [(f[3], f[4]) for f in found]

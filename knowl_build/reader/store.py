@@ -1,0 +1,199 @@
+"""An opened artifact, for reading: the manifest, the page catalog, one page's record, the
+graph's adjacency and the entities. Imports the artifact format only, never the build
+pipeline, GitPython or networkx."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from knowl_build.artifacts import CURRENT, Artifact, open_artifact
+from knowl_build.errors import ArtifactError, KnowlError
+
+GLOBAL = "global"
+CAVEAT = "caveat"
+
+
+class PageNotFound(KnowlError):
+    """A page that does not exist or is not visible to the user (the same message either way)."""
+
+    exit_code = 1
+
+
+def user_label(user: str | None) -> str:
+    return user if user else "anonymous"
+
+
+def visible(page: dict[str, Any], user: str | None) -> bool:
+    return page["scope"] == GLOBAL or (user is not None and page["scope"] == f"user:{user}")
+
+
+@dataclass
+class Store:
+    artifact: Artifact
+    pages: list[dict[str, Any]]
+    by_key: dict[str, dict[str, Any]] = field(default_factory=dict)
+    by_scope_id: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, folder: Path) -> Store:
+        artifact = open_artifact(folder)
+        try:
+            catalog = json.loads((folder / "catalog.json").read_bytes())
+            pages = catalog["pages"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ArtifactError(f"{folder}: catalog.json is unreadable ({exc})") from None
+        store = cls(artifact, pages)
+        index: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for page in pages:
+            store.by_key[page["key"]] = page
+            index[(page["scope"], page["id"])].append(page)
+        store.by_scope_id = dict(index)
+        return store
+
+    @property
+    def folder(self) -> Path:
+        return self.artifact.folder
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self.artifact.manifest
+
+    @property
+    def repo(self) -> str:
+        return str(self.manifest.get("repo", ""))
+
+    @property
+    def build(self) -> dict[str, Any]:
+        return {"id": self.manifest["build_id"], "commit": self.manifest.get("commit")}
+
+    @property
+    def boosts(self) -> dict[str, float]:
+        return dict(self.manifest.get("search", {}).get("boosts", {}))
+
+    @property
+    def max_caveats(self) -> int:
+        return int(self.manifest.get("search", {}).get("max_caveats", 3))
+
+    def page(self, scope: str, page_id: str) -> dict[str, Any] | None:
+        found = self.by_scope_id.get((scope, page_id))
+        return found[0] if found else None
+
+    def shadows_global(self, page: dict[str, Any]) -> bool:
+        """A user page with the id of a global page: only ever an annotation of it."""
+        return page["scope"] != GLOBAL and (GLOBAL, page["id"]) in self.by_scope_id
+
+    def annotations(self, page: dict[str, Any], user: str | None) -> list[dict[str, str]]:
+        if page["scope"] != GLOBAL or user is None:
+            return []
+        mine = self.page(f"user:{user}", page["id"])
+        return [{"page": mine["id"], "scope": mine["scope"]}] if mine else []
+
+    def resolve(self, ref: str, user: str | None) -> dict[str, Any]:
+        """PAGE as `id`, `global:<id>` or `user:<owner>:<id>`; a bare id means the global
+        page if there is one, else the user's own page."""
+        page: dict[str, Any] | None
+        if ref.startswith("global:"):
+            page = self.page(GLOBAL, ref[len("global:") :])
+        elif ref.startswith("user:") and ref.count(":") >= 2:
+            _, owner, page_id = ref.split(":", 2)
+            page = self.page(f"user:{owner}", page_id) if owner == user else None
+        else:
+            page = self.page(GLOBAL, ref) or (self.page(f"user:{user}", ref) if user else None)
+        if page is None or not visible(page, user):
+            raise PageNotFound(f"no page '{ref}' visible to {user_label(user)}")
+        return page
+
+    def record(self, page: dict[str, Any]) -> dict[str, Any]:
+        """The page's full record: one line of pages.jsonl, read at its offset."""
+        with (self.folder / "pages.jsonl").open("rb") as handle:
+            handle.seek(int(page["offset"]))
+            line = handle.readline()
+        try:
+            record: dict[str, Any] = json.loads(line)
+        except ValueError:
+            raise ArtifactError(f"{self.folder}: pages.jsonl does not match catalog.json") from None
+        if record.get("path") != page["key"]:
+            raise ArtifactError(f"{self.folder}: pages.jsonl does not match catalog.json")
+        return record
+
+    @cached_property
+    def searcher(self) -> Any:
+        """The open Whoosh index (kept open for further queries); imported on first use."""
+        from knowl_build.index import Searcher
+
+        try:
+            return Searcher(self.folder / "index")
+        except KnowlError:
+            raise
+        except Exception as exc:  # a damaged index: a reason, never a traceback
+            raise ArtifactError(f"{self.folder}: the index cannot be opened ({exc})") from None
+
+    def close(self) -> None:
+        if "searcher" in self.__dict__:
+            self.searcher.close()
+
+    @cached_property
+    def caveats(self) -> list[dict[str, Any]]:
+        return [
+            p
+            for p in self.pages
+            if p["usage_mode"] == CAVEAT and p["status"] == "active" and not self.shadows_global(p)
+        ]
+
+    @cached_property
+    def graph(self) -> Graph:
+        try:
+            data = json.loads((self.folder / "graph.json").read_bytes())
+        except (OSError, ValueError) as exc:
+            raise ArtifactError(f"{self.folder}: graph.json is unreadable ({exc})") from None
+        return Graph.from_node_link(data)
+
+    @cached_property
+    def entities(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = json.loads((self.folder / "entities.json").read_bytes())
+        except (OSError, ValueError) as exc:
+            raise ArtifactError(f"{self.folder}: entities.json is unreadable ({exc})") from None
+        return {e["name"]: e for e in data["entities"]}
+
+
+@dataclass
+class Graph:
+    """graph.json's adjacency, read directly (cheaper than importing networkx for a walk)."""
+
+    nodes: dict[str, dict[str, Any]]
+    out_edges: dict[str, list[tuple[str, list[str]]]]
+    in_edges: dict[str, list[tuple[str, list[str]]]]
+
+    @classmethod
+    def from_node_link(cls, data: dict[str, Any]) -> Graph:
+        nodes = {n["id"]: n for n in data.get("nodes", [])}
+        out: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)
+        into: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)
+        for edge in data.get("edges", []):
+            kinds = edge.get("kinds") or [edge.get("kind")]
+            out[edge["source"]].append((edge["target"], kinds))
+            into[edge["target"]].append((edge["source"], kinds))
+        return cls(nodes, dict(out), dict(into))
+
+
+def page_node(page: dict[str, Any]) -> str:
+    return f"page:{page['scope']}:{page['id']}"
+
+
+def find_artifact(path: Path, out_dir: str = ".knowl/build") -> Path:
+    """An artifact folder, or a project root / output folder whose CURRENT names one."""
+    if (path / "manifest.json").is_file():
+        return path
+    for candidate in (path, path / out_dir):
+        current = candidate / CURRENT
+        if current.is_file():
+            name = current.read_text(encoding="utf-8").strip()
+            if name and "/" not in name and (candidate / name).is_dir():
+                return candidate / name
+    raise ArtifactError(f"{path}: no knowl-build artifact here (no manifest.json or CURRENT)")

@@ -1,0 +1,137 @@
+"""A page's history (SPEC 8.1): `knowl timeline PAGE` and `knowl show PAGE --at REV`."""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from knowl_build.config import Config
+from knowl_build.errors import UsageError
+from knowl_build.history import GitFailed, GitRepo, export_tree, page_versions, resolve_revision
+from knowl_build.parse.frontmatter import split
+from knowl_build.parse.page import decode, parse_page
+from knowl_build.reader.store import PageNotFound, user_label
+from knowl_build.resolve import GLOBAL, place
+from knowl_build.rules.security import SecretScanner
+
+
+def _pick(candidates: list[tuple[str, str, str]], ref: str, user: str | None) -> str:
+    """PAGE (`id`, `global:<id>`, `user:<owner>:<id>`) among (path, scope, id) triples."""
+
+    def find(scope: str, page_id: str) -> str | None:
+        return next(
+            (path for path, s, i in sorted(candidates) if s == scope and i == page_id), None
+        )
+
+    if ref.startswith("global:"):
+        path = find(GLOBAL, ref[len("global:") :])
+    elif ref.startswith("user:") and ref.count(":") >= 2:
+        _, owner, page_id = ref.split(":", 2)
+        path = find(f"user:{owner}", page_id) if owner == user else None
+    else:
+        path = find(GLOBAL, ref) or (find(f"user:{user}", ref) if user else None)
+    if path is None:
+        raise PageNotFound(f"no page '{ref}' visible to {user_label(user)}")
+    return path
+
+
+def _working_pages(root: Path, config: Config) -> list[tuple[str, str, str]]:
+    from knowl_build.discover import discover
+
+    found = []
+    for path in discover(root, config).pages:
+        where = place(path, config.knowledge_dir)
+        if where is not None:
+            found.append((path, where.scope, where.id))
+    return found
+
+
+def _git(root: Path) -> GitRepo:
+    repo = GitRepo.find(root)
+    if repo is None:
+        raise UsageError(
+            f"{root} is not inside a git repository (or git is not installed): "
+            "page history needs git"
+        )
+    return repo
+
+
+def timeline(root: Path, config: Config, ref: str, user: str | None = None) -> dict[str, Any]:
+    """Every committed version of the page, newest first, following renames."""
+    repo = _git(root)
+    path = _pick(_working_pages(root, config), ref, user)
+    versions = page_versions(repo, path)
+    scanner = SecretScanner(config.security.extra_patterns)
+    rows: list[dict[str, Any]] = []
+    bodies: list[str] = []
+    for version in versions:
+        text = decode(version.data)
+        parsed = parse_page(version.data, config.security, scanner) if text is not None else None
+        body = text[split(text).body_offset :] if text is not None else ""
+        bodies.append(body)
+        rows.append(
+            {
+                **version.commit.to_json(),
+                "path": version.path,
+                "status": parsed.fields.status if parsed else None,
+                "summary": parsed.fields.summary if parsed else None,
+            }
+        )
+    for i, row in enumerate(rows):
+        older = bodies[i + 1] if i + 1 < len(bodies) else None
+        if older is None:
+            row["diff"] = ""
+        else:
+            row["diff"] = "".join(
+                difflib.unified_diff(
+                    older.splitlines(keepends=True),
+                    bodies[i].splitlines(keepends=True),
+                    fromfile=f"a/{rows[i + 1]['path']}",
+                    tofile=f"b/{row['path']}",
+                )
+            )
+    where = place(path, config.knowledge_dir)
+    assert where is not None
+    return {"page": where.id, "scope": where.scope, "versions": rows}
+
+
+def show_at(
+    root: Path, config: Config, ref: str, rev: str, user: str | None = None
+) -> dict[str, Any]:
+    """The page as it was at `rev`, rendered against the semantic layer as it was at `rev`.
+
+    The project's tree at `rev` is exported to a temporary folder and built there; the answer
+    is `knowl show`'s, plus the commit it was read at."""
+    from knowl_build.build import build
+    from knowl_build.reader import Reader
+
+    repo = _git(root)
+    try:
+        commit = resolve_revision(repo, rev)
+    except GitFailed as exc:
+        raise UsageError(str(exc)) from None
+    workdir = Path(tempfile.mkdtemp(prefix="knowl-at-"))
+    try:
+        tree = workdir / "tree"
+        export_tree(repo, commit, [config.knowledge_dir, config.semantics_dir], tree)
+        pages = []
+        for path in sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*.md")):
+            where = (
+                place(path, config.knowledge_dir)
+                if path.startswith(config.knowledge_dir + "/")
+                else None
+            )
+            if where is not None:
+                pages.append((path, where.scope, where.id))
+        _pick(pages, ref, user)  # "not found" before building anything
+        result = build(tree, config, allow_errors=True, full=True, out=workdir / "out")
+        assert result.folder is not None
+        with Reader.open(result.folder) as reader:
+            answer = reader.show(ref, user=user)
+        answer["at"] = {"rev": rev, "commit": commit}
+        return answer
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
