@@ -14,6 +14,20 @@ from pathlib import Path
 
 WORDS = ["revenue", "order", "customer", "churn", "subscription", "invoice", "refund", "margin", "cohort", "segment", "retention", "funnel", "product", "channel", "region", "forecast", "quarter", "pipeline", "warehouse", "metric", "dashboard", "finance", "policy", "definition", "caveat", "growth", "active", "monthly", "weekly", "daily"]
 
+# Prose needs a vocabulary with a long tail (a few words are everywhere, most are rare), or
+# every term is in every page and no index can help: domain words plus Zipf-weighted filler.
+_SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "xe", "za", "be", "do", "fu", "gi", "ha", "ju"]
+FILLER = [a + b + c for a in _SYLLABLES for b in _SYLLABLES for c in _SYLLABLES[:8]]
+FILLER_WEIGHTS = [1.0 / (rank + 1) for rank in range(len(FILLER))]
+
+
+def prose(rng: random.Random, words: int) -> str:
+    filler = rng.choices(FILLER, weights=FILLER_WEIGHTS, k=words)
+    for i in range(0, words, 8):  # about one domain word in eight
+        filler[i] = rng.choice(WORDS)
+    return " ".join(filler)
+
+
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
        "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
 
@@ -48,8 +62,8 @@ def page_text(i: int, pages: int, sources: int, rng: random.Random) -> str:
     src = i % sources
     entity = f"conn{src % 2}.src{src}"
     globals_ = [j for j in (rng.randrange(pages) for _ in range(6)) if j % 10 != 9][:3]
-    words = " ".join(rng.choice(WORDS) for _ in range(12))
-    body_words = [" ".join(rng.choice(WORDS) for _ in range(40)) for _ in range(4)]
+    words = prose(rng, 12)
+    body_words = [prose(rng, 40) for _ in range(4)]
     links = " ".join(f"[[page{j}]]" for j in globals_)
     return (
         "---\n"

@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_bench import bench_build
 from corpus import make_corpus, page_path
+from reader_bench import bench_reader
 
 
 def floor(root: Path) -> float:
@@ -76,13 +77,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--suite", choices=["check", "build", "all"], default="all")
+    parser.add_argument("--suite", choices=["check", "build", "reader", "all"], default="all")
     parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
     args = parser.parse_args()
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="knowl-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    rows, builds = [], []
+    rows, builds, readers = [], [], []
     try:
         for n in args.sizes:
             root = workdir / f"corpus-{n}"
@@ -94,6 +95,10 @@ def main() -> None:
                 rows.append(bench_size(n, root, made, args.repeats))
             if args.suite in ("build", "all"):
                 builds.append((n, bench_build(root, page_path(0), args.repeats)))
+            if args.suite in ("reader", "all"):
+                subprocess.run([sys.executable, "-m", "knowl_build", "build", "-q", "--allow-errors",
+                                "--full", "--repo", str(root)], check=True)
+                readers.append((n, bench_reader(root, args.repeats)))
     finally:
         if args.keep is None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -107,6 +112,14 @@ def main() -> None:
             print(f"{n:>7} {b['cold_build_s']:>10.2f}s {b['whoosh_floor_s']:>12.2f}s "
                   f"{b['cold_over_floor']:>10.2f}x {b['noop_s']:>7.2f}s {b['noop_share']:>10.1%} "
                   f"{b['edit_s']:>7.2f}s {b['edit_share']:>9.1%} {b['history_s']:>8.2f}s")
+    if readers:
+        print(f"reader benchmark {header}")
+        print(f"{'pages':>7} {'search p50':>11} {'p95':>8} {'search e2e':>11} {'show e2e':>9} "
+              f"{'traverse e2e':>13} {'no-artifact query':>18} {'ratio':>7}")
+        for n, r in readers:
+            print(f"{n:>7} {r['search_p50_ms']:>9.1f}ms {r['search_p95_ms']:>6.1f}ms "
+                  f"{r['search_e2e_s']:>10.2f}s {r['show_e2e_s']:>8.2f}s {r['traverse_e2e_s']:>12.2f}s "
+                  f"{r['naive_query_s']:>17.2f}s {r['naive_over_search_e2e']:>6.1f}x")
     if not rows:
         return
     print(f"knowl check benchmark {header}")

@@ -14,6 +14,7 @@ slightly differently from a full build; with it, both rank identically.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import io
 import json
 import math
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from whoosh import fields, index, scoring
+from whoosh import fields, index
 from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter
 from whoosh.analysis.analyzers import Analyzer
 
@@ -79,18 +80,27 @@ class UnsafePickle(pickle.UnpicklingError):
 class _RestrictedUnpickler(pickle.Unpickler):
     """Admits Whoosh's own classes and plain builtins; anything else is refused."""
 
+    _admitted: dict[tuple[str, str], Any] = {}  # noqa: RUF012 - a shared cache on purpose
+
     def find_class(self, module: str, name: str) -> Any:
-        if module in ("builtins", "__builtin__") and name in _SAFE_BUILTINS:
-            return super().find_class(module, name)
-        if (module, name) in _SAFE_GLOBALS:
-            return super().find_class(module, name)
-        if not name.startswith("_") and module.startswith(_DATA_MODULES):
+        key = (module, name)
+        if key in self._admitted:
+            return self._admitted[key]
+        found = None
+        if (
+            module in ("builtins", "__builtin__") and name in _SAFE_BUILTINS
+        ) or key in _SAFE_GLOBALS:
             found = super().find_class(module, name)
+        elif not name.startswith("_") and module.startswith(_DATA_MODULES):
+            candidate = super().find_class(module, name)
             # Whoosh's data classes (schemas, fields, analyzers, segments, formats); functions
             # only from whoosh.lang (the stemmer a StemFilter refers to), never one that acts.
-            if isinstance(found, type) or module.startswith("whoosh.lang"):
-                return found
-        raise UnsafePickle(f"refusing to load {module}.{name} from an index file")
+            if isinstance(candidate, type) or module.startswith("whoosh.lang"):
+                found = candidate
+        if found is None:
+            raise UnsafePickle(f"refusing to load {module}.{name} from an index file")
+        self._admitted[key] = found
+        return found
 
 
 def safe_loads(data: bytes, **_kwargs: Any) -> Any:
@@ -129,6 +139,21 @@ def _restrict_whoosh_unpickling() -> None:
 
 
 _restrict_whoosh_unpickling()
+
+
+def _framed_dumps(obj: Any, protocol: int | None = None) -> bytes:
+    """Whoosh writes its pickles with protocol 2; protocol 5 frames them, so the restricted
+    unpickler reads a posting block in one call instead of one per opcode (about 3x faster)."""
+    return pickle.dumps(obj, 5)
+
+
+def _frame_whoosh_pickles() -> None:
+    import whoosh.codec.whoosh3
+
+    whoosh.codec.whoosh3.dumps = _framed_dumps
+
+
+_frame_whoosh_pickles()
 
 TEXT_FIELDS = ("title", "summary", "tags", "body")
 STATS_FILE = "stats.json"
@@ -239,83 +264,6 @@ def write_index(folder: Path, documents: Iterable[IndexDocument], incremental: b
     return IndexUpdate(added, len(fresh) - added, len([k for k in stale if k not in docs]), merged)
 
 
-class LiveBM25F(scoring.BM25F):  # type: ignore[misc]
-    """Whoosh's BM25F with statistics over live documents (see the module docstring)."""
-
-    def __init__(self, stats: Mapping[str, Any], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.stats = stats
-        self._idf: dict[tuple[str, str], float] = {}
-
-    def live_df(self, searcher: Any, fieldname: str, text: str) -> int:
-        top = searcher.get_parent()
-        df = int(top.doc_frequency(fieldname, text))
-        reader = top.reader()
-        leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
-        for leaf, _offset in leaves:
-            if not leaf.has_deletions() or (fieldname, text) not in leaf:
-                continue
-            # The raw postings (leaf.postings() hides deleted documents, which we must count).
-            # whoosh3 is pinned exactly, so this private reader API is stable for us.
-            raw = leaf._text_to_bytes(fieldname, text)
-            matcher = leaf._terms.matcher(fieldname, raw, leaf.schema[fieldname].format)
-            for docnum in sorted(leaf.deleted_docs_set):
-                if not matcher.is_active():
-                    break
-                if matcher.id() < docnum:
-                    matcher.skip_to(docnum)
-                if matcher.is_active() and matcher.id() == docnum:
-                    df -= 1
-        return df
-
-    def idf(self, searcher: Any, fieldname: str, text: str) -> float:
-        key = (fieldname, text)
-        if key not in self._idf:
-            n = self.live_df(searcher, fieldname, text)
-            dc = int(self.stats["doc_count"])
-            self._idf[key] = math.log(dc / (n + 1)) + 1
-        return self._idf[key]
-
-    def scorer(self, searcher: Any, fieldname: str, text: str, qf: int = 1) -> Any:
-        if not searcher.schema[fieldname].scorable:
-            return scoring.WeightScorer.for_(searcher, fieldname, text)
-        total = self.stats["length_sums"].get(fieldname, 0)
-        count = self.stats["doc_count"]
-        return _LiveScorer(
-            searcher,
-            fieldname,
-            text,
-            self._field_B.get(fieldname, self.B),
-            self.K1,
-            qf,
-            idf=self.idf(searcher, fieldname, text),
-            avgfl=(total / count if count else 0) or 1,
-        )
-
-
-class _LiveScorer(scoring.BM25FScorer):  # type: ignore[misc]
-    """BM25FScorer with the collection statistics given, not read from the searcher."""
-
-    def __init__(
-        self,
-        searcher: Any,
-        fieldname: str,
-        text: str,
-        B: float,
-        K1: float,
-        qf: int,
-        *,
-        idf: float,
-        avgfl: float,
-    ) -> None:
-        self.idf = idf
-        self.avgfl = avgfl
-        self.B = B
-        self.K1 = K1
-        self.qf = qf
-        self.setup(searcher, fieldname, text)
-
-
 def load_stats(folder: Path) -> dict[str, Any]:
     return json.loads((folder / STATS_FILE).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
@@ -326,17 +274,35 @@ class Hit:
     score: float
 
 
+K1 = 1.2
+B = 0.75
+
+
 class Searcher:
-    """An open index answering plain-term queries (kept open across queries)."""
+    """An open index answering plain-term queries (kept open across queries).
+
+    Scoring reads each query term's postings in bulk, block by block, and adds up Whoosh's
+    BM25 formula per field, weighted by the field's boost:
+    `boost * idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg_length))` with
+    `idf = log(live_docs / (live_df + 1)) + 1`. The statistics are those of live documents
+    (deleted ones are skipped and not counted), so an incrementally updated index ranks
+    exactly like a freshly written one; and bulk reading is several times faster than
+    Whoosh's generic matcher tree for OR queries."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.ix = index.open_dir(str(folder), indexname=INDEX_NAME)
-        self.weighting = LiveBM25F(load_stats(folder))
-        self.searcher = self.ix.searcher(weighting=self.weighting)
+        self.reader = self.ix.reader()
+        stats = load_stats(folder)
+        self.doc_count = int(stats["doc_count"])
+        count = self.doc_count or 1
+        self.avg = {name: (stats["length_sums"].get(name, 0) / count) or 1 for name in TEXT_FIELDS}
+        self.leaves = list(self.reader.leaf_readers())
+        self._norms: dict[tuple[int, str], list[float]] = {}
+        self._keys: dict[int, str] = {}
 
     def close(self) -> None:
-        self.searcher.close()
+        self.reader.close()
         self.ix.close()
 
     def __enter__(self) -> Searcher:
@@ -345,39 +311,87 @@ class Searcher:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _norm(self, position: int, leaf: Any, field: str) -> list[float]:
+        """Per document of a segment: K1 * (1 - B + B * length / avg_length) for `field`."""
+        key = (position, field)
+        if key not in self._norms:
+            length = leaf._perdoc.doc_field_length_reader(field, 0)
+            avg = self.avg[field]
+            self._norms[key] = [
+                K1 * (1 - B + B * (length(d) or 0) / avg) for d in range(leaf.doc_count_all())
+            ]
+        return self._norms[key]
+
+    @staticmethod
+    def _postings(leaf: Any, field: str, term: str) -> list[tuple[int, float]]:
+        """A term's live (document, frequency) pairs in one segment, read block by block.
+        whoosh3 is pinned exactly, so these private reader APIs are stable for us."""
+        if (field, term) not in leaf:
+            return []
+        matcher = leaf._terms.matcher(
+            field, leaf._text_to_bytes(field, term), leaf.schema[field].format
+        )
+        deleted = leaf.deleted_docs_set if leaf.has_deletions() else None
+        pairs: list[tuple[int, float]] = []
+        while not matcher._atend:
+            matcher._read_ids()
+            matcher._read_weights()
+            block = zip(matcher._ids, matcher._weights, strict=False)
+            if deleted:
+                pairs.extend((d, w) for d, w in block if d not in deleted)
+            else:
+                pairs.extend(block)
+            matcher._next_block()
+        return pairs
+
+    def scores(self, terms: list[str], boosts: Mapping[str, float]) -> dict[int, float]:
+        """Global document number -> score, for every document matching any term."""
+        acc: dict[int, float] = {}
+        get = acc.get
+        for field in TEXT_FIELDS:
+            boost = boosts.get(field, 1.0)
+            for term in terms:
+                lists = [
+                    (position, leaf, offset, self._postings(leaf, field, term))
+                    for position, (leaf, offset) in enumerate(self.leaves)
+                ]
+                df = sum(len(pairs) for *_, pairs in lists)
+                if not df:
+                    continue
+                weight = boost * (math.log(self.doc_count / (df + 1)) + 1) * (K1 + 1)
+                for position, leaf, offset, pairs in lists:
+                    if not pairs:
+                        continue
+                    norm = self._norm(position, leaf, field)
+                    for doc, tf in pairs:
+                        key = offset + doc
+                        acc[key] = get(key, 0.0) + weight * tf / (tf + norm[doc])
+        return acc
+
+    def key(self, docnum: int) -> str:
+        if docnum not in self._keys:
+            self._keys[docnum] = str(self.reader.stored_fields(docnum)["key"])
+        return self._keys[docnum]
+
     def ranked(
-        self,
-        terms: list[str],
-        boosts: Mapping[str, float],
-        scopes: Iterable[str] | None = None,
-        limit: int | None = None,
+        self, terms: list[str], boosts: Mapping[str, float], limit: int | None = None
     ) -> list[Hit]:
         """Hits for OR-ed `terms` over the text fields, best first (score, then key).
 
-        With a `limit`, a tie across the cut is resolved by fetching further, so the answer
-        never depends on the order of documents inside the index."""
-        from whoosh import query
-
+        With a `limit`, every document tied with the last one is considered before cutting,
+        so the answer never depends on the order of documents inside the index."""
         if not terms:
             return []
-        q = query.Or(
-            [
-                query.Term(name, term, boost=boosts.get(name, 1.0))
-                for name in TEXT_FIELDS
-                for term in terms
-            ]
-        )
-        allowed = None
-        if scopes is not None:
-            allowed = query.Or([query.Term("scope", scope) for scope in scopes])
-        want = None if limit is None else limit + 1
-        while True:
-            results = self.searcher.search(q, limit=want, filter=allowed)
-            hits = [Hit(r["key"], r.score) for r in results]
-            hits.sort(key=lambda h: (-h.score, h.key))
-            if want is None or len(hits) < want or hits[want - 2].score != hits[want - 1].score:
-                return hits if limit is None else hits[:limit]
-            want *= 2
+        scored = self.scores(terms, boosts)
+        if limit is None or len(scored) <= limit:
+            chosen = list(scored.items())
+        else:
+            top = heapq.nlargest(limit, scored.items(), key=lambda item: item[1])
+            cut = top[-1][1]
+            chosen = [item for item in scored.items() if item[1] >= cut]
+        hits = [Hit(self.key(doc), score) for doc, score in chosen]
+        hits.sort(key=lambda h: (-h.score, h.key))
+        return hits if limit is None else hits[:limit]
 
 
 def search(

@@ -63,14 +63,16 @@ def rank(
     A peer serves only its global pages with `visibility: workspace`."""
     if not terms or limit <= 0:
         return []
-    scopes = [GLOBAL] if peer or user is None else [GLOBAL, f"user:{user}"]
+    scopes = {GLOBAL} if peer or user is None else {GLOBAL, f"user:{user}"}
     want = limit * 2 + 8
     while True:
-        raw = store.searcher.ranked(terms, store.boosts, scopes=scopes, limit=want)
+        # Visibility is checked here, not by a Whoosh filter: user pages are few, and a filter
+        # would cost a pass over the postings of "global" on every query.
+        raw = store.searcher.ranked(terms, store.boosts, limit=want)
         best: dict[str, tuple[float, dict[str, Any]]] = {}
         for hit in raw:
             page = store.by_key.get(hit.key)
-            if page is None:
+            if page is None or page["scope"] not in scopes:
                 continue
             if page["scope"] != GLOBAL:
                 shadowed = store.page(GLOBAL, page["id"])
@@ -95,21 +97,22 @@ def rank(
 def caveats(store: Store, hits: list[dict[str, Any]], user: str | None) -> list[dict[str, Any]]:
     """Visible active caveat pages sharing an entity with a hit, most triggers first."""
     hit_keys = {(h["scope"], h["page"]) for h in hits}
-    found = []
-    for caveat in store.caveats:
-        if not visible(caveat, user) or (caveat["scope"], caveat["id"]) in hit_keys:
-            continue
-        mine = set(caveat["sl_refs"])
-        triggers = sorted({h["page"] for h in hits if mine.intersection(h["sl_refs"])})
-        if triggers:
-            found.append(
-                {
-                    "page": caveat["id"],
-                    "scope": caveat["scope"],
-                    "summary": caveat["summary"],
-                    "triggered_by": triggers,
-                }
-            )
+    triggers: dict[str, tuple[dict[str, Any], set[str]]] = {}
+    for hit in hits:
+        for entity in hit["sl_refs"]:
+            for caveat in store.caveats_by_entity.get(entity, ()):
+                if (caveat["scope"], caveat["id"]) in hit_keys or not visible(caveat, user):
+                    continue
+                triggers.setdefault(caveat["key"], (caveat, set()))[1].add(hit["page"])
+    found = [
+        {
+            "page": caveat["id"],
+            "scope": caveat["scope"],
+            "summary": caveat["summary"],
+            "triggered_by": sorted(pages),
+        }
+        for caveat, pages in triggers.values()
+    ]
     found.sort(key=lambda c: (-len(c["triggered_by"]), c["page"], c["scope"]))
     return found[: store.max_caveats]
 

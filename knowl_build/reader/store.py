@@ -146,6 +146,14 @@ class Store:
         ]
 
     @cached_property
+    def caveats_by_entity(self) -> dict[str, list[dict[str, Any]]]:
+        index: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for caveat in self.caveats:
+            for entity in set(caveat["sl_refs"]):
+                index[entity].append(caveat)
+        return dict(index)
+
+    @cached_property
     def graph(self) -> Graph:
         try:
             data = json.loads((self.folder / "graph.json").read_bytes())
