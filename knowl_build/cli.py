@@ -402,9 +402,10 @@ def _open_artifact(ctx: click.Context, artifact: Path | None) -> Any:
 
 @cli.command()
 @click.option("--apply", "apply_", is_flag=True, help="Write the proposed changes (exit 0).")
+@click.option("--commit", "do_commit", is_flag=True, help="With --apply: commit each page written.")
 @global_options
 @click.pass_context
-def fix(ctx: click.Context, apply_: bool) -> None:
+def fix(ctx: click.Context, apply_: bool, do_commit: bool) -> None:
     """Propose fixes as a unified diff: remove sl_refs to entities deleted from the semantic
     layer (and their bound fingerprints), and mark those pages for review.
 
@@ -429,6 +430,11 @@ def fix(ctx: click.Context, apply_: bool) -> None:
         sys.stdout.write(proposal.diff())
     if apply_:
         written = fixes.apply(root, fix_plan)
+        if do_commit:
+            from knowl_build.writes.common import commit
+
+            for path in written:
+                commit(root, [path], f"Fix {Path(path).stem}")
         if not settings.quiet:
             click.echo(f"wrote {len(written)} file(s)", err=True)
         ctx.exit(EXIT_OK)
@@ -664,6 +670,226 @@ def timeline(ctx: click.Context, page: str, user: str | None, as_json: bool) -> 
         _emit_json(answer)
     else:
         text.timeline(answer, text.console())
+
+
+def _print_changes(changes: list[Any], as_json: bool) -> None:
+    """Each write prints its diff (on stderr when stdout holds JSON)."""
+    for change in changes:
+        click.echo(change.diff(), nl=False, err=as_json)
+
+
+def _scope_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise click.BadParameter(f"expected key=value, got {text!r}")
+    return key.strip(), value.strip()
+
+
+@cli.command()
+@click.option(
+    "--category",
+    required=True,
+    type=click.Choice(["fact", "decision", "goal", "constraint", "architecture", "state", "skill"]),
+)
+@click.option("--title", required=True, help="The subject, not the claim.")
+@click.option("--content", default=None, help="The page body (or --content-file).")
+@click.option(
+    "--content-file",
+    type=click.File("r", encoding="utf-8"),
+    default=None,
+    help="Read the body from a file, or - for standard input.",
+)
+@USER_OPTION
+@click.option("--summary", default=None, help="One line (default: the content's first sentence).")
+@click.option("--tag", "tags", multiple=True)
+@click.option("--sl-ref", "sl_refs", multiple=True, help="A semantic entity the page is about.")
+@click.option("--ref", "refs", multiple=True, help="Another page, by id.")
+@click.option(
+    "--usage-mode", type=click.Choice(["reference", "caveat", "policy", "definition"]), default=None
+)
+@click.option("--confidence", type=float, default=None)
+@click.option(
+    "--provenance", type=click.Choice(["board_approved", "human_curated", "inferred"]), default=None
+)
+@click.option("--source", default=None, help="Where the knowledge came from.")
+@click.option("--source-commit", default=None, metavar="REV", help="Default: HEAD.")
+@click.option("--path", "paths", multiple=True, help="A file the knowledge is about (repeatable).")
+@click.option("--reasoning", default=None)
+@click.option("--alternative", "alternatives", multiple=True)
+@click.option("--step", "steps", multiple=True)
+@click.option("--conflict-key", default=None)
+@click.option("--conflict-scope", "conflict_scope", multiple=True, metavar="K=V")
+@click.option("--exclusive", is_flag=True, help="Only one active page may hold this conflict key.")
+@click.option("--supersedes", default=None, metavar="ID", help="Retire this page explicitly.")
+@click.option("--commit", "do_commit", is_flag=True, help="Commit exactly the files written.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@global_options
+@click.pass_context
+def store(
+    ctx: click.Context,
+    category: str,
+    title: str,
+    content: str | None,
+    content_file: Any,
+    user: str | None,
+    summary: str | None,
+    tags: tuple[str, ...],
+    sl_refs: tuple[str, ...],
+    refs: tuple[str, ...],
+    usage_mode: str | None,
+    confidence: float | None,
+    provenance: str | None,
+    source: str | None,
+    source_commit: str | None,
+    paths: tuple[str, ...],
+    reasoning: str | None,
+    alternatives: tuple[str, ...],
+    steps: tuple[str, ...],
+    conflict_key: str | None,
+    conflict_scope: tuple[str, ...],
+    exclusive: bool,
+    supersedes: str | None,
+    do_commit: bool,
+    as_json: bool,
+) -> None:
+    """Write knowledge as a new page, reconciled with what the tree already holds.
+
+    A verbatim repeat is a no-op; a page on the same subject is superseded (unless the new
+    title only adds a negation); an overlapping page stays, and the command to retire it is
+    printed. Error findings refuse the write (exit 1) and nothing is written.
+
+    \b
+    Examples:
+      knowl store --category decision --title "Database choice" --content "We use Postgres."
+      echo "Churn counts cancelled subscriptions." | knowl store --category fact \\
+          --title "Churn" --content-file - --sl-ref billing.subscriptions.churned --commit
+    """
+    from knowl_build.errors import UsageError
+    from knowl_build.writes.store import Request
+    from knowl_build.writes.store import store as run_store
+
+    if (content is None) == (content_file is None):
+        raise UsageError("give exactly one of --content and --content-file")
+    if (conflict_scope and conflict_key is None) or (exclusive and conflict_key is None):
+        raise UsageError("--conflict-scope and --exclusive need --conflict-key")
+    body = content if content is not None else content_file.read()
+    settings = _settings(ctx)
+    request = Request(
+        category=category,
+        title=title,
+        content=body,
+        user=user,
+        summary=summary,
+        tags=list(tags),
+        sl_refs=list(sl_refs),
+        refs=list(refs),
+        usage_mode=usage_mode,
+        confidence=confidence,
+        provenance=provenance,
+        source=source,
+        source_commit=source_commit,
+        paths=list(paths),
+        reasoning=reasoning,
+        alternatives=list(alternatives),
+        steps=list(steps),
+        conflict_key=conflict_key,
+        conflict_scope=dict(_scope_pair(p) for p in conflict_scope),
+        exclusive=exclusive,
+        supersedes=supersedes,
+    )
+    outcome = run_store(settings.root, settings.load_config(), request, do_commit=do_commit)
+    _print_changes(outcome.changes, as_json)
+    if as_json:
+        _emit_json(outcome.to_json())
+    else:
+        from knowl_build.output import text
+
+        text.store_outcome(outcome, text.console(sys.stderr))
+    ctx.exit(1 if outcome.action == "refused" else 0)
+
+
+@cli.command()
+@click.argument("old")
+@click.argument("new")
+@USER_OPTION
+@click.option("--commit", "do_commit", is_flag=True, help="Commit exactly the file written.")
+@global_options
+@click.pass_context
+def supersede(ctx: click.Context, old: str, new: str, user: str | None, do_commit: bool) -> None:
+    """Mark OLD as superseded by NEW (status and superseded_by). Nothing is deleted.
+
+    Refused (exit 1) for the same page, unknown pages, a page that is not active, a frozen
+    OLD, or a supersession that would make a cycle.
+
+    \b
+    Example:
+      knowl supersede warehouse-engine-2023 warehouse-engine --commit
+    """
+    from knowl_build.writes.governance import supersede as run_supersede
+
+    settings = _settings(ctx)
+    result = run_supersede(
+        settings.root, settings.load_config(), old, new, user=user, do_commit=do_commit
+    )
+    _print_changes(result.changes, False)
+
+
+@cli.command()
+@click.argument("pages", nargs=-1, required=True)
+@USER_OPTION
+@click.option("--force", is_flag=True, help="Review frozen pages too.")
+@click.option("--commit", "do_commit", is_flag=True, help="Commit each page written.")
+@global_options
+@click.pass_context
+def review(
+    ctx: click.Context, pages: tuple[str, ...], user: str | None, force: bool, do_commit: bool
+) -> None:
+    """Record that a person re-read the pages against the live definitions: sets
+    meta.last_validated_at to now and refreshes meta.bound_fingerprints.
+
+    \b
+    Examples:
+      knowl review revenue-definition
+      knowl review mrr churn-definition --commit
+    """
+    from knowl_build.writes.governance import review as run_review
+
+    settings = _settings(ctx)
+    result = run_review(
+        settings.root,
+        settings.load_config(),
+        list(pages),
+        user=user,
+        force=force,
+        do_commit=do_commit,
+    )
+    _print_changes(result.changes, False)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@global_options
+@click.pass_context
+def conflicts(ctx: click.Context, as_json: bool) -> None:
+    """Every active exclusive page, grouped by normalized conflict key and scope.
+    Exit 1 when a group holds more than one page.
+
+    \b
+    Examples:
+      knowl conflicts
+      knowl conflicts --json
+    """
+    from knowl_build.build import analyse
+    from knowl_build.output import text
+    from knowl_build.writes.governance import conflict_groups
+
+    settings = _settings(ctx)
+    groups = conflict_groups(analyse(settings.root, settings.load_config()))
+    if as_json:
+        _emit_json({"groups": groups})
+    else:
+        text.conflict_table(groups, text.console())
+    ctx.exit(1 if any(g["violation"] for g in groups) else 0)
 
 
 @cli.command()

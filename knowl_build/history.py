@@ -12,7 +12,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-_ENV = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+
+def _env() -> dict[str, str]:
+    # Read at each call: the environment (an identity, a config path) may change in-process.
+    return {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
 
 
 class GitFailed(Exception):
@@ -21,7 +24,7 @@ class GitFailed(Exception):
 
 def _run(args: list[str], cwd: Path) -> bytes:
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, env=_ENV, capture_output=True, check=False)
+        proc = subprocess.run(["git", *args], cwd=cwd, env=_env(), capture_output=True, check=False)
     except OSError as exc:
         raise GitFailed(str(exc)) from exc
     if proc.returncode != 0:
@@ -375,3 +378,24 @@ def _exists_at(repo: GitRepo, rev: str, path: str) -> bool:
     except GitFailed:
         return False
     return True
+
+
+# --- commits made by writes -----------------------------------------------------------------
+
+
+class IdentityMissing(GitFailed):
+    pass
+
+
+def commit_paths(repo: GitRepo, paths: list[str], message: str) -> str:
+    """Commit exactly `paths` (project-relative), whatever else is staged; return the id."""
+    try:
+        repo.run("var", "GIT_COMMITTER_IDENT")
+        repo.run("var", "GIT_AUTHOR_IDENT")
+    except GitFailed as exc:
+        raise IdentityMissing(
+            "git has no identity for the commit (set user.name and user.email): " + str(exc)
+        ) from None
+    repo.run("add", "--", *paths)
+    repo.run("commit", "-q", "--only", "-m", message, "--", *paths)
+    return repo.run("rev-parse", "HEAD").decode().strip()

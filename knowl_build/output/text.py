@@ -276,3 +276,43 @@ def timeline(answer: dict[str, Any], out: Console) -> None:
         for line in version["diff"].splitlines():
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
             out.print(Text(f"  {line}", style=style))
+
+
+def store_outcome(outcome: Any, out: Console) -> None:
+    label = {"inserted": "stored", "duplicate": "no-op", "refused": "refused"}[outcome.action]
+    line = Text(f"{label}: ", style="bold red" if outcome.action == "refused" else "bold green")
+    line.append(f"{outcome.page} ({outcome.path})" if outcome.path else str(outcome.page))
+    if outcome.superseded:
+        line.append(f", supersedes {outcome.superseded}")
+    out.print(line)
+    for d in outcome.diagnostics:
+        if d["severity"] == "error" or outcome.action == "refused":
+            out.print(
+                Text(
+                    f"  {d['path']}:{d['line']}:{d['column']}: {d['severity']} {d['code']} {d['message']}"
+                )
+            )
+    if outcome.message:
+        out.print(Text(f"  {outcome.message}", style="dim" if outcome.action != "refused" else ""))
+    if outcome.commit:
+        out.print(Text(f"  committed {outcome.commit[:12]}", style="dim"))
+
+
+def conflict_table(groups: list[dict[str, Any]], out: Console) -> None:
+    if not groups:
+        out.print(Text("no exclusive pages", style="dim"))
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("key", "scope", "pages", ""):
+        table.add_column(column, overflow="fold")
+    for group in groups:
+        scope = ", ".join(f"{k}={v}" for k, v in group["scope"].items())
+        pages = ", ".join(
+            p["page"] if p["scope"] == "global" else f"{p['page']} ({p['scope']})"
+            for p in group["pages"]
+        )
+        flag = (
+            Text("violation", style="bold red") if group["violation"] else Text("ok", style="green")
+        )
+        table.add_row(Text(group["key"]), Text(scope), Text(pages), flag)
+    out.print(table)

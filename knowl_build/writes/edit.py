@@ -147,7 +147,34 @@ class FrontmatterEditor:
             raise EditError(f"'{'.'.join(path)}' is not a plain value")
         self._append(path, literal)
 
-    def _append(self, path: list[str], literal: str) -> None:
+    def set_many(self, path: list[str], items: list[tuple[str, str]]) -> None:
+        """Set several keys of the mapping at `path` at once (creating it when missing)."""
+        node = self.node(path)
+        if node is None or (
+            isinstance(node, YMap) and not node.items and self.text[self._abs(node.start)] == "{"
+        ):
+            if node is not None:  # an empty flow mapping `{}`: write its entries inline
+                inline = ", ".join(f"{k}: {v}" for k, v in items)
+                self.edits.append((self._abs(node.start), self._abs(node.end), f"{{{inline}}}"))
+                return
+            first, rest = items[0], items[1:]
+            self._append([*path, first[0]], first[1], extra=rest)
+            return
+        if not isinstance(node, YMap):
+            raise EditError(f"'{'.'.join(path)}' is not a mapping")
+        pending = []
+        for key, literal in items:
+            if isinstance(self.node([*path, key]), YScalar):
+                self.set_scalar([*path, key], literal)
+            else:
+                pending.append((key, literal))
+        if pending:
+            first, rest = pending[0], pending[1:]
+            self._append([*path, first[0]], first[1], extra=rest)
+
+    def _append(
+        self, path: list[str], literal: str, extra: list[tuple[str, str]] | None = None
+    ) -> None:
         nl = self.newline
         # Find the deepest existing mapping along the path.
         depth = 0
@@ -161,19 +188,25 @@ class FrontmatterEditor:
         if depth < len(path) - 1 and self.node(path[: depth + 1]) is not None:
             raise EditError(f"'{'.'.join(path[: depth + 1])}' is not a mapping")
         missing = path[depth:]
+        extra = extra or []
         if parent is None or (isinstance(parent, YMap) and not parent.items and depth == 0):
             # Empty frontmatter: write at its end, unindented.
             at = self.fm_end
-            self.edits.append((at, at, self._block(missing, literal, 0)))
+            self.edits.append((at, at, self._block(missing, literal, 0, extra)))
             return
         assert isinstance(parent, YMap)
         if self.text[self._abs(parent.start)] == "{":
-            inline = literal
-            for name in reversed(missing[1:]):
-                inline = f"{{{name}: {inline}}}"
+            entries = ", ".join(f"{k}: {v}" for k, v in [(missing[-1], literal), *extra])
+            if len(missing) == 1:
+                text = entries
+            else:
+                value = f"{{{entries}}}"
+                for name in reversed(missing[1:-1]):
+                    value = f"{{{name}: {value}}}"
+                text = f"{missing[0]}: {value}"
             at = self._abs(parent.end) - 1
             sep = ", " if parent.items else ""
-            self.edits.append((at, at, f"{sep}{missing[0]}: {inline}"))
+            self.edits.append((at, at, f"{sep}{text}"))
             return
         first_key = parent.items[0][0] if parent.items else None
         if first_key is None:
@@ -184,19 +217,32 @@ class FrontmatterEditor:
         if at > self.fm_end:
             at = self.fm_end
         prefix = "" if self.text[at - 1 : at] == "\n" or at == 0 else nl
-        self.edits.append((at, at, prefix + self._block(missing, literal, indent)))
+        self.edits.append((at, at, prefix + self._block(missing, literal, indent, extra)))
 
-    def _block(self, names: list[str], literal: str, indent: int) -> str:
+    def _block(
+        self,
+        names: list[str],
+        literal: str,
+        indent: int,
+        extra: list[tuple[str, str]] | None = None,
+    ) -> str:
         lines = []
         for i, name in enumerate(names):
             pad = " " * (indent + 2 * i)
             last = i == len(names) - 1
             lines.append(f"{pad}{name}: {literal}" if last else f"{pad}{name}:")
+        pad = " " * (indent + 2 * (len(names) - 1))
+        lines.extend(f"{pad}{key}: {value}" for key, value in extra or [])
         return self.newline.join(lines) + self.newline
 
     def result(self) -> str:
         text = self.text
-        for start, end, replacement in sorted(self.edits, key=lambda e: (e[0], e[1]), reverse=True):
+        # From the end backwards; of two insertions at one place, the later one is applied
+        # first, so they read in the order they were made.
+        ordered = sorted(
+            enumerate(self.edits), key=lambda e: (e[1][0], e[1][1], e[0]), reverse=True
+        )
+        for _, (start, end, replacement) in ordered:
             text = text[:start] + replacement + text[end:]
         return text
 

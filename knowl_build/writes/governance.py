@@ -1,0 +1,180 @@
+"""`knowl supersede` (SPEC 7.2), `knowl review` (SPEC 7.3) and `knowl conflicts` (SPEC 8.2)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from knowl_build.build import Analysis
+from knowl_build.config import Config
+from knowl_build.model import Page
+from knowl_build.writes.common import (
+    Change,
+    Tree,
+    WriteRefused,
+    commit,
+    quoted_timestamp,
+    utc_now,
+    write_changes,
+)
+from knowl_build.writes.edit import FrontmatterEditor
+from knowl_build.writes.store import _supersede_change
+
+
+@dataclass(slots=True)
+class WriteResult:
+    changes: list[Change] = field(default_factory=list)
+    commits: list[str] = field(default_factory=list)
+
+
+def supersede(
+    root: Path,
+    config: Config,
+    old_ref: str,
+    new_ref: str,
+    *,
+    user: str | None = None,
+    do_commit: bool = False,
+) -> WriteResult:
+    """Mark OLD superseded by NEW. Nothing is deleted."""
+    tree = Tree.load(root, config)
+    old = tree.page(old_ref, user)
+    new = tree.page(new_ref, user)
+    if old.path == new.path or (old.scope, old.id) == (new.scope, new.id):
+        raise WriteRefused("a page cannot supersede itself")
+    for page, role in ((old, "OLD"), (new, "NEW")):
+        status = page.parsed.fields.status
+        if status != "active":
+            raise WriteRefused(f"{role} page '{page.id}' is {status}, not active")
+    if old.parsed.fields.frozen:
+        raise WriteRefused(f"'{old.id}' is frozen; no automatic edit may touch it")
+    # NEW must be what OLD's superseded_by resolves to, from OLD's scope.
+    resolved = tree.analysis.index.resolve(new.id, old.scope).pages
+    if not resolved or resolved[0].path != new.path:
+        raise WriteRefused(
+            f"'{new.id}' ({new.scope}) is not what '{new.id}' names from {old.scope} scope"
+        )
+    if _leads_to(tree.analysis, new, old):
+        raise WriteRefused(
+            f"superseding '{old.id}' with '{new.id}' would make a supersession cycle"
+        )
+    change = _supersede_change(tree, old, new.id)
+    analysis = tree.with_changes([change])
+    errors = [
+        d
+        for d in analysis.diagnostics
+        if d.path == old.path and d.severity == "error" and d.code == "KB302"
+    ]
+    if errors:
+        raise WriteRefused(f"{old.path}: {errors[0].message}")
+    result = WriteResult([change])
+    write_changes(root, result.changes)
+    if do_commit:
+        result.commits.append(commit(root, [change.path], f"Supersede {old.id} with {new.id}"))
+    return result
+
+
+def _leads_to(analysis: Analysis, start: Page, target: Page) -> bool:
+    """Whether following superseded_by from `start` reaches `target`."""
+    seen = set()
+    current: Page | None = start
+    while current is not None and current.path not in seen:
+        if current.path == target.path:
+            return True
+        seen.add(current.path)
+        successor = current.parsed.fields.superseded_by
+        if successor is None:
+            return False
+        found = analysis.index.resolve(successor.value, current.scope).pages
+        current = found[0] if found else None
+    return False
+
+
+def review(
+    root: Path,
+    config: Config,
+    refs: list[str],
+    *,
+    user: str | None = None,
+    force: bool = False,
+    do_commit: bool = False,
+) -> WriteResult:
+    """A person has re-read the pages: validation date now, fingerprints refreshed."""
+    tree = Tree.load(root, config)
+    layer = tree.analysis.layer
+    now = quoted_timestamp(utc_now())
+    changes = []
+    refused = []
+    for ref in refs:
+        page = tree.page(ref, user)
+        errors = tree.errors_for(tree.analysis, page.path)
+        if errors:
+            refused.append(
+                f"{page.path}: has error findings ({errors[0].code} {errors[0].message})"
+            )
+            continue
+        if page.parsed.fields.frozen and not force:
+            refused.append(f"{page.path}: frozen (use --force after reading it)")
+            continue
+        before = tree.text(page.path)
+        fields = page.parsed.fields
+        fingerprints: dict[str, str] = {}
+        for bound in fields.bound_fingerprints:
+            entity = layer.entities.get(bound.entity)
+            fingerprints[bound.entity] = entity.fingerprint if entity else bound.fingerprint
+        for ref_item in fields.sl_refs:
+            entity = layer.entities.get(ref_item.value)
+            if entity is not None and entity.kind == "measure":
+                fingerprints.setdefault(ref_item.value, entity.fingerprint)
+        # One edit at a time, each on the result of the last, so a mapping created by one
+        # (a missing `meta:`) is there for the next.
+        text = _edited(before, "set_many", ["meta"], [("last_validated_at", now)])
+        if fingerprints:
+            items = [(name, f'"{fp}"') for name, fp in fingerprints.items()]
+            text = _edited(text, "set_many", ["meta", "bound_fingerprints"], items)
+        if "freshness" in page.parsed.frontmatter:
+            text = _edited(text, "set_scalar", ["freshness"], "fresh")
+        changes.append((page, Change(page.path, before, text)))
+    if refused:
+        raise WriteRefused("review refused, nothing was written: " + "; ".join(refused))
+    result = WriteResult([change for _, change in changes])
+    write_changes(root, result.changes)
+    if do_commit:
+        for page, change in changes:
+            result.commits.append(commit(root, [change.path], f"Review {page.id}"))
+    return result
+
+
+def _edited(text: str, operation: str, *args: Any) -> str:
+    """`text` after one editor operation (`set_many`, `set_scalar`, ...)."""
+    editor = FrontmatterEditor.of(text)
+    getattr(editor, operation)(*args)
+    return editor.result()
+
+
+def conflict_groups(analysis: Analysis) -> list[dict[str, Any]]:
+    """Every active exclusive page, grouped by normalized conflict key and scope."""
+    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[Page]] = defaultdict(list)
+    for page in analysis.pages:
+        conflict = page.parsed.fields.conflict
+        if (
+            page.parsed.text_ok
+            and conflict
+            and conflict.exclusive
+            and page.parsed.fields.status == "active"
+        ):
+            groups[(conflict.normalized_key, conflict.scope)].append(page)
+    rows = []
+    for (key, scope), pages in sorted(groups.items()):
+        members = sorted(pages, key=lambda p: (p.scope, p.id, p.path))
+        rows.append(
+            {
+                "key": key,
+                "scope": dict(scope),
+                "pages": [{"page": p.id, "scope": p.scope, "path": p.path} for p in members],
+                "violation": len(members) > 1,
+            }
+        )
+    return rows
