@@ -400,7 +400,7 @@ def check(
 
 # --- knowl build ----------------------------------------------------------------------------
 
-STAGES = ("discover", "parse", "history", "rules", "render", "index", "publish")
+STAGES = ("discover", "parse", "render", "index", "vectors", "publish")
 
 
 @dataclass(frozen=True, slots=True)
@@ -561,6 +561,8 @@ def build(
             if incremental and current is not None:
                 shutil.copytree(current / "index", staging / "index")
             update = write_index(staging / "index", records.index_documents(pages), incremental)
+            stage("vectors")
+            vectors = _write_vectors(staging, pages, current if incremental else None)
             stage("publish")
             files = artifacts.file_table(staging)
             manifest = {
@@ -589,6 +591,7 @@ def build(
                     "merged": update.merged,
                     "incremental": incremental,
                 },
+                **({"vectors": vectors} if vectors else {}),
                 "files": files,
                 "sizes": {
                     name: (staging / name).stat().st_size
@@ -606,6 +609,22 @@ def build(
         return BuildResult(
             diagnostics, "published", build_id, folder, counts, incremental, pruned, timings
         )
+
+
+def _write_vectors(
+    staging: Path, pages: list[dict[str, Any]], previous: Path | None
+) -> dict[str, Any]:
+    """With the embeddings extra: one vector per page (unchanged pages reuse theirs)."""
+    from knowl_build import embeddings
+
+    if not embeddings.available():
+        return {}
+    rows = [
+        (row["path"], embeddings.page_text(row["fields"]["summary"], row["body"])) for row in pages
+    ]
+    old = previous / embeddings.FOLDER if previous is not None else None
+    counts = embeddings.write_vectors(staging / embeddings.FOLDER, rows, old)
+    return {"model": embeddings.Embedder.get().identity, **counts}
 
 
 def _manifest_or_none(folder: Path | None) -> dict[str, Any] | None:

@@ -893,6 +893,36 @@ def conflicts(ctx: click.Context, as_json: bool) -> None:
 
 
 @cli.command()
+@ARTIFACT_OPTION
+@click.option(
+    "--allow-writes",
+    is_flag=True,
+    help="Add store_knowledge and supersede_knowledge (needs --repo).",
+)
+@global_options
+@click.pass_context
+def mcp(ctx: click.Context, artifact: Path | None, allow_writes: bool) -> None:
+    """Serve the knowledge base over the Model Context Protocol (stdio), read-only by default.
+
+    Tools: search_knowledge, read_knowledge_page, traverse_knowledge, list_stale, and
+    knowledge_timeline when started with --repo. Needs the mcp extra.
+
+    \b
+    Examples:
+      knowl mcp --repo path/to/project
+      knowl mcp --artifact downloaded-artifact/
+      knowl mcp --repo . --allow-writes
+    """
+    from knowl_build.mcp_server import make_server
+
+    settings = _settings(ctx)
+    repo = settings.root if settings.repo is not None else None
+    config = settings.load_config()
+    server = make_server(artifact=artifact, repo=repo, config=config, allow_writes=allow_writes)
+    server.run("stdio")
+
+
+@cli.command()
 @global_options
 @click.pass_context
 def rules(ctx: click.Context) -> None:

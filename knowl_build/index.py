@@ -373,25 +373,50 @@ class Searcher:
             self._keys[docnum] = str(self.reader.stored_fields(docnum)["key"])
         return self._keys[docnum]
 
+    def docnum(self, key: str) -> int | None:
+        """The live document of a page key, looked up through the `key` field."""
+        for leaf, offset in self.leaves:
+            if ("key", key) in leaf:
+                matcher = leaf.postings("key", key)  # hides deleted documents
+                if matcher.is_active():
+                    return int(offset + matcher.id())
+        return None
+
+    def query(self, terms: list[str], boosts: Mapping[str, float]) -> Scored:
+        return Scored(self, self.scores(terms, boosts) if terms else {})
+
     def ranked(
         self, terms: list[str], boosts: Mapping[str, float], limit: int | None = None
     ) -> list[Hit]:
-        """Hits for OR-ed `terms` over the text fields, best first (score, then key).
+        """Hits for OR-ed `terms` over the text fields, best first (score, then key)."""
+        return self.query(terms, boosts).top(limit)
 
-        With a `limit`, every document tied with the last one is considered before cutting,
-        so the answer never depends on the order of documents inside the index."""
-        if not terms:
-            return []
-        scored = self.scores(terms, boosts)
-        if limit is None or len(scored) <= limit:
-            chosen = list(scored.items())
-        else:
-            top = heapq.nlargest(limit, scored.items(), key=lambda item: item[1])
-            cut = top[-1][1]
-            chosen = [item for item in scored.items() if item[1] >= cut]
-        hits = [Hit(self.key(doc), score) for doc, score in chosen]
+
+class Scored:
+    """Every matching document's score for one query."""
+
+    def __init__(self, searcher: Searcher, scores: dict[int, float]) -> None:
+        self.searcher = searcher
+        self.scores = scores
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def top(self, limit: int | None = None) -> list[Hit]:
+        """Best first (score, then key). With a `limit`, every document tied with the last one
+        is considered before cutting, so the answer never depends on index order."""
+        items = self.scores.items()
+        if limit is not None and len(self.scores) > limit:
+            cut = heapq.nlargest(limit, items, key=lambda item: item[1])[-1][1]
+            items = [item for item in items if item[1] >= cut]  # type: ignore[assignment]
+        hits = [Hit(self.searcher.key(doc), score) for doc, score in items]
         hits.sort(key=lambda h: (-h.score, h.key))
         return hits if limit is None else hits[:limit]
+
+    def of(self, key: str) -> float | None:
+        """The score of the page `key`, or None when it did not match."""
+        docnum = self.searcher.docnum(key)
+        return None if docnum is None else self.scores.get(docnum)
 
 
 def search(

@@ -10,11 +10,14 @@ from tests.helpers import Project
 
 
 @pytest.fixture(autouse=True)
-def _isolate(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    # Findings must not depend on the machine: a fixed "today", no CI auto-detection.
+def _isolate(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[None]:
+    # Findings must not depend on the machine: a fixed "today", no CI auto-detection, and the
+    # semantic arm only in the tests marked for it (the extra may be installed or not).
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")  # 2026-05-28
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    if request.node.get_closest_marker("embeddings") is None:
+        monkeypatch.setenv("KNOWL_EMBEDDINGS", "off")
     yield
 
 

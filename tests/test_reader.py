@@ -59,9 +59,11 @@ CORPUS: dict[str, str | bytes] = {
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    proj = Project(tmp_path_factory.mktemp("reader") / "kb").write(CORPUS)
-    proj.commit("corpus")
-    result = build(proj.root, Config(rules={"KB202": "off"}))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KNOWL_EMBEDDINGS", "off")  # lexical artifacts, with or without the extra
+        proj = Project(tmp_path_factory.mktemp("reader") / "kb").write(CORPUS)
+        proj.commit("corpus")
+        result = build(proj.root, Config(rules={"KB202": "off"}))
     assert result.status == "published"
     return proj.root
 
@@ -272,7 +274,7 @@ CANONIC_KB: dict[str, str | bytes] = {
 def test_canonic_repository_answers_obvious_queries(tmp_path_factory: pytest.TempPathFactory,
                                                     query: str, first: str) -> None:
     root = tmp_path_factory.getbasetemp() / "canonic-kb"
-    if not (root / ".knowl" / "build" / "CURRENT").exists():
+    if not (root / ".knowl" / "build" / "CURRENT").exists():  # KNOWL_EMBEDDINGS=off here
         proj = Project(root).write(CANONIC_KB)
         proj.commit()
         build(root, Config(rules={"KB202": "off"}))

@@ -67,6 +67,10 @@ class Reader:
     def show(self, page: str, *, user: str | None = None) -> dict[str, Any]:
         return queries.show(self.store, page, user)
 
+    def stale(self, *, user: str | None = None) -> dict[str, Any]:
+        """The visible pages that were not fresh when the artifact was built."""
+        return queries.stale(self.store, user)
+
     def traverse(
         self, pages: Sequence[str], *, user: str | None = None, depth: int = 2, max_nodes: int = 50
     ) -> dict[str, Any]:

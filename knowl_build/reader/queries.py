@@ -50,6 +50,66 @@ def _hit(store: Store, page: dict[str, Any], score: float, user: str | None) -> 
     }
 
 
+class _Arm:
+    """One ranking of pages: the lexical index, or the vectors."""
+
+    def __init__(self, top: Any, of: Any, size: int) -> None:
+        self.top = top  # limit -> [(key, score)], best first
+        self.of = of  # key -> score or None
+        self.size = size
+
+
+def _lexical(store: Store, terms: list[str]) -> _Arm:
+    scored = store.searcher.query(terms, store.boosts)
+    return _Arm(lambda n: [(h.key, h.score) for h in scored.top(n)], scored.of, len(scored))
+
+
+def _vectors(similarities: dict[str, float]) -> _Arm:
+    # Vector hits count only when the cosine is above 0 (SPEC 6.5).
+    ranked = sorted(
+        ((k, s) for k, s in similarities.items() if s > 0), key=lambda ks: (-ks[1], ks[0])
+    )
+
+    def of(key: str) -> float | None:
+        score = similarities.get(key)
+        return score if score is not None and score > 0 else None
+
+    return _Arm(lambda n: ranked if n is None else ranked[:n], of, len(ranked))
+
+
+def _merge(
+    store: Store, arm: _Arm, user: str | None, filters: Filters, limit: int, peer: bool = False
+) -> list[tuple[float, dict[str, Any]]]:
+    """An arm's pages, merged by the strict-additive rule, filtered, best first.
+
+    A user page with a global page's id is never a hit of its own: the global page is ranked
+    by its own score, or by the user page's when the global page itself did not match.
+    A peer serves only its global pages with `visibility: workspace`."""
+    scopes = {GLOBAL} if peer or user is None else {GLOBAL, f"user:{user}"}
+    want = limit * 2 + 8
+    while True:
+        raw = arm.top(want)
+        best: dict[str, tuple[float, dict[str, Any]]] = {}
+        for key, score in raw:
+            page = store.by_key.get(key)
+            if page is None or page["scope"] not in scopes:
+                continue
+            if page["scope"] != GLOBAL:
+                shadowed = store.page(GLOBAL, page["id"])
+                if shadowed is not None:
+                    own = arm.of(shadowed["key"])
+                    page, score = shadowed, (own if own is not None else score)
+            if peer and page["visibility"] != "workspace":
+                continue
+            if page["key"] in best or not filters.admit(page):
+                continue
+            best[page["key"]] = (score, page)
+        hits = sorted(best.values(), key=lambda sp: (-sp[0], sp[1]["id"], sp[1]["scope"]))
+        if len(hits) >= limit or len(raw) < want or want >= arm.size:
+            return hits[:limit]
+        want *= 4
+
+
 def rank(
     store: Store,
     terms: list[str],
@@ -58,40 +118,34 @@ def rank(
     limit: int,
     peer: bool = False,
 ) -> list[dict[str, Any]]:
-    """One artifact's hits, merged by the strict-additive rule, filtered, best first.
-
-    A peer serves only its global pages with `visibility: workspace`."""
+    """One artifact's lexical hits (see _merge)."""
     if not terms or limit <= 0:
         return []
-    scopes = {GLOBAL} if peer or user is None else {GLOBAL, f"user:{user}"}
-    want = limit * 2 + 8
-    while True:
-        # Visibility is checked here, not by a Whoosh filter: user pages are few, and a filter
-        # would cost a pass over the postings of "global" on every query.
-        raw = store.searcher.ranked(terms, store.boosts, limit=want)
-        best: dict[str, tuple[float, dict[str, Any]]] = {}
-        for hit in raw:
-            page = store.by_key.get(hit.key)
-            if page is None or page["scope"] not in scopes:
-                continue
-            if page["scope"] != GLOBAL:
-                shadowed = store.page(GLOBAL, page["id"])
-                if shadowed is not None:
-                    # A user page never overrides a global one: it lends its score when the
-                    # global namesake itself did not match, and becomes its annotation.
-                    page = shadowed
-            if peer and page["visibility"] != "workspace":
-                continue
-            if not filters.admit(page):
-                continue
-            if page["key"] not in best:
-                best[page["key"]] = (hit.score, page)
-        hits = sorted(best.values(), key=lambda sp: (-sp[0], sp[1]["id"], sp[1]["scope"]))
-        if len(hits) >= limit or len(raw) < want:
-            return [
-                _hit(store, page, score, None if peer else user) for score, page in hits[:limit]
-            ]
-        want *= 4
+    merged = _merge(store, _lexical(store, terms), user, filters, limit, peer)
+    return [_hit(store, page, score, None if peer else user) for score, page in merged]
+
+
+def fuse_arms(
+    store: Store,
+    lexical: list[tuple[float, dict[str, Any]]],
+    vector: list[tuple[float, dict[str, Any]]],
+    user: str | None,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Reciprocal Rank Fusion of the lexical and vector rankings (0-based ranks)."""
+    fused: dict[str, list[Any]] = {}
+    for arm, ranking in (("lexical", lexical), ("vector", vector)):
+        for rank_no, (_score, page) in enumerate(ranking):
+            entry = fused.setdefault(page["key"], [0.0, page, []])
+            entry[0] += 1.0 / (RRF_K + rank_no)
+            entry[2].append(arm)
+    ordered = sorted(fused.values(), key=lambda e: (-e[0], e[1]["id"], e[1]["scope"]))
+    hits = []
+    for score, page, arms in ordered[:limit]:
+        hit = _hit(store, page, score, user)
+        hit["matched_on"] = arms
+        hits.append(hit)
+    return hits
 
 
 def caveats(store: Store, hits: list[dict[str, Any]], user: str | None) -> list[dict[str, Any]]:
@@ -129,7 +183,14 @@ def search(
     from knowl_build.index import query_terms
 
     terms = query_terms(query)
-    hits = rank(store, terms, user, filters, limit)
+    similarities = store.similarities(query) if terms else None
+    if similarities is None:
+        hits = rank(store, terms, user, filters, limit)
+    else:
+        depth = max(limit * 4, 20)  # enough of each ranking for the fused top `limit`
+        lexical = _merge(store, _lexical(store, terms), user, filters, depth)
+        vector = _merge(store, _vectors(similarities), user, filters, depth)
+        hits = fuse_arms(store, lexical, vector, user, limit)
     if peers:
         lists = [hits] + [rank(peer, terms, user, filters, limit, peer=True) for peer in peers]
         hits = fuse(lists, limit)
@@ -138,7 +199,7 @@ def search(
         "query": query,
         "user": user,
         "build": store.build,
-        "lexical_only": True,
+        "lexical_only": similarities is None,
         "hits": hits,
         "caveats": caveats(store, local, user),
     }
@@ -334,3 +395,23 @@ def _neighbours(
             )
     found.sort(key=lambda f: (f[0], f[1], f[2]))
     return [(f[3], f[4]) for f in found]
+
+
+def stale(store: Store, user: str | None = None) -> dict[str, Any]:
+    """The visible pages that were not fresh at build time, with every reason."""
+    rows = []
+    for page in store.pages:
+        if page["freshness"] == "fresh" or not visible(page, user):
+            continue
+        record = store.record(page)
+        rows.append(
+            {
+                "page": page["id"],
+                "scope": page["scope"],
+                "path": page["key"],
+                "freshness": page["freshness"],
+                "reasons": record["freshness"]["reasons"],
+            }
+        )
+    rows.sort(key=lambda r: (r["scope"], r["page"], r["path"]))
+    return {"pages": rows}

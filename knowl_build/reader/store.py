@@ -133,6 +133,14 @@ class Store:
         except Exception as exc:  # a damaged index: a reason, never a traceback
             raise ArtifactError(f"{self.folder}: the index cannot be opened ({exc})") from None
 
+    def similarities(self, query: str) -> dict[str, float] | None:
+        """Cosine of the query with every page, or None without vectors or the extra."""
+        from knowl_build import embeddings
+
+        if not (self.folder / embeddings.FOLDER).is_dir():
+            return None
+        return embeddings.similarities(query, self.folder / embeddings.FOLDER)
+
     def close(self) -> None:
         if "searcher" in self.__dict__:
             self.searcher.close()

@@ -90,6 +90,7 @@ NEGATIONS = frozenset(
         "wouldn",
     ]
 )
+CATEGORIES = ("fact", "decision", "goal", "constraint", "architecture", "state", "skill")
 OVERLAP = 0.35
 CANDIDATES = 3
 _SPLIT = re.compile(r"[^a-z0-9_]+")

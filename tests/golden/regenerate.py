@@ -35,7 +35,7 @@ def outputs() -> dict[str, str]:
 
 
 README = HERE.parent.parent / "README.md"
-COMMANDS = ["check", "build", "search", "show", "traverse", "timeline", "store", "supersede", "review", "conflicts", "stale", "fix", "graph", "verify", "rules"]
+COMMANDS = ["check", "build", "search", "show", "traverse", "timeline", "store", "supersede", "review", "conflicts", "stale", "fix", "graph", "verify", "mcp", "rules"]
 
 
 def help_text(command: str | None) -> str:
