@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_bench import bench_build
 from corpus import make_corpus, page_path
+from embeddings_bench import bench_embeddings
 from reader_bench import bench_reader
 
 
@@ -77,13 +78,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--suite", choices=["check", "build", "reader", "all"], default="all")
+    parser.add_argument("--suite", choices=["check", "build", "reader", "embeddings", "all"], default="all",
+                        help="all = check, build and reader; embeddings needs the extra")
     parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
     args = parser.parse_args()
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="knowl-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    rows, builds, readers = [], [], []
+    rows, builds, readers, semantic = [], [], [], []
     try:
         for n in args.sizes:
             root = workdir / f"corpus-{n}"
@@ -99,6 +101,8 @@ def main() -> None:
                 subprocess.run([sys.executable, "-m", "knowl_build", "build", "-q", "--allow-errors",
                                 "--full", "--repo", str(root)], check=True)
                 readers.append((n, bench_reader(root, args.repeats)))
+            if args.suite == "embeddings":
+                semantic.append((n, bench_embeddings(root, n)))
     finally:
         if args.keep is None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -112,6 +116,12 @@ def main() -> None:
             print(f"{n:>7} {b['cold_build_s']:>10.2f}s {b['whoosh_floor_s']:>12.2f}s "
                   f"{b['cold_over_floor']:>10.2f}x {b['noop_s']:>7.2f}s {b['noop_share']:>10.1%} "
                   f"{b['edit_s']:>7.2f}s {b['edit_share']:>9.1%} {b['history_s']:>8.2f}s")
+    if semantic:
+        print(f"embeddings benchmark {header}")
+        print(f"{'pages':>7} {'embedding per 1,000 pages':>26} {'query p50 lexical':>18} {'with vectors':>13}")
+        for n, e in semantic:
+            print(f"{n:>7} {e['embed_per_1000_s']:>25.1f}s {e['query_p50_lexical_ms']:>16.1f}ms "
+                  f"{e['query_p50_vectors_ms']:>11.1f}ms")
     if readers:
         print(f"reader benchmark {header}")
         print(f"{'pages':>7} {'search p50':>11} {'p95':>8} {'search e2e':>11} {'show e2e':>9} "
