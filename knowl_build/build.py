@@ -109,7 +109,10 @@ def read_inputs(root: Path, config: Config) -> Inputs:
     base = str(root)
     inputs = Inputs(discovery)
     inputs.pages = {path: _read(base, path) for path in discovery.pages}
-    inputs.semantics = {path: _read(base, path) for path in discovery.semantic_files}
+    semantic = list(discovery.semantic_files)
+    if discovery.dbt is not None:
+        semantic += [discovery.dbt.project_file, *discovery.dbt_files]
+    inputs.semantics = {path: _read(base, path) for path in semantic}
     return inputs
 
 
@@ -197,9 +200,17 @@ def parse_pages(
 
 
 def load_layer(inputs: Inputs) -> SemanticLayer:
+    """Canonic files, and the dbt project's model files when one is configured."""
+    discovery = inputs.discovery
+
+    def data(path: str) -> bytes:
+        raw = inputs.semantics[path][0]
+        return raw if raw is not None else b"\x00"
+
     return load_semantic_layer(
-        (path, data if data is not None else b"\x00")
-        for path, (data, _) in inputs.semantics.items()
+        [(p, data(p)) for p in discovery.semantic_files],
+        [(p, data(p)) for p in discovery.dbt_files],
+        discovery.dbt,
     )
 
 
@@ -270,7 +281,7 @@ def gather_git_facts(
 
     reader = GitHistory(discovery.git)
     try:
-        facts = GitFacts(trace(reader, config, layer))
+        facts = GitFacts(trace(reader, config, layer, discovery.dbt))
         sources = {p.parsed.fields.source_commit for p in pages if p.parsed.fields.source_commit}
         if sources:
             facts.reachable = reader.reachable_from_head({s for s in sources if s})
@@ -515,13 +526,10 @@ def build(
         diagnostics = analysis.diagnostics
         counts = summarize_counts(analysis)
         errors = counts["errors"]
-        dirty = (
-            head is not None
-            and git is not None
-            and git.dirty(
-                [config.knowledge_dir, config.semantics_dir, "knowl.toml", "pyproject.toml"]
-            )
-        )
+        watched = [config.knowledge_dir, config.semantics_dir, "knowl.toml", "pyproject.toml"]
+        if config.dbt_project_dir is not None:
+            watched.append(config.dbt_project_dir or ".")
+        dirty = head is not None and git is not None and git.dirty(watched)
         if head is None:
             build_id = f"nogit-{input_hash[:12]}"
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     security: SecurityConfig = field(default_factory=SecurityConfig)
     peer_paths: tuple[str, ...] = ()
+    dbt_project_dir: str | None = None  # [semantics.dbt] project_dir
+    dbt_connection: str | None = None  # [semantics.dbt] connection
     source: str | None = None
 
     def severity(self, code: str) -> str:
@@ -73,6 +76,9 @@ class Config:
                 "extra_patterns": list(self.security.extra_patterns),
             },
             "peers": {"paths": list(self.peer_paths)},
+            "semantics": {
+                "dbt": {"project_dir": self.dbt_project_dir, "connection": self.dbt_connection}
+            },
         }
 
     @property
@@ -163,6 +169,7 @@ TOP_KEYS = [
     "search",
     "security",
     "peers",
+    "semantics",
 ]
 
 
@@ -211,10 +218,30 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
 
     peers = _Reader(source, top.table_of("peers"), "peers.", ["paths"])
 
+    semantics = _Reader(source, top.table_of("semantics"), "semantics.", ["dbt"])
+    dbt_table = semantics.table_of("dbt")
+    dbt = _Reader(source, dbt_table, "semantics.dbt.", ["project_dir", "connection"])
+    dbt_project_dir = dbt_connection = None
+    semantics_dir = top.relative_dir("semantics_dir", "semantics")
+    if dbt_table:
+        if "project_dir" not in dbt_table:
+            raise dbt.error("project_dir", "is required: the folder that holds dbt_project.yml")
+        dbt_project_dir = dbt.relative_dir("project_dir", ".")
+        if dbt_project_dir == ".":
+            dbt_project_dir = ""
+        if dbt_project_dir == semantics_dir or dbt_project_dir.startswith(semantics_dir + "/"):
+            raise dbt.error(
+                "project_dir", f"must not lie under {semantics_dir}/, which holds Canonic files"
+            )
+        dbt_connection = dbt.get("connection", str, None)
+        if dbt_connection is not None and not re.fullmatch(r"[A-Za-z0-9_-]+", dbt_connection):
+            raise dbt.error("connection", "must match [A-Za-z0-9_-]+")
     repo_name = top.get("repo_name", str, None)
     return Config(
+        dbt_project_dir=dbt_project_dir,
+        dbt_connection=dbt_connection,
         knowledge_dir=top.relative_dir("knowledge_dir", "knowledge"),
-        semantics_dir=top.relative_dir("semantics_dir", "semantics"),
+        semantics_dir=semantics_dir,
         out_dir=top.relative_dir("out_dir", ".knowl/build"),
         staleness_days=top.positive_int("staleness_days", 90, 0),
         keep_builds=top.positive_int("keep_builds", 3, 1),

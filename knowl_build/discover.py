@@ -14,6 +14,7 @@ from pathlib import Path
 from knowl_build.config import Config
 from knowl_build.diagnostics import Finding
 from knowl_build.history import GitRepo
+from knowl_build.parse.dbt import DbtProject, read_dbt_project
 
 
 @dataclass(slots=True)
@@ -25,6 +26,8 @@ class Discovery:
     other_files: list[str] = field(default_factory=list)  # every other file under knowledge/
     semantic_files: list[str] = field(default_factory=list)
     findings: dict[str, list[Finding]] = field(default_factory=dict)  # KB008 by path
+    dbt: DbtProject | None = None
+    dbt_files: list[str] = field(default_factory=list)  # the dbt project's model YAML files
 
 
 def _inside(path: str, root: str) -> bool:
@@ -96,4 +99,30 @@ def discover(root: Path, config: Config) -> Discovery:
             for rel in _walk(root, semantics, ignored, discovery)
             if rel.endswith((".yaml", ".yml"))
         ]
+    if config.dbt_project_dir is not None:
+        _discover_dbt(root, config, discovery, git)
     return discovery
+
+
+def _discover_dbt(root: Path, config: Config, discovery: Discovery, git: GitRepo | None) -> None:
+    """The dbt project's dbt_project.yml and the YAML files of its model paths."""
+    project_dir = config.dbt_project_dir or ""
+    project_file = f"{project_dir}/dbt_project.yml" if project_dir else "dbt_project.yml"
+    try:
+        data: bytes | None = (root / project_file).read_bytes()
+    except OSError:
+        data = None
+    project, findings = read_dbt_project(project_dir, data, config.dbt_connection)
+    discovery.dbt = project
+    if findings:
+        discovery.findings.setdefault(project_file, []).extend(findings)
+    folders = [f"{project_dir}/{m}" if project_dir else m for m in project.model_paths]
+    folders = [f for f in folders if (root / f).is_dir()]
+    ignored = git.ignored([f"{f}/" for f in folders]) if git is not None and folders else set()
+    files = {
+        rel
+        for folder in folders
+        for rel in _walk(root, folder, ignored, discovery)
+        if project.is_model_file(rel)
+    }
+    discovery.dbt_files = sorted(files)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from knowl_build.config import Config
 from knowl_build.history import WORKING_TREE, EntityHistory, GitHistory, History
-from knowl_build.parse.semantics import MEMBER_KINDS, SemanticLayer, read_source_file
+from knowl_build.parse.dbt import DbtProject, read_dbt_file
+from knowl_build.parse.semantics import FileRead, SemanticLayer, combine, read_source_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,43 +22,31 @@ class _State:
     fingerprint: str
 
 
-def _entities_of(
+def _layer_at(
     files: dict[str, str],
-    parsed: dict[str, list[tuple[str, str, str, object]]],
+    parsed: dict[str, FileRead],
     history: GitHistory,
+    dbt: DbtProject | None,
     exprs: dict[str, str],
 ) -> dict[str, _State]:
-    """The layer's entities for a set of files (path -> blob id), first file owns a name."""
-    owners: set[str] = set()
-    members: dict[str, dict[str, str]] = {}
-    state: dict[str, _State] = {}
+    """The layer's entities for a set of files (path -> blob id), each blob parsed once."""
+    reads = []
     for path in sorted(files):
-        blob = files[path]
-        if blob not in parsed:
-            data = history.blob(blob)
-            result = read_source_file(path, data) if data is not None else None
-            rows: list[tuple[str, str, str, object]] = []
-            if result is not None and result.source_name is not None:
-                rows.append(("", result.source_name, "", None))
-                for entity in result.entities:
-                    expr = entity.definition.get("expr") if entity.kind == "measure" else None
-                    rows.append((entity.name, entity.kind, entity.fingerprint, expr))
-            parsed[blob] = rows
-        rows = parsed[blob]
-        if not rows or rows[0][1] in owners:
-            continue
-        owners.add(rows[0][1])
-        for name, kind, fingerprint, expr in rows[1:]:
-            if isinstance(expr, str):
-                exprs.setdefault(fingerprint, expr)
-            if kind == "source":
-                state[name] = _State(kind, fingerprint)
+        key = f"{path}\0{files[path]}"
+        if key not in parsed:
+            data = history.blob(files[path]) or b"\x00"
+            if dbt is not None and dbt.is_model_file(path):
+                parsed[key] = read_dbt_file(path, data, dbt)
             else:
-                members.setdefault(name, {})[kind] = fingerprint
-    for name, kinds in members.items():
-        kind = next(k for k in MEMBER_KINDS if k in kinds)
-        state[name] = _State(kind, kinds[kind])
-    return state
+                parsed[key] = read_source_file(path, data)
+        reads.append(parsed[key])
+    layer = combine(reads)
+    for kinds in layer.members.values():
+        for entity in kinds.values():
+            expr = entity.definition.get("expr") if entity.kind == "measure" else None
+            if isinstance(expr, str):
+                exprs.setdefault(entity.fingerprint, expr)
+    return {name: _State(e.kind, e.fingerprint) for name, e in layer.entities.items()}
 
 
 def _live_state(layer: SemanticLayer, exprs: dict[str, str]) -> dict[str, _State]:
@@ -93,20 +82,27 @@ def _apply(
             entities[name].removed_in = ref
 
 
-def trace(git: GitHistory, config: Config, layer: SemanticLayer) -> History:
+def trace(
+    git: GitHistory, config: Config, layer: SemanticLayer, dbt: DbtProject | None = None
+) -> History:
     """Replay the first-parent history of HEAD over the project's knowledge and semantics."""
     semantics_prefix = config.semantics_dir + "/"
     knowledge_prefix = config.knowledge_dir + "/"
-    log = git.log([config.knowledge_dir, config.semantics_dir])
+    folders = [config.knowledge_dir, config.semantics_dir]
+    if dbt is not None:
+        folders.append(dbt.project_dir)
+    log = git.log(folders)
     commits = {}
     entities: dict[str, EntityHistory] = {}
     exprs: dict[str, str] = {}
     page_commits: dict[str, list[str]] = {}
     files: dict[str, str] = {}
-    parsed: dict[str, list[tuple[str, str, str, object]]] = {}
+    parsed: dict[str, FileRead] = {}
     state: dict[str, _State] = {}
 
     def semantic(path: str) -> bool:
+        if dbt is not None and dbt.is_model_file(path):
+            return True
         return path.startswith(semantics_prefix) and path.endswith((".yaml", ".yml"))
 
     for commit, changes in reversed(log):  # oldest first
@@ -125,7 +121,7 @@ def trace(git: GitHistory, config: Config, layer: SemanticLayer) -> History:
                 history.append(commit.sha)
                 page_commits[change.new] = history
         if touched_semantics:
-            after = _entities_of(files, parsed, git, exprs)
+            after = _layer_at(files, parsed, git, dbt, exprs)
             _apply(state, after, commit.sha, entities)
             state = after
 

@@ -273,22 +273,34 @@ class Page:
 
 @dataclass(frozen=True, slots=True)
 class Entity:
-    """A semantic entity: a source, or a column, measure or dimension of one."""
+    """A semantic entity: a source, or a member of one (column, measure, dimension; and for
+    dbt also entity and metric)."""
 
     name: str  # "<connection>.<source>" or "<connection>.<source>.<member>"
-    kind: str  # source | column | measure | dimension
+    kind: str  # source | column | measure | dimension | entity | metric
     connection: str
     source: str
     member: str | None
-    definition: dict[str, Any]  # the mapping as written, JSON-safe
+    definition: dict[str, Any]  # the mapping as written (dbt: with the effective expr), JSON-safe
     path: str
     line: int
     fingerprint: str
+    origin: str = "canonic"  # canonic | dbt
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        return ATTRIBUTES[(self.origin, self.kind)]
 
 
-ATTRIBUTES: dict[str, tuple[str, ...]] = {
-    "measure": ("expr", "description", "additivity", "fingerprint"),
-    "dimension": ("column", "granularity", "label", "description"),
-    "column": ("type", "nullable", "description"),
-    "source": ("table", "description", "grain"),
+# Live-definition attributes by origin and kind (SPEC 2.3; dbt's extend it, see the README).
+ATTRIBUTES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("canonic", "measure"): ("expr", "description", "additivity", "fingerprint"),
+    ("canonic", "dimension"): ("column", "granularity", "label", "description"),
+    ("canonic", "column"): ("type", "nullable", "description"),
+    ("canonic", "source"): ("table", "description", "grain"),
+    ("dbt", "measure"): ("expr", "agg", "description", "label", "fingerprint"),
+    ("dbt", "dimension"): ("expr", "type", "granularity", "label", "description"),
+    ("dbt", "entity"): ("expr", "type", "description"),
+    ("dbt", "metric"): ("type", "expr", "agg", "label", "description", "fingerprint"),
+    ("dbt", "source"): ("table", "description", "grain"),
 }

@@ -38,7 +38,8 @@ def test_sample_repo_covers_the_demo_features() -> None:
     assert any(r.startswith("<<") for r in raw) and any(r.startswith("{{") for r in raw)
     assert any(link.heading for p in pages for link in p.parsed.links)
     connections = {e.connection for e in analysis.layer.entities.values()}
-    assert connections == {"warehouse_pg", "billing_sf"}
+    assert connections == {"warehouse_pg", "billing_sf", "marketing_dbt"}
+    assert any(e.origin == "dbt" and e.kind == "metric" for e in analysis.layer.entities.values())
     sources = [e for e in analysis.layer.entities.values() if e.kind == "source"]
     assert len(sources) >= 5
     assert any("joins" in e.definition for e in sources)

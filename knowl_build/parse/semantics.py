@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knowl_build.diagnostics import Finding
-from knowl_build.model import ATTRIBUTES, Entity, TextIndex
+from knowl_build.model import Entity, TextIndex
 from knowl_build.parse.page import decode
 from knowl_build.parse.yamlnodes import (
     YamlProblem,
@@ -30,7 +30,8 @@ from knowl_build.parse.yamlnodes import (
 from knowl_build.rules.fields import did_you_mean
 
 NAME = re.compile(r"[A-Za-z0-9_-]+")
-MEMBER_KINDS = ("measure", "dimension", "column")  # resolution order for a shared name
+# Resolution order for a member name shared by several kinds.
+MEMBER_KINDS = ("measure", "metric", "dimension", "entity", "column")
 _LISTS = {"columns": "column", "measures": "measure", "dimensions": "dimension"}
 _SOURCE_EXCLUDED = ("columns", "measures", "dimensions", "meta")
 
@@ -63,14 +64,33 @@ class SemanticLayer:
         kinds = self.members.get(entity_name)
         if kinds is None:
             entity = self.entities.get(entity_name)
-            if entity is not None and attribute in ATTRIBUTES[entity.kind]:
+            if entity is not None and attribute in entity.attributes:
                 return entity, attribute
             return None
         for kind in MEMBER_KINDS:
             entity = kinds.get(kind)
-            if entity is not None and attribute in ATTRIBUTES[kind]:
+            if entity is not None and attribute in entity.attributes:
                 return entity, attribute
         return None
+
+
+@dataclass(slots=True)
+class SourceRead:
+    """One source read from a file: its name, where the name is, and its entities."""
+
+    name: str
+    name_pos: tuple[int, int]
+    entities: list[Entity] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class FileRead:
+    """What one semantic file holds (a Canonic file: at most one source; a dbt file: any)."""
+
+    path: str
+    origin: str = "canonic"
+    sources: list[SourceRead] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -243,7 +263,7 @@ def _close(name: str, choices: Iterable[str]) -> str | None:
     return did_you_mean(name, sorted(choices))
 
 
-def read_source_file(path: str, data: bytes) -> _SourceFile:
+def _read_canonic(path: str, data: bytes) -> _SourceFile:
     text = decode(data)
     if text is None:
         result = _SourceFile(path)
@@ -263,40 +283,78 @@ def read_source_file(path: str, data: bytes) -> _SourceFile:
     return reader.read(composed.root)
 
 
-def load_semantic_layer(files: Iterable[tuple[str, bytes]]) -> SemanticLayer:
-    """Read every semantic file in path (code-point) order; the first file owns a name."""
+def read_source_file(path: str, data: bytes) -> FileRead:
+    """A Canonic semantic file (SPEC 3): one source, or findings only."""
+    result = _read_canonic(path, data)
+    read = FileRead(path, "canonic", findings=list(result.findings))
+    if result.source_name is not None:
+        pos = (1, 1)
+        if result.name_node is not None:
+            pos = TextIndex(decode(data) or "").position(result.name_node.start)
+        read.sources.append(SourceRead(result.source_name, pos, result.entities))
+    return read
+
+
+def combine(reads: Iterable[FileRead]) -> SemanticLayer:
+    """One layer from files already read: Canonic files first, in path (code-point) order,
+    where the first file owns a source name; then dbt files, whose sources must be unique
+    within their connection (and must not collide with a Canonic entity)."""
     layer = SemanticLayer()
-    owners: dict[str, str] = {}
-    for path, data in sorted(files):
-        layer.files.append(path)
-        result = read_source_file(path, data)
-        layer.findings[path] = result.findings
-        if result.source_name is None:
-            continue
-        owner = owners.get(result.source_name)
-        if owner is not None:
-            node = result.name_node
-            line, column = (1, 1)
-            if node is not None:
-                line, column = TextIndex(decode(data) or "").position(node.start)
-            result.findings.append(
-                Finding(
-                    "KB050",
-                    line,
-                    column,
-                    f"source name '{result.source_name}' is already defined in {owner}",
-                    "source names are unique across the whole project",
+    canonic_owner: dict[str, str] = {}
+    owner_of: dict[str, str] = {}
+    for read in sorted(reads, key=lambda r: (r.origin != "canonic", r.path)):
+        layer.files.append(read.path)
+        findings = list(read.findings)
+        for source in read.sources:
+            line, column = source.name_pos
+            base = next((e.name for e in source.entities if e.kind == "source"), None)
+            if read.origin == "canonic" and source.name in canonic_owner:
+                findings.append(
+                    Finding(
+                        "KB050",
+                        line,
+                        column,
+                        f"source name '{source.name}' is already defined in {canonic_owner[source.name]}",
+                        "source names are unique across the whole project",
+                    )
                 )
-            )
-            continue
-        owners[result.source_name] = path
-        for entity in result.entities:
-            if entity.kind == "source":
-                layer.entities[entity.name] = entity
                 continue
-            layer.members.setdefault(entity.name, {})[entity.kind] = entity
+            names = {e.name for e in source.entities}
+            clash = sorted(n for n in names if n in owner_of)
+            if clash:
+                findings.append(
+                    Finding(
+                        "KB050",
+                        line,
+                        column,
+                        f"'{clash[0]}' is already defined in {owner_of[clash[0]]}",
+                        "names are unique within a connection",
+                    )
+                )
+                continue
+            if read.origin == "canonic":
+                canonic_owner[source.name] = read.path
+            for entity in source.entities:
+                owner_of[entity.name] = read.path
+                if entity.kind == "source" or entity.name == base:
+                    layer.entities[entity.name] = entity
+                else:
+                    layer.members.setdefault(entity.name, {})[entity.kind] = entity
+        layer.findings[read.path] = sorted(findings, key=lambda f: (f.line, f.column))
     for name, kinds in layer.members.items():
         layer.entities[name] = next(kinds[k] for k in MEMBER_KINDS if k in kinds)
-    for path in layer.findings:
-        layer.findings[path].sort(key=lambda f: (f.line, f.column))
     return layer
+
+
+def load_semantic_layer(
+    files: Iterable[tuple[str, bytes]],
+    dbt_files: Iterable[tuple[str, bytes]] = (),
+    dbt: Any = None,
+) -> SemanticLayer:
+    """Read every Canonic semantic file (and, with a dbt project, its model files)."""
+    reads = [read_source_file(path, data) for path, data in sorted(files)]
+    if dbt is not None:
+        from knowl_build.parse.dbt import read_dbt_file
+
+        reads += [read_dbt_file(path, data, dbt) for path, data in sorted(dbt_files)]
+    return combine(reads)

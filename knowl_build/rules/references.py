@@ -4,7 +4,7 @@ live-definition directives (KB106) and bound fingerprints (KB107)."""
 from __future__ import annotations
 
 from knowl_build.history import WORKING_TREE
-from knowl_build.model import ATTRIBUTES, Link, Page
+from knowl_build.model import Link, Page
 from knowl_build.parse.body import heading_key
 from knowl_build.resolve import is_file_target, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
@@ -157,7 +157,7 @@ def _directives(ctx: RuleContext, page: Page) -> Emitted:
             )
         else:
             kinds = ctx.layer.members.get(entity_name, {entity.kind: entity})
-            allowed = sorted({a for kind in kinds for a in ATTRIBUTES[kind]})
+            allowed = sorted({a for member in kinds.values() for a in member.attributes})
             yield (
                 page.path,
                 finding_at(

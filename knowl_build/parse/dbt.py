@@ -1,0 +1,411 @@
+"""The dbt semantic layer (MetricFlow) as a second source of entities.
+
+Two layouts are read:
+
+- the legacy spec: top-level `semantic_models:` (each with `entities`, `dimensions`,
+  `measures`) and top-level `metrics:`;
+- the latest spec: `models:` entries with `semantic_model: true` (or a mapping), whose
+  `columns` carry `entity:` and `dimension:`, and whose `metrics:` declare simple metrics with
+  `agg` and `expr` in place of measures.
+
+Each semantic model is a source `<connection>.<semantic_model>`; its measures (or simple
+metrics), dimensions and entities are members; each metric is `<connection>.metrics.<metric>`.
+A measure without `expr` has its own name as expression (dbt's rule); measures are
+fingerprinted as in SPEC 3 over that effective expression.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from knowl_build.diagnostics import Finding
+from knowl_build.model import Entity, TextIndex
+from knowl_build.parse.page import decode
+from knowl_build.parse.semantics import (
+    NAME,
+    FileRead,
+    SourceRead,
+    fingerprint_of,
+    measure_fingerprint,
+)
+from knowl_build.parse.yamlnodes import (
+    YamlProblem,
+    YMap,
+    YNode,
+    YScalar,
+    YSeq,
+    compose,
+    json_safe,
+    key_text,
+    plain,
+)
+
+METRICS_SOURCE = "metrics"
+
+
+@dataclass(frozen=True, slots=True)
+class DbtProject:
+    """Where the dbt project is and what it is called (from dbt_project.yml)."""
+
+    project_dir: str  # project-relative, without a trailing slash
+    connection: str
+    model_paths: tuple[str, ...] = ("models",)
+
+    def is_model_file(self, path: str) -> bool:
+        if not path.endswith((".yml", ".yaml")):
+            return False
+        inner = path[len(self.project_dir) + 1 :] if self.project_dir else path
+        return any(inner == m or inner.startswith(m.rstrip("/") + "/") for m in self.model_paths)
+
+    @property
+    def project_file(self) -> str:
+        return f"{self.project_dir}/dbt_project.yml" if self.project_dir else "dbt_project.yml"
+
+
+def read_dbt_project(
+    project_dir: str, data: bytes | None, connection: str | None
+) -> tuple[DbtProject, list[Finding]]:
+    """dbt_project.yml: the project's name (the default connection) and its model paths."""
+    findings: list[Finding] = []
+    name, paths = None, ("models",)
+    text = decode(data) if data is not None else None
+    if data is None:
+        findings.append(
+            Finding(
+                "KB050",
+                1,
+                1,
+                "dbt_project.yml is missing",
+                "point [semantics.dbt] project_dir at the folder that holds dbt_project.yml",
+            )
+        )
+    elif text is None:
+        findings.append(Finding("KB007", 1, 1, "dbt_project.yml is not UTF-8 text"))
+    else:
+        try:
+            root = compose(text).root
+        except YamlProblem as problem:
+            line, column = TextIndex(text).position(min(problem.offset, len(text)))
+            findings.append(Finding("KB050", line, column, f"dbt_project.yml is {problem.message}"))
+            root = None
+        value = plain(root) if isinstance(root, YMap) else None
+        if isinstance(value, dict):
+            name = value.get("name") if isinstance(value.get("name"), str) else None
+            configured = value.get("model-paths", value.get("source-paths"))
+            if isinstance(configured, list) and all(isinstance(p, str) for p in configured):
+                paths = tuple(p.strip("/") for p in configured)
+        if name is None and connection is None and root is not None:
+            findings.append(
+                Finding(
+                    "KB050",
+                    1,
+                    1,
+                    "dbt_project.yml has no 'name'",
+                    "set [semantics.dbt] connection in knowl.toml",
+                )
+            )
+    chosen = connection or name or "dbt"
+    return DbtProject(project_dir, chosen, paths), findings
+
+
+class _DbtReader:
+    def __init__(self, path: str, text: str, project: DbtProject) -> None:
+        self.path = path
+        self.index = TextIndex(text)
+        self.project = project
+        self.read = FileRead(path, "dbt")
+
+    def report(self, node: YNode | None, message: str, hint: str | None = None) -> None:
+        if node is None:
+            line, column, end_line, end_column = 1, 1, None, None
+        else:
+            line, column = self.index.position(node.start)
+            end_line, end_column = self.index.position(max(node.start, node.end - 1))
+        self.read.findings.append(
+            Finding("KB050", line, column, message, hint, end_line, end_column)
+        )
+
+    def line(self, node: YNode) -> int:
+        return self.index.position(node.start)[0]
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    @staticmethod
+    def keys(node: YMap) -> dict[str, tuple[YScalar, YNode]]:
+        return {key_text(k): (k, v) for k, v in node.items}
+
+    def name_of(self, node: YNode, what: str) -> tuple[str, YScalar] | None:
+        if not isinstance(node, YMap):
+            self.report(node, f"a {what} must be a mapping with a 'name'")
+            return None
+        entry = self.keys(node).get("name")
+        value = entry[1] if entry else None
+        if not (isinstance(value, YScalar) and isinstance(value.value, str)):
+            self.report(value or node, f"a {what} needs a string 'name'")
+            return None
+        if not NAME.fullmatch(value.value):
+            self.report(
+                value, f"{what} name '{value.value}' has characters other than A-Z a-z 0-9 _ -"
+            )
+            return None
+        return value.value, value
+
+    def items(self, node: YNode | None, what: str) -> list[YNode]:
+        if node is None or (isinstance(node, YScalar) and node.value is None):
+            return []
+        if not isinstance(node, YSeq):
+            self.report(node, f"'{what}' must be a list")
+            return []
+        return node.items
+
+    def entity(
+        self,
+        kind: str,
+        source: str,
+        member: str | None,
+        definition: dict[str, Any],
+        node: YNode,
+        fingerprint: str | None = None,
+    ) -> Entity:
+        connection = self.project.connection
+        name = f"{connection}.{source}" + (f".{member}" if member else "")
+        return Entity(
+            name=name,
+            kind=kind,
+            connection=connection,
+            source=source,
+            member=member,
+            definition=definition,
+            path=self.path,
+            line=self.line(node),
+            fingerprint=fingerprint or fingerprint_of(definition),
+            origin="dbt",
+        )
+
+    # -- the two layouts ---------------------------------------------------------------------
+
+    def run(self, root: YNode | None) -> FileRead:
+        if root is None:
+            return self.read
+        if not isinstance(root, YMap):
+            self.report(root, "dbt YAML file is not a mapping of keys to values")
+            return self.read
+        keys = self.keys(root)
+        for node in self.items(keys.get("semantic_models", (None, None))[1], "semantic_models"):
+            self.legacy_model(node)
+        for node in self.items(keys.get("models", (None, None))[1], "models"):
+            self.latest_model(node)
+        for node in self.items(keys.get("metrics", (None, None))[1], "metrics"):
+            self.metric(node)
+        return self.read
+
+    def add_source(self, name: str, name_node: YScalar, entities: list[Entity]) -> None:
+        self.read.sources.append(SourceRead(name, self.index.position(name_node.start), entities))
+
+    def members(self, nodes: list[YNode], kind: str, source: str, seen: set[str]) -> list[Entity]:
+        found = []
+        for node in nodes:
+            named = self.name_of(node, kind)
+            if named is None:
+                continue
+            name, name_node = named
+            if name in seen:
+                self.report(
+                    name_node, f"{kind} '{name}' is defined twice in semantic model '{source}'"
+                )
+                continue
+            seen.add(name)
+            assert isinstance(node, YMap)
+            definition = json_safe(plain(node))
+            definition.setdefault("expr", name)  # dbt: no expr means the column of that name
+            if kind == "measure":
+                if "agg" not in definition:
+                    self.report(node, f"measure '{name}' has no 'agg'")
+                found.append(
+                    self.entity(
+                        kind,
+                        source,
+                        name,
+                        definition,
+                        node,
+                        measure_fingerprint(definition["expr"]),
+                    )
+                )
+                continue
+            params = definition.get("type_params")
+            if isinstance(params, dict) and "time_granularity" in params:
+                definition.setdefault("granularity", params["time_granularity"])
+            found.append(self.entity(kind, source, name, definition, node))
+        return found
+
+    def legacy_model(self, node: YNode) -> None:
+        named = self.name_of(node, "semantic model")
+        if named is None:
+            return
+        name, name_node = named
+        assert isinstance(node, YMap)
+        keys = self.keys(node)
+        definition = json_safe(plain(node))
+        entities_nodes = self.items(keys.get("entities", (None, None))[1], "entities")
+        primary = [
+            json_safe(plain(e)).get("name")
+            for e in entities_nodes
+            if isinstance(e, YMap) and json_safe(plain(e)).get("type") == "primary"
+        ]
+        source_definition = {
+            k: v
+            for k, v in definition.items()
+            if k not in ("entities", "dimensions", "measures", "metrics")
+        }
+        source_definition.setdefault("table", definition.get("model"))
+        source_definition.setdefault("grain", [p for p in primary if isinstance(p, str)])
+        members = [self.entity("source", name, None, source_definition, node)]
+        members += self.members(
+            self.items(keys.get("measures", (None, None))[1], "measures"), "measure", name, set()
+        )
+        members += self.members(
+            self.items(keys.get("dimensions", (None, None))[1], "dimensions"),
+            "dimension",
+            name,
+            set(),
+        )
+        members += self.members(entities_nodes, "entity", name, set())
+        self.add_source(name, name_node, members)
+
+    def latest_model(self, node: YNode) -> None:
+        if not isinstance(node, YMap):
+            return
+        keys = self.keys(node)
+        semantic = keys.get("semantic_model")
+        if semantic is None:
+            return  # an ordinary dbt model
+        settings = semantic[1]
+        if isinstance(settings, YScalar):
+            if settings.value is not True:
+                return
+            settings_value: dict[str, Any] = {}
+        elif isinstance(settings, YMap):
+            settings_value = json_safe(plain(settings))
+            if settings_value.get("enabled", True) is not True:
+                return
+        else:
+            self.report(settings, "'semantic_model' must be true, false or a mapping")
+            return
+        named = self.name_of(node, "model")
+        if named is None:
+            return
+        model_name, name_node = named
+        chosen = settings_value.get("name")
+        name: str = chosen if isinstance(chosen, str) else model_name
+        if not NAME.fullmatch(name):
+            self.report(
+                settings, f"semantic model name '{name}' has characters other than A-Z a-z 0-9 _ -"
+            )
+            return
+        definition = {
+            k: v for k, v in json_safe(plain(node)).items() if k not in ("columns", "metrics")
+        }
+        definition.setdefault("table", model_name)
+        members: list[Entity] = []
+        seen: dict[str, set[str]] = {"entity": set(), "dimension": set(), "measure": set()}
+        grain = []
+        for column in self.items(keys.get("columns", (None, None))[1], "columns"):
+            named_column = self.name_of(column, "column")
+            if named_column is None:
+                continue
+            column_name, _ = named_column
+            assert isinstance(column, YMap)
+            column_value = json_safe(plain(column))
+            for kind in ("entity", "dimension"):
+                if kind not in column_value or column_value[kind] in (None, False):
+                    continue
+                spec = column_value[kind]
+                details = spec if isinstance(spec, dict) else {"type": spec}
+                given = details.get("name")
+                member: str = given if isinstance(given, str) else column_name
+                if not NAME.fullmatch(member) or member in seen[kind]:
+                    self.report(
+                        column, f"{kind} '{member}' is invalid or defined twice in '{name}'"
+                    )
+                    continue
+                seen[kind].add(member)
+                member_definition = {
+                    "name": member,
+                    "expr": details.get("expr", column_name),
+                    **{k: v for k, v in details.items() if k not in ("name",)},
+                    **(
+                        {"granularity": column_value["granularity"]}
+                        if "granularity" in column_value
+                        else {}
+                    ),
+                    **(
+                        {"description": column_value["description"]}
+                        if "description" in column_value and "description" not in details
+                        else {}
+                    ),
+                }
+                if kind == "entity" and member_definition.get("type") == "primary":
+                    grain.append(member)
+                members.append(self.entity(kind, name, member, member_definition, column))
+        for metric in self.items(keys.get("metrics", (None, None))[1], "metrics"):
+            entity = self.metric(metric)
+            if entity is None:
+                continue
+            definition_m = dict(entity.definition)
+            if definition_m.get("type") == "simple" and entity.member not in seen["measure"]:
+                # A simple metric is the latest spec's measure: bind pages to it the same way.
+                seen["measure"].add(str(entity.member))
+                if "agg" not in definition_m:
+                    self.report(metric, f"simple metric '{entity.member}' has no 'agg'")
+                members.append(
+                    self.entity(
+                        "measure",
+                        name,
+                        entity.member,
+                        definition_m,
+                        metric,
+                        measure_fingerprint(definition_m["expr"]),
+                    )
+                )
+        definition.setdefault("grain", grain)
+        self.add_source(
+            name, name_node, [self.entity("source", name, None, definition, node), *members]
+        )
+
+    def metric(self, node: YNode) -> Entity | None:
+        named = self.name_of(node, "metric")
+        if named is None:
+            return None
+        name, _ = named
+        assert isinstance(node, YMap)
+        definition = json_safe(plain(node))
+        if not isinstance(definition.get("type"), str):
+            self.report(node, f"metric '{name}' has no 'type'")
+        if definition.get("type") == "simple":
+            definition.setdefault("expr", name)
+        entity = self.entity("metric", METRICS_SOURCE, name, definition, node)
+        # Each metric stands alone, so a name defined twice is reported at the second one.
+        self.add_source(f"{METRICS_SOURCE}.{name}", named[1], [entity])
+        return entity
+
+
+def read_dbt_file(path: str, data: bytes, project: DbtProject) -> FileRead:
+    """One YAML file of the dbt project's model paths."""
+    text = decode(data)
+    if text is None:
+        read = FileRead(path, "dbt")
+        read.findings.append(Finding("KB007", 1, 1, "dbt YAML file is not UTF-8 text"))
+        return read
+    reader = _DbtReader(path, text, project)
+    try:
+        composed = compose(text)
+    except YamlProblem as problem:
+        line, column = reader.index.position(min(problem.offset, len(text)))
+        reader.read.findings.append(
+            Finding("KB050", line, column, f"dbt YAML file is {problem.message}")
+        )
+        return reader.read
+    for duplicate in composed.duplicates:
+        reader.report(duplicate, f"'{key_text(duplicate)}' is given twice")
+    return reader.run(composed.root)
