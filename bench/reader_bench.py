@@ -8,7 +8,6 @@ and parse every page (python-frontmatter), index it in memory (BM25), search.
 
 from __future__ import annotations
 
-import math
 import random
 import re
 import statistics
@@ -43,23 +42,12 @@ def naive_query(root: Path, query: str) -> float:
         text = " ".join(str(post.metadata.get(k, "")) for k in ("title", "summary", "tags")) + " " + post.content
         tokens = [t.lower() for t in TOKEN.findall(text)]
         docs.append((str(path), Counter(tokens), len(tokens)))
-    df: Counter[str] = Counter()
-    for _, counts, _ in docs:
-        df.update(counts.keys())
-    n = len(docs)
-    avg = sum(length for _, _, length in docs) / n
+    from knowl_build.bm25 import bm25_scores
+
     terms = [t.lower() for t in TOKEN.findall(query)]
-    scores = []
-    for path, counts, length in docs:
-        score = 0.0
-        for term in terms:
-            tf = counts.get(term, 0)
-            if tf:
-                idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg))
-        if score:
-            scores.append((score, path))
-    scores.sort(reverse=True)
+    ranked = bm25_scores([counts for _, counts, _ in docs], terms)
+    scores = sorted(((s, path) for s, (path, _, _) in zip(ranked, docs, strict=True) if s), reverse=True)
+    del scores
     return time.perf_counter() - start
 
 

@@ -27,6 +27,7 @@ from knowl_build.parse.semantics import (
     FileRead,
     SourceRead,
     fingerprint_of,
+    kb050,
     measure_fingerprint,
 )
 from knowl_build.parse.yamlnodes import (
@@ -117,14 +118,7 @@ class _DbtReader:
         self.read = FileRead(path, "dbt")
 
     def report(self, node: YNode | None, message: str, hint: str | None = None) -> None:
-        if node is None:
-            line, column, end_line, end_column = 1, 1, None, None
-        else:
-            line, column = self.index.position(node.start)
-            end_line, end_column = self.index.position(max(node.start, node.end - 1))
-        self.read.findings.append(
-            Finding("KB050", line, column, message, hint, end_line, end_column)
-        )
+        self.read.findings.append(kb050(self.index, node, message, hint))
 
     def line(self, node: YNode) -> int:
         return self.index.position(node.start)[0]

@@ -74,6 +74,15 @@ class SemanticLayer:
         return None
 
 
+def kb050(index: TextIndex, node: YNode | None, message: str, hint: str | None = None) -> Finding:
+    """A semantic-layer finding at a YAML node (the whole file when there is none)."""
+    if node is None:
+        return Finding("KB050", 1, 1, message, hint)
+    line, column = index.position(node.start)
+    end_line, end_column = index.position(max(node.start, node.end - 1))
+    return Finding("KB050", line, column, message, hint, end_line, end_column)
+
+
 @dataclass(slots=True)
 class SourceRead:
     """One source read from a file: its name, where the name is, and its entities."""
@@ -110,14 +119,7 @@ class _FileReader:
         self.dimension_columns: dict[str, YNode] = {}
 
     def report(self, node: YNode | None, message: str, hint: str | None = None) -> None:
-        if node is None:
-            line, column, end_line, end_column = 1, 1, None, None
-        else:
-            line, column = self.index.position(node.start)
-            end_line, end_column = self.index.position(max(node.start, node.end - 1))
-        self.result.findings.append(
-            Finding("KB050", line, column, message, hint, end_line, end_column)
-        )
+        self.result.findings.append(kb050(self.index, node, message, hint))
 
     def line_of(self, node: YNode) -> int:
         return self.index.position(node.start)[0]

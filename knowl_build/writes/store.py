@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from knowl_build.bm25 import bm25_scores
 from knowl_build.config import Config
 from knowl_build.model import Page
 from knowl_build.resolve import GLOBAL, place
@@ -301,20 +301,11 @@ def candidates(tree: Tree, request: Request, scope: str) -> list[Page]:
     )
     if not docs or not query:
         return []
-    n = len(docs)
-    avg = sum(sum(d.values()) for d in docs) / n or 1.0
-    df = Counter(term for d in docs for term in d)
-    scored = []
-    for page, counts in zip(pool, docs, strict=True):
-        length = sum(counts.values())
-        score = 0.0
-        for term in query:
-            tf = counts.get(term, 0)
-            if tf:
-                idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg))
-        if score > 0:
-            scored.append((score, page))
+    scored = [
+        (score, page)
+        for score, page in zip(bm25_scores(docs, query), pool, strict=True)
+        if score > 0
+    ]
     scored.sort(key=lambda sp: (-sp[0], sp[1].id, sp[1].path))
     return [page for _, page in scored[:CANDIDATES]]
 
