@@ -36,3 +36,11 @@ def project(tmp_path: Path) -> Callable[..., Project]:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("NO_COLOR", "1")
+    # Git behaves the same on every machine: no user or system configuration (signing hooks,
+    # templates), and an identity for the commits the tests and knowl's --commit make.
+    empty = Path(__file__).resolve().parent / "golden" / "empty.gitconfig"
+    os.environ["GIT_CONFIG_GLOBAL"] = str(empty)
+    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+    for key, value in (("GIT_AUTHOR_NAME", "Test Author"), ("GIT_AUTHOR_EMAIL", "author@example.invalid"),
+                       ("GIT_COMMITTER_NAME", "Test Author"), ("GIT_COMMITTER_EMAIL", "author@example.invalid")):
+        os.environ[key] = value
