@@ -281,7 +281,15 @@ def gather_git_facts(
 
     reader = GitHistory(discovery.git)
     try:
-        facts = GitFacts(trace(reader, config, layer, discovery.dbt))
+        facts = GitFacts(
+            trace(
+                reader,
+                config,
+                layer,
+                discovery.dbt,
+                cache=root / ".knowl" / "cache" / "history.json",
+            )
+        )
         sources = {p.parsed.fields.source_commit for p in pages if p.parsed.fields.source_commit}
         if sources:
             facts.reachable = reader.reachable_from_head({s for s in sources if s})

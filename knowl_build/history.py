@@ -145,6 +145,13 @@ class EntityHistory:
     kind: str = ""
     fingerprint: str = ""
 
+    def to_list(self) -> list[str | None]:
+        return [self.introduced_in, self.changed_in, self.removed_in, self.kind, self.fingerprint]
+
+    @classmethod
+    def from_list(cls, row: list[str | None]) -> EntityHistory:
+        return cls(row[0], row[1], row[2], row[3] or "", row[4] or "")
+
 
 @dataclass(slots=True)
 class History:
@@ -248,9 +255,13 @@ class GitHistory:
             return None
         return _text(sha)
 
-    def log(self, folders: list[str]) -> list[tuple[Commit, list[_Change]]]:
+    def log(
+        self, folders: list[str], since: str | None = None
+    ) -> list[tuple[Commit, list[_Change]]]:
+        """First-parent history of HEAD (after `since`, when given), newest first."""
         if self.repo.head() is None:
             return []
+        span = f"{since}..HEAD" if since else "HEAD"
         out = self.repo.run(
             "log",
             "--first-parent",
@@ -259,11 +270,17 @@ class GitHistory:
             "-M",
             "--no-abbrev",
             "--format=%x01%H%x02%ct%x02%an%x02%s",
-            "HEAD",
+            span,
             "--",
             *folders,
         )
         return _parse_log(out, self.repo.prefix)
+
+    def first_parent_chain(self) -> list[str]:
+        """HEAD and its first-parent ancestors, newest first."""
+        if self.repo.head() is None:
+            return []
+        return self.repo.run("rev-list", "--first-parent", "HEAD").decode().split()
 
     def reachable_from_head(self, commits: set[str]) -> dict[str, str | None]:
         """Each (possibly abbreviated) commit id -> its full id if reachable from HEAD."""

@@ -105,3 +105,36 @@ def test_no_git_still_reports_drift_without_commit(tmp_path) -> None:  # type: i
     analysis = analyse(proj.root, Config(), use_cache=False)
     codes = [d.code for d in analysis.diagnostics]
     assert "KB201" in codes and "KB009" in codes and "KB203" not in codes
+
+
+def test_cached_replay_continues_and_equals_a_full_replay(project: Callable[..., Project], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from knowl_build.build import load_layer, read_inputs
+    from knowl_build.fingerprints import trace
+    from knowl_build.history import GitHistory, GitRepo
+
+    def replay(proj: Project, cache: object) -> object:
+        config = Config()
+        layer = load_layer(read_inputs(proj.root, config))
+        reader = GitHistory(GitRepo.find(proj.root))  # type: ignore[arg-type]
+        try:
+            h = trace(reader, config, layer, cache=cache)  # type: ignore[arg-type]
+        finally:
+            reader.close()
+        return (h.head, sorted(h.commits), {k: v.to_list() for k, v in h.entities.items()},
+                h.exprs, h.page_commits)
+
+    cache = tmp_path / "history.json"
+    proj = project({**SEMANTICS, PAGE: revenue_page()})
+    assert replay(proj, cache) == replay(proj, None)
+    for n in range(3):
+        proj.write({ORDERS: SEMANTICS[ORDERS].replace("sum(amount)", f"sum(amount_{n})"),
+                    f"knowledge/global/p{n}.md": f"page {n}\n"})
+        proj.commit(f"round {n}")
+        if n == 1:
+            proj.write({"knowledge/global/moved.md": "page 0\n"}).remove("knowledge/global/p0.md")
+            proj.commit("move")
+        assert cache.exists()
+        assert replay(proj, cache) == replay(proj, None), n
+    # A rewritten history is replayed from the start.
+    proj.run_git("reset", "-q", "--hard", "HEAD~2")
+    assert replay(proj, cache) == replay(proj, None)
