@@ -185,7 +185,8 @@ def search_results(answer: dict[str, Any], out: Console) -> None:
             where = hit["page"] if hit["scope"] == "global" else f"{hit['page']} ({hit['scope']})"
             if len(answer.get("repos", [])) > 1 or hit["repo"] != hits[0]["repo"]:
                 where = f"{hit['repo']}: {where}"
-            about = Text(hit["title"], style="bold")
+            about = Text()
+            about.append(hit["title"], style="bold")
             if hit["summary"]:
                 about.append("\n" + hit["summary"], style="")
             for note in hit["annotations"]:
