@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from corpus import WORDS
+from reader_bench import time_queries
 
 
 def _build(root: Path, embeddings: bool) -> float:
@@ -41,13 +42,7 @@ def bench_embeddings(root: Path, pages: int) -> dict[str, float]:
     for mode in ("off", "on"):
         os.environ["KNOWL_EMBEDDINGS"] = mode
         with Reader.open(root) as reader:
-            reader.search("warm up")
-            times = []
-            for query in queries:
-                start = time.perf_counter()
-                reader.search(query)
-                times.append(time.perf_counter() - start)
-        timings[mode] = times
+            timings[mode] = time_queries(reader, queries)
     os.environ.pop("KNOWL_EMBEDDINGS", None)
     return {
         "embed_per_1000_s": (with_vectors - without) / pages * 1000,

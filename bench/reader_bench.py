@@ -16,6 +16,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from corpus import WORDS
 
@@ -51,19 +52,24 @@ def naive_query(root: Path, query: str) -> float:
     return time.perf_counter() - start
 
 
+def time_queries(reader: Any, queries: list[str]) -> list[float]:
+    """Seconds per in-process search, after one warm-up query, sorted."""
+    reader.search("warm up")
+    times = []
+    for query in queries:
+        start = time.perf_counter()
+        reader.search(query)
+        times.append(time.perf_counter() - start)
+    return sorted(times)
+
+
 def bench_reader(root: Path, repeats: int) -> dict[str, float]:
     from knowl_build.reader import Reader
 
     rng = random.Random(11)
     queries = [" ".join(rng.sample(WORDS, rng.randint(1, 3))) for _ in range(100)]
     with Reader.open(root) as reader:
-        reader.search("warm up")
-        times = []
-        for query in queries:
-            start = time.perf_counter()
-            reader.search(query)
-            times.append(time.perf_counter() - start)
-    times.sort()
+        times = time_queries(reader, queries)
     search_e2e = min(_process(["search", "revenue churn", "--repo", str(root), "--json"]) for _ in range(repeats))
     show_e2e = min(_process(["show", "page1", "--repo", str(root), "--json"]) for _ in range(repeats))
     traverse_e2e = min(_process(["traverse", "page1", "--depth", "2", "--repo", str(root), "--json"])

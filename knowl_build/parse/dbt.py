@@ -29,6 +29,7 @@ from knowl_build.parse.semantics import (
     fingerprint_of,
     kb050,
     measure_fingerprint,
+    open_yaml,
 )
 from knowl_build.parse.yamlnodes import (
     YamlProblem,
@@ -111,9 +112,9 @@ def read_dbt_project(
 
 
 class _DbtReader:
-    def __init__(self, path: str, text: str, project: DbtProject) -> None:
+    def __init__(self, path: str, index: TextIndex, project: DbtProject) -> None:
         self.path = path
-        self.index = TextIndex(text)
+        self.index = index
         self.project = project
         self.read = FileRead(path, "dbt")
 
@@ -386,20 +387,11 @@ class _DbtReader:
 
 def read_dbt_file(path: str, data: bytes, project: DbtProject) -> FileRead:
     """One YAML file of the dbt project's model paths."""
-    text = decode(data)
-    if text is None:
-        read = FileRead(path, "dbt")
-        read.findings.append(Finding("KB007", 1, 1, "dbt YAML file is not UTF-8 text"))
-        return read
-    reader = _DbtReader(path, text, project)
-    try:
-        composed = compose(text)
-    except YamlProblem as problem:
-        line, column = reader.index.position(min(problem.offset, len(text)))
-        reader.read.findings.append(
-            Finding("KB050", line, column, f"dbt YAML file is {problem.message}")
-        )
-        return reader.read
+    opened = open_yaml(data, "dbt YAML file")
+    if isinstance(opened, Finding):
+        return FileRead(path, "dbt", findings=[opened])
+    index, composed = opened
+    reader = _DbtReader(path, index, project)
     for duplicate in composed.duplicates:
         reader.report(duplicate, f"'{key_text(duplicate)}' is given twice")
     return reader.run(composed.root)

@@ -17,6 +17,7 @@ from knowl_build.diagnostics import Finding
 from knowl_build.model import Entity, TextIndex
 from knowl_build.parse.page import decode
 from knowl_build.parse.yamlnodes import (
+    Composed,
     YamlProblem,
     YMap,
     YNode,
@@ -112,9 +113,9 @@ class _SourceFile:
 
 
 class _FileReader:
-    def __init__(self, path: str, text: str) -> None:
+    def __init__(self, path: str, index: TextIndex) -> None:
         self.path = path
-        self.index = TextIndex(text)
+        self.index = index
         self.result = _SourceFile(path)
         self.dimension_columns: dict[str, YNode] = {}
 
@@ -265,21 +266,26 @@ def _close(name: str, choices: Iterable[str]) -> str | None:
     return did_you_mean(name, sorted(choices))
 
 
-def _read_canonic(path: str, data: bytes) -> _SourceFile:
+def open_yaml(data: bytes, label: str) -> tuple[TextIndex, Composed] | Finding:
+    """A semantic file's text composed into nodes, or the finding that stops it (KB007 for
+    bytes that are not UTF-8 text, KB050 for invalid YAML)."""
     text = decode(data)
     if text is None:
-        result = _SourceFile(path)
-        result.findings.append(Finding("KB007", 1, 1, "semantic file is not UTF-8 text"))
-        return result
-    reader = _FileReader(path, text)
+        return Finding("KB007", 1, 1, f"{label} is not UTF-8 text")
+    index = TextIndex(text)
     try:
-        composed = compose(text)
+        return index, compose(text)
     except YamlProblem as problem:
-        line, column = reader.index.position(min(problem.offset, len(text)))
-        reader.result.findings.append(
-            Finding("KB050", line, column, f"semantic file is {problem.message}")
-        )
-        return reader.result
+        line, column = index.position(min(problem.offset, len(text)))
+        return Finding("KB050", line, column, f"{label} is {problem.message}")
+
+
+def _read_canonic(path: str, data: bytes) -> _SourceFile:
+    opened = open_yaml(data, "semantic file")
+    if isinstance(opened, Finding):
+        return _SourceFile(path, findings=[opened])
+    index, composed = opened
+    reader = _FileReader(path, index)
     for duplicate in composed.duplicates:
         reader.report(duplicate, f"'{key_text(duplicate)}' is given twice")
     return reader.read(composed.root)
