@@ -474,7 +474,7 @@ def build(
     build publishes nothing."""
     import time
 
-    from knowl_build import artifacts, records
+    from knowl_build import artifacts, records, reuse
     from knowl_build.graph import to_json as graph_json
     from knowl_build.index import write_index
     from knowl_build.output.json_format import diagnostics_document
@@ -550,35 +550,45 @@ def build(
         texts = {
             path: decode(data) or "" for path, (data, _) in inputs.pages.items() if data is not None
         }
-        pages = records.page_records(analysis, texts)
+        incremental = (
+            not full
+            and current is not None
+            and previous is not None
+            and previous.get("tool_version") == __version__
+            and (current / "index").is_dir()
+        )
+        old = reuse.Previous.load(current) if incremental and current is not None else None
+        content = {path: digest for path, (_, digest) in inputs.pages.items()}
+        rows = reuse.assemble(analysis, texts, content, old)
         entities = records.entity_records(analysis)
-        graph = records.reference_graph(analysis)
+        graph_key = reuse.graph_digest(analysis, rows.pages)
 
         staging = artifacts.staging_folder(out_dir)
         try:
-            lines, offsets = artifacts.dump_jsonl(pages)
-            (staging / "pages.jsonl").write_bytes(lines)
-            (staging / "catalog.json").write_bytes(
-                artifacts.dump_json(records.catalog(pages, offsets))
-            )
+            (staging / "pages.jsonl").write_bytes(b"".join(rows.lines))
+            (staging / "catalog.json").write_bytes(artifacts.dump_json({"pages": rows.catalog}))
             (staging / "entities.json").write_bytes(artifacts.dump_json({"entities": entities}))
-            (staging / "graph.json").write_text(graph_json(graph), encoding="utf-8")
+            if old is not None and old.graph == graph_key:
+                shutil.copyfile(old.folder / "graph.json", staging / "graph.json")
+            else:
+                graph = records.reference_graph(analysis)
+                (staging / "graph.json").write_text(graph_json(graph), encoding="utf-8")
+            (staging / reuse.SIGNATURES).write_bytes(
+                artifacts.dump_json(
+                    reuse.signatures_json(rows, reuse.layer_digest(analysis), graph_key)
+                )
+            )
             (staging / "diagnostics.json").write_bytes(
                 artifacts.dump_json(diagnostics_document(diagnostics))
             )
             stage("index")
-            incremental = (
-                not full
-                and current is not None
-                and previous is not None
-                and previous.get("tool_version") == __version__
-                and (current / "index").is_dir()
-            )
             if incremental and current is not None:
                 shutil.copytree(current / "index", staging / "index")
-            update = write_index(staging / "index", records.index_documents(pages), incremental)
+            update = write_index(
+                staging / "index", rows.index_digests, rows.index_document, incremental
+            )
             stage("vectors")
-            vectors = _write_vectors(staging, pages, current if incremental else None)
+            vectors = _write_vectors(staging, rows, current if incremental else None)
             stage("publish")
             files = artifacts.file_table(staging)
             manifest = {
@@ -600,6 +610,7 @@ def build(
                     "boosts": dict(sorted(config.search.boosts.items())),
                     "max_caveats": config.search.max_caveats,
                 },
+                "records": {"reused": rows.reused, "built": len(rows.pages) - rows.reused},
                 "index": {
                     "added": update.added,
                     "updated": update.updated,
@@ -627,19 +638,18 @@ def build(
         )
 
 
-def _write_vectors(
-    staging: Path, pages: list[dict[str, Any]], previous: Path | None
-) -> dict[str, Any]:
+def _write_vectors(staging: Path, rows: Any, previous: Path | None) -> dict[str, Any]:
     """With the embeddings extra: one vector per page (unchanged pages reuse theirs)."""
     from knowl_build import embeddings
 
     if not embeddings.available():
         return {}
-    rows = [
-        (row["path"], embeddings.page_text(row["fields"]["summary"], row["body"])) for row in pages
+    texts = [
+        (row["path"], embeddings.page_text(row["fields"]["summary"], row["body"]))
+        for row in rows.records()
     ]
     old = previous / embeddings.FOLDER if previous is not None else None
-    counts = embeddings.write_vectors(staging / embeddings.FOLDER, rows, old)
+    counts = embeddings.write_vectors(staging / embeddings.FOLDER, texts, old)
     return {"model": embeddings.Embedder.get().identity, **counts}
 
 

@@ -19,7 +19,7 @@ import io
 import json
 import math
 import pickle
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -229,13 +229,17 @@ def _stats(ix: index.Index) -> dict[str, Any]:
     return {"doc_count": count, "length_sums": sums}
 
 
-def write_index(folder: Path, documents: Iterable[IndexDocument], incremental: bool) -> IndexUpdate:
+def write_index(
+    folder: Path,
+    digests: Mapping[str, str],
+    document: Callable[[str], IndexDocument],
+    incremental: bool,
+) -> IndexUpdate:
     """Write (or, when `incremental`, update in place) the index in `folder`.
 
-    One writer adds documents in key order; only documents whose content changed are
-    deleted and added again."""
-    docs = {doc.key: doc for doc in documents}
-    digests = {key: doc.digest for key, doc in docs.items()}
+    `digests` names every document and its content digest; `document(key)` builds the ones
+    that must be (re)indexed. One writer adds documents in key order; only documents whose
+    content changed are deleted and added again."""
     previous: dict[str, str] = {}
     if incremental and index.exists_in(str(folder), INDEX_NAME):
         previous = json.loads((folder / DOCS_FILE).read_text(encoding="utf-8"))
@@ -244,24 +248,26 @@ def write_index(folder: Path, documents: Iterable[IndexDocument], incremental: b
         folder.mkdir(parents=True, exist_ok=True)
         ix = index.create_in(str(folder), schema(), indexname=INDEX_NAME)
     stale = sorted(key for key in previous if previous[key] != digests.get(key))
-    fresh = sorted(key for key in docs if previous.get(key) != digests[key])
+    fresh = sorted(key for key in digests if previous.get(key) != digests[key])
     merged = False
     if stale or fresh or not previous:
         writer = ix.writer()
         for key in stale:
             writer.delete_by_term("key", key)
         for key in fresh:
-            writer.add_document(key=key, **docs[key].fields)
+            writer.add_document(key=key, **document(key).fields)
         with ix.reader() as reader:
             stored = reader.doc_count_all() + len(fresh)
             deleted = reader.doc_count_all() - reader.doc_count() + len(stale)
         merged = bool(stale) and deleted > MERGE_DELETED_SHARE * max(stored, 1)
         writer.commit(optimize=merged)
     (folder / STATS_FILE).write_text(json.dumps(_stats(ix), sort_keys=True), encoding="utf-8")
-    (folder / DOCS_FILE).write_text(json.dumps(digests, sort_keys=True), encoding="utf-8")
+    (folder / DOCS_FILE).write_text(json.dumps(dict(digests), sort_keys=True), encoding="utf-8")
     ix.close()
     added = len([k for k in fresh if k not in previous])
-    return IndexUpdate(added, len(fresh) - added, len([k for k in stale if k not in docs]), merged)
+    return IndexUpdate(
+        added, len(fresh) - added, len([k for k in stale if k not in digests]), merged
+    )
 
 
 def load_stats(folder: Path) -> dict[str, Any]:

@@ -57,58 +57,59 @@ def _fields(page: Page) -> dict[str, Any]:
     }
 
 
+def page_record(analysis: Analysis, page: Page, text: str) -> dict[str, Any]:
+    """The artifact's record of one page (a line of pages.jsonl)."""
+    raw_body = text[page.parsed.body_offset :]
+    assessment = analysis.assessments.get(page.path)
+    links = [
+        {
+            "target": r.value,
+            "kind": "ref",
+            "heading": None,
+            "line": r.span.line,
+            "column": r.span.column,
+        }
+        for r in page.parsed.fields.refs
+    ] + [
+        {
+            "target": link.target,
+            "kind": "embed" if link.embed else "link",
+            "heading": link.heading,
+            "line": link.span.line,
+            "column": link.span.column,
+        }
+        for link in page.parsed.links
+    ]
+    return {
+        "id": page.id,
+        "scope": page.scope,
+        "owner": page.owner,
+        "path": page.path,
+        "title": page.title,
+        "frontmatter": page.parsed.frontmatter,
+        "fields": _fields(page),
+        "body": render_body(raw_body, analysis.layer),
+        "raw_body": raw_body,
+        "headings": [
+            {"level": h.level, "text": h.text, "line": h.line} for h in page.parsed.headings
+        ],
+        "links": links,
+        "freshness": assessment.to_json() if assessment else {"value": "fresh", "reasons": []},
+        "drift": assessment.drift if assessment else [],
+        "last_commit": _last_commit(analysis.history, page.path),
+    }
+
+
+def record_pages(analysis: Analysis, texts: dict[str, str]) -> list[Page]:
+    """The pages that get a record, in artifact order: scope, then id, then path."""
+    pages = [p for p in analysis.pages if p.parsed.text_ok and p.path in texts]
+    pages.sort(key=lambda p: (p.scope, p.id, p.path))
+    return pages
+
+
 def page_records(analysis: Analysis, texts: dict[str, str]) -> list[dict[str, Any]]:
     """One record per text page, sorted by scope, then id, then path."""
-    history = analysis.history
-    rows = []
-    for page in analysis.pages:
-        if not page.parsed.text_ok or page.path not in texts:
-            continue
-        raw_body = texts[page.path][page.parsed.body_offset :]
-        assessment = analysis.assessments.get(page.path)
-        links = [
-            {
-                "target": r.value,
-                "kind": "ref",
-                "heading": None,
-                "line": r.span.line,
-                "column": r.span.column,
-            }
-            for r in page.parsed.fields.refs
-        ] + [
-            {
-                "target": link.target,
-                "kind": "embed" if link.embed else "link",
-                "heading": link.heading,
-                "line": link.span.line,
-                "column": link.span.column,
-            }
-            for link in page.parsed.links
-        ]
-        rows.append(
-            {
-                "id": page.id,
-                "scope": page.scope,
-                "owner": page.owner,
-                "path": page.path,
-                "title": page.title,
-                "frontmatter": page.parsed.frontmatter,
-                "fields": _fields(page),
-                "body": render_body(raw_body, analysis.layer),
-                "raw_body": raw_body,
-                "headings": [
-                    {"level": h.level, "text": h.text, "line": h.line} for h in page.parsed.headings
-                ],
-                "links": links,
-                "freshness": assessment.to_json()
-                if assessment
-                else {"value": "fresh", "reasons": []},
-                "drift": assessment.drift if assessment else [],
-                "last_commit": _last_commit(history, page.path),
-            }
-        )
-    rows.sort(key=lambda r: (r["scope"], r["id"], r["path"]))
-    return rows
+    return [page_record(analysis, page, texts[page.path]) for page in record_pages(analysis, texts)]
 
 
 def _last_commit(history: History | None, path: str) -> dict[str, object] | None:
@@ -186,54 +187,54 @@ def reference_graph(analysis: Analysis) -> nx.DiGraph:
 
 
 def index_documents(records: list[dict[str, Any]]) -> list[IndexDocument]:
-    docs = []
-    for row in records:
-        f = row["fields"]
-        docs.append(
-            IndexDocument(
-                row["path"],
-                {
-                    "page_id": row["id"],
-                    "scope": row["scope"],
-                    "status": f["status"],
-                    "category": f["category"] or "",
-                    "usage_mode": f["usage_mode"],
-                    "visibility": f["visibility"],
-                    "title": row["title"],
-                    "summary": f["summary"],
-                    "tags": " ".join(f["tags"]),
-                    "body": row["body"],
-                },
-            )
-        )
-    return docs
+    return [index_document(row) for row in records]
+
+
+def index_document(row: dict[str, Any]) -> IndexDocument:
+    f = row["fields"]
+    return IndexDocument(
+        row["path"],
+        {
+            "page_id": row["id"],
+            "scope": row["scope"],
+            "status": f["status"],
+            "category": f["category"] or "",
+            "usage_mode": f["usage_mode"],
+            "visibility": f["visibility"],
+            "title": row["title"],
+            "summary": f["summary"],
+            "tags": " ".join(f["tags"]),
+            "body": row["body"],
+        },
+    )
 
 
 def catalog(records: list[dict[str, Any]], offsets: list[int]) -> dict[str, Any]:
     """What the reader needs about every page without reading bodies: `catalog.json`.
 
     `offset` is the byte offset of the page's line in pages.jsonl, so `show` reads one line."""
-    pages = []
-    for row, offset in zip(records, offsets, strict=True):
-        f = row["fields"]
-        pages.append(
-            {
-                "key": row["path"],
-                "id": row["id"],
-                "scope": row["scope"],
-                "owner": row["owner"],
-                "title": row["title"],
-                "summary": f["summary"],
-                "tags": f["tags"],
-                "sl_refs": f["sl_refs"],
-                "usage_mode": f["usage_mode"],
-                "category": f["category"],
-                "status": f["status"],
-                "superseded_by": f["superseded_by"],
-                "visibility": f["visibility"],
-                "freshness": row["freshness"]["value"],
-                "drift_flag": bool(row["drift"]),
-                "offset": offset,
-            }
-        )
-    return {"pages": pages}
+    return {
+        "pages": [catalog_entry(row, offset) for row, offset in zip(records, offsets, strict=True)]
+    }
+
+
+def catalog_entry(row: dict[str, Any], offset: int) -> dict[str, Any]:
+    f = row["fields"]
+    return {
+        "key": row["path"],
+        "id": row["id"],
+        "scope": row["scope"],
+        "owner": row["owner"],
+        "title": row["title"],
+        "summary": f["summary"],
+        "tags": f["tags"],
+        "sl_refs": f["sl_refs"],
+        "usage_mode": f["usage_mode"],
+        "category": f["category"],
+        "status": f["status"],
+        "superseded_by": f["superseded_by"],
+        "visibility": f["visibility"],
+        "freshness": row["freshness"]["value"],
+        "drift_flag": bool(row["drift"]),
+        "offset": offset,
+    }

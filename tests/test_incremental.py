@@ -8,6 +8,7 @@ same scores.
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -65,6 +66,7 @@ def test_incremental_equals_full(tmp_path: Path, seed: int) -> None:
     build(proj.root, config, allow_errors=True)
 
     counter = 100
+    reused = 0
     for round_no in range(5):
         for _ in range(rng.randint(1, 4)):
             action = rng.choice(["edit", "edit", "add", "rename", "delete", "definition", "measure"])
@@ -108,3 +110,6 @@ def test_incremental_equals_full(tmp_path: Path, seed: int) -> None:
             assert (incremental.folder / name).read_bytes() == (full.folder / name).read_bytes(), (
                 f"round {round_no}: {name} differs")
         assert hits(incremental.folder) == hits(full.folder), f"round {round_no}: rankings differ"
+        manifest = json.loads((incremental.folder / "manifest.json").read_text())
+        reused += manifest["records"]["reused"]
+    assert reused > 0  # unchanged pages' records were copied, not rebuilt

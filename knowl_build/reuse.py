@@ -1,0 +1,190 @@
+"""Reusing the previous artifact for what did not change.
+
+A page's record is a function of the page's bytes, its path, the values its live-definition
+directives render, its freshness assessment (drift included) and its last commit. Each record is stored
+with a signature of those inputs (`signatures.json`); an incremental build copies the encoded
+line, catalog entry and index digest of every page whose signature is unchanged, and builds
+only the others. The reference graph is reused whole when nothing it is made of changed.
+The incremental-equals-full property test holds this to byte identity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from knowl_build.index import DOCS_FILE, IndexDocument
+from knowl_build.model import Page
+from knowl_build.records import catalog_entry, index_document, page_record, record_pages
+from knowl_build.render import attribute_value
+
+if TYPE_CHECKING:
+    from knowl_build.build import Analysis
+
+SIGNATURES = "signatures.json"
+_encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+
+
+def encode_line(row: dict[str, Any]) -> bytes:
+    return (_encode(row) + "\n").encode()
+
+
+def _digest(data: Any) -> str:
+    return hashlib.sha256(_encode(data).encode()).hexdigest()
+
+
+def layer_digest(analysis: Analysis) -> str:
+    entities = analysis.layer.entities
+    members = analysis.layer.members
+    return _digest(
+        [
+            [
+                [n, e.kind, e.origin, e.fingerprint, e.definition]
+                for n, e in sorted(entities.items())
+            ],
+            [[n, sorted(kinds)] for n, kinds in sorted(members.items())],
+        ]
+    )
+
+
+def graph_digest(analysis: Analysis, pages: list[Page]) -> str:
+    """Everything the reference graph is made of: pages, their references, the entities."""
+    rows = []
+    for page in pages:
+        f = page.parsed.fields
+        rows.append(
+            [
+                page.scope,
+                page.id,
+                page.path,
+                page.title,
+                f.usage_mode,
+                f.status,
+                [r.value for r in f.refs],
+                [link.target for link in page.parsed.links],
+                f.superseded_by.value if f.superseded_by else None,
+                [r.value for r in f.sl_refs],
+            ]
+        )
+    entities = [
+        [n, e.kind, e.connection, e.source, e.member]
+        for n, e in sorted(analysis.layer.entities.items())
+    ]
+    return _digest([rows, entities])
+
+
+@dataclass(slots=True)
+class Previous:
+    """The previous artifact, as far as reuse needs it."""
+
+    folder: Path
+    layer: str
+    graph: str
+    signatures: dict[str, str]
+    pages: bytes
+    catalog: dict[str, dict[str, Any]]
+    index_digests: dict[str, str]
+
+    @classmethod
+    def load(cls, folder: Path) -> Previous | None:
+        try:
+            signatures = json.loads((folder / SIGNATURES).read_bytes())
+            catalog = json.loads((folder / "catalog.json").read_bytes())["pages"]
+            index_digests = json.loads((folder / "index" / DOCS_FILE).read_bytes())
+            pages = (folder / "pages.jsonl").read_bytes()
+            return cls(
+                folder,
+                signatures["layer"],
+                signatures["graph"],
+                signatures["pages"],
+                pages,
+                {entry["key"]: entry for entry in catalog},
+                index_digests,
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # nothing to reuse: build everything
+
+    def line(self, path: str) -> bytes:
+        start = int(self.catalog[path]["offset"])
+        return self.pages[start : self.pages.index(b"\n", start) + 1]
+
+
+@dataclass(slots=True)
+class Rows:
+    """The records of this build, in artifact order, reused or new."""
+
+    pages: list[Page]
+    lines: list[bytes] = field(default_factory=list)
+    catalog: list[dict[str, Any]] = field(default_factory=list)
+    signatures: dict[str, str] = field(default_factory=dict)
+    index_digests: dict[str, str] = field(default_factory=dict)
+    fresh: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reused: int = 0
+    positions: dict[str, int] = field(default_factory=dict)
+
+    def record(self, index: int) -> dict[str, Any]:
+        path = self.pages[index].path
+        row = self.fresh.get(path)
+        return row if row is not None else dict(json.loads(self.lines[index]))
+
+    def records(self) -> list[dict[str, Any]]:
+        return [self.record(i) for i in range(len(self.pages))]
+
+    def index_document(self, path: str) -> IndexDocument:
+        row = self.fresh.get(path)
+        return index_document(row if row is not None else self.record(self.positions[path]))
+
+
+def assemble(
+    analysis: Analysis, texts: dict[str, str], content: dict[str, str], previous: Previous | None
+) -> Rows:
+    """Every page's record line, catalog entry and index digest; from `previous` when the
+    page's signature is unchanged."""
+    layer = analysis.layer
+    rows = Rows(record_pages(analysis, texts))
+    rows.positions = {page.path: i for i, page in enumerate(rows.pages)}
+    offset = 0
+    for page in rows.pages:
+        assessment = analysis.assessments.get(page.path)
+        history = analysis.history
+        last = history.page_commits.get(page.path) if history else None
+        # The layer enters a record only through the values its directives render.
+        rendered = [attribute_value(layer, d.name) for d in page.parsed.directives]
+        signature = _digest(
+            [
+                content[page.path],
+                page.path,
+                rendered,
+                assessment.to_json() if assessment else None,
+                assessment.drift if assessment else None,
+                history.commit_json(last[0]) if history and last else None,
+            ]
+        )
+        rows.signatures[page.path] = signature
+        if (
+            previous is not None
+            and previous.signatures.get(page.path) == signature
+            and page.path in previous.catalog
+            and page.path in previous.index_digests
+        ):
+            line = previous.line(page.path)
+            entry = dict(previous.catalog[page.path], offset=offset)
+            rows.index_digests[page.path] = previous.index_digests[page.path]
+            rows.reused += 1
+        else:
+            row = page_record(analysis, page, texts[page.path])
+            rows.fresh[page.path] = row
+            line = encode_line(row)
+            entry = catalog_entry(row, offset)
+            rows.index_digests[page.path] = index_document(row).digest
+        rows.lines.append(line)
+        rows.catalog.append(entry)
+        offset += len(line)
+    return rows
+
+
+def signatures_json(rows: Rows, layer: str, graph: str) -> dict[str, Any]:
+    return {"layer": layer, "graph": graph, "pages": rows.signatures}
