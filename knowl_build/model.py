@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 from dataclasses import fields as fields_of
-from typing import Any
+from typing import Any, NamedTuple
 
 from knowl_build.diagnostics import Finding
 
@@ -33,8 +33,7 @@ class TextIndex:
         return self.starts[line - 1]
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
+class Span(NamedTuple):
     """A 1-based source range; `end_column` is inclusive of the last character."""
 
     line: int
@@ -50,8 +49,7 @@ class Span:
         return cls(*row)
 
 
-@dataclass(frozen=True, slots=True)
-class Located:
+class Located(NamedTuple):
     """A string value from frontmatter with the span of its value."""
 
     value: str
@@ -65,8 +63,7 @@ class Located:
         return cls(row[0], Span(*row[1:5]))
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
+class Link(NamedTuple):
     """A wiki-link or embed in a body. `target` is the page part ("" for `[[#Heading]]`)."""
 
     raw: str
@@ -83,8 +80,7 @@ class Link:
         return cls(row[0], row[1], row[2], row[3], Span(*row[4:8]))
 
 
-@dataclass(frozen=True, slots=True)
-class Directive:
+class Directive(NamedTuple):
     """A live-definition directive `<< sl:NAME >>` or `{{ sl:NAME }}` (absolute offsets)."""
 
     raw: str
@@ -116,8 +112,7 @@ class Conflict:
         return cls(row[0], row[1], tuple((k, v) for k, v in row[2]), row[3])
 
 
-@dataclass(frozen=True, slots=True)
-class BoundFingerprint:
+class BoundFingerprint(NamedTuple):
     entity: str
     fingerprint: str
     key_span: Span
@@ -202,8 +197,7 @@ _FIELD_NAMES = tuple(f.name for f in fields_of(Fields))
 _DEFAULTS = {name: getattr(Fields(), name) for name in _FIELD_NAMES}
 
 
-@dataclass(frozen=True, slots=True)
-class Heading:
+class Heading(NamedTuple):
     level: int
     text: str  # inline markup removed
     line: int
