@@ -47,17 +47,6 @@ def dump_json(data: Any) -> bytes:
     ).encode()
 
 
-def dump_jsonl(rows: list[dict[str, Any]]) -> tuple[bytes, list[int]]:
-    """JSON lines, and the byte offset at which each row's line starts."""
-    encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
-    lines = [(encode(row) + "\n").encode() for row in rows]
-    offsets, at = [], 0
-    for line in lines:
-        offsets.append(at)
-        at += len(line)
-    return b"".join(lines), offsets
-
-
 def file_table(folder: Path) -> dict[str, str]:
     """Every file of a build folder except the manifest, with its sha256."""
     table = {}

@@ -574,9 +574,7 @@ def build(
                 graph = records.reference_graph(analysis)
                 (staging / "graph.json").write_text(graph_json(graph), encoding="utf-8")
             (staging / reuse.SIGNATURES).write_bytes(
-                artifacts.dump_json(
-                    reuse.signatures_json(rows, reuse.layer_digest(analysis), graph_key)
-                )
+                artifacts.dump_json(reuse.signatures_json(rows, graph_key))
             )
             (staging / "diagnostics.json").write_bytes(
                 artifacts.dump_json(diagnostics_document(diagnostics))

@@ -8,7 +8,6 @@ Built on the official MCP Python SDK (the `mcp` extra).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -211,7 +210,3 @@ def make_server(
 
     del search_knowledge, read_knowledge_page, traverse_knowledge, list_stale, knowledge_timeline
     return server
-
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, ensure_ascii=False)

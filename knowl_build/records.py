@@ -107,11 +107,6 @@ def record_pages(analysis: Analysis, texts: dict[str, str]) -> list[Page]:
     return pages
 
 
-def page_records(analysis: Analysis, texts: dict[str, str]) -> list[dict[str, Any]]:
-    """One record per text page, sorted by scope, then id, then path."""
-    return [page_record(analysis, page, texts[page.path]) for page in record_pages(analysis, texts)]
-
-
 def _last_commit(history: History | None, path: str) -> dict[str, object] | None:
     if history is None or not history.page_commits.get(path):
         return None
@@ -186,10 +181,6 @@ def reference_graph(analysis: Analysis) -> nx.DiGraph:
     return make_graph(nodes, edges)
 
 
-def index_documents(records: list[dict[str, Any]]) -> list[IndexDocument]:
-    return [index_document(row) for row in records]
-
-
 def index_document(row: dict[str, Any]) -> IndexDocument:
     f = row["fields"]
     return IndexDocument(
@@ -207,15 +198,6 @@ def index_document(row: dict[str, Any]) -> IndexDocument:
             "body": row["body"],
         },
     )
-
-
-def catalog(records: list[dict[str, Any]], offsets: list[int]) -> dict[str, Any]:
-    """What the reader needs about every page without reading bodies: `catalog.json`.
-
-    `offset` is the byte offset of the page's line in pages.jsonl, so `show` reads one line."""
-    return {
-        "pages": [catalog_entry(row, offset) for row, offset in zip(records, offsets, strict=True)]
-    }
 
 
 def catalog_entry(row: dict[str, Any], offset: int) -> dict[str, Any]:

@@ -36,20 +36,6 @@ def _digest(data: Any) -> str:
     return hashlib.sha256(_encode(data).encode()).hexdigest()
 
 
-def layer_digest(analysis: Analysis) -> str:
-    entities = analysis.layer.entities
-    members = analysis.layer.members
-    return _digest(
-        [
-            [
-                [n, e.kind, e.origin, e.fingerprint, e.definition]
-                for n, e in sorted(entities.items())
-            ],
-            [[n, sorted(kinds)] for n, kinds in sorted(members.items())],
-        ]
-    )
-
-
 def graph_digest(analysis: Analysis, pages: list[Page]) -> str:
     """Everything the reference graph is made of: pages, their references, the entities."""
     rows = []
@@ -81,7 +67,6 @@ class Previous:
     """The previous artifact, as far as reuse needs it."""
 
     folder: Path
-    layer: str
     graph: str
     signatures: dict[str, str]
     pages: bytes
@@ -97,7 +82,6 @@ class Previous:
             pages = (folder / "pages.jsonl").read_bytes()
             return cls(
                 folder,
-                signatures["layer"],
                 signatures["graph"],
                 signatures["pages"],
                 pages,
@@ -186,5 +170,5 @@ def assemble(
     return rows
 
 
-def signatures_json(rows: Rows, layer: str, graph: str) -> dict[str, Any]:
-    return {"layer": layer, "graph": graph, "pages": rows.signatures}
+def signatures_json(rows: Rows, graph: str) -> dict[str, Any]:
+    return {"graph": graph, "pages": rows.signatures}

@@ -11,31 +11,23 @@ from typing import Any
 from knowl_build.config import Config
 from knowl_build.errors import UsageError
 from knowl_build.history import GitFailed, GitRepo, export_tree, page_versions, resolve_revision
+from knowl_build.pageref import candidates as page_refs
 from knowl_build.parse.frontmatter import split
 from knowl_build.parse.page import decode, parse_page
 from knowl_build.reader.store import PageNotFound, user_label
-from knowl_build.resolve import GLOBAL, place
+from knowl_build.resolve import place
 from knowl_build.rules.security import SecretScanner
 
 
-def _pick(candidates: list[tuple[str, str, str]], ref: str, user: str | None) -> str:
+def _pick(pages: list[tuple[str, str, str]], ref: str, user: str | None) -> str:
     """PAGE (`id`, `global:<id>`, `user:<owner>:<id>`) among (path, scope, id) triples."""
-
-    def find(scope: str, page_id: str) -> str | None:
-        return next(
-            (path for path, s, i in sorted(candidates) if s == scope and i == page_id), None
-        )
-
-    if ref.startswith("global:"):
-        path = find(GLOBAL, ref[len("global:") :])
-    elif ref.startswith("user:") and ref.count(":") >= 2:
-        _, owner, page_id = ref.split(":", 2)
-        path = find(f"user:{owner}", page_id) if owner == user else None
-    else:
-        path = find(GLOBAL, ref) or (find(f"user:{user}", ref) if user else None)
-    if path is None:
+    paths: dict[tuple[str, str], str] = {}
+    for path, scope, page_id in sorted(pages):
+        paths.setdefault((scope, page_id), path)
+    found = next((paths[c] for c in page_refs(ref, user) if c in paths), None)
+    if found is None:
         raise PageNotFound(f"no page '{ref}' visible to {user_label(user)}")
-    return path
+    return found
 
 
 def _working_pages(root: Path, config: Config) -> list[tuple[str, str, str]]:

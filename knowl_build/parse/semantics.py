@@ -280,26 +280,20 @@ def open_yaml(data: bytes, label: str) -> tuple[TextIndex, Composed] | Finding:
         return Finding("KB050", line, column, f"{label} is {problem.message}")
 
 
-def _read_canonic(path: str, data: bytes) -> _SourceFile:
+def read_source_file(path: str, data: bytes) -> FileRead:
+    """A Canonic semantic file (SPEC 3): one source, or findings only."""
     opened = open_yaml(data, "semantic file")
     if isinstance(opened, Finding):
-        return _SourceFile(path, findings=[opened])
+        return FileRead(path, "canonic", findings=[opened])
     index, composed = opened
     reader = _FileReader(path, index)
     for duplicate in composed.duplicates:
         reader.report(duplicate, f"'{key_text(duplicate)}' is given twice")
-    return reader.read(composed.root)
-
-
-def read_source_file(path: str, data: bytes) -> FileRead:
-    """A Canonic semantic file (SPEC 3): one source, or findings only."""
-    result = _read_canonic(path, data)
+    result = reader.read(composed.root)
     read = FileRead(path, "canonic", findings=list(result.findings))
-    if result.source_name is not None:
-        pos = (1, 1)
-        if result.name_node is not None:
-            pos = TextIndex(decode(data) or "").position(result.name_node.start)
-        read.sources.append(SourceRead(result.source_name, pos, result.entities))
+    if result.source_name is not None and result.name_node is not None:
+        position = index.position(result.name_node.start)
+        read.sources.append(SourceRead(result.source_name, position, result.entities))
     return read
 
 

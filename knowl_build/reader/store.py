@@ -13,6 +13,7 @@ from typing import Any
 
 from knowl_build.artifacts import CURRENT, Artifact, open_artifact
 from knowl_build.errors import ArtifactError, KnowlError
+from knowl_build.pageref import candidates
 
 GLOBAL = "global"
 CAVEAT = "caveat"
@@ -96,14 +97,8 @@ class Store:
     def resolve(self, ref: str, user: str | None) -> dict[str, Any]:
         """PAGE as `id`, `global:<id>` or `user:<owner>:<id>`; a bare id means the global
         page if there is one, else the user's own page."""
-        page: dict[str, Any] | None
-        if ref.startswith("global:"):
-            page = self.page(GLOBAL, ref[len("global:") :])
-        elif ref.startswith("user:") and ref.count(":") >= 2:
-            _, owner, page_id = ref.split(":", 2)
-            page = self.page(f"user:{owner}", page_id) if owner == user else None
-        else:
-            page = self.page(GLOBAL, ref) or (self.page(f"user:{user}", ref) if user else None)
+        found = (self.page(scope, page_id) for scope, page_id in candidates(ref, user))
+        page = next((p for p in found if p is not None), None)
         if page is None or not visible(page, user):
             raise PageNotFound(f"no page '{ref}' visible to {user_label(user)}")
         return page

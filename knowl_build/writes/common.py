@@ -15,7 +15,7 @@ from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
 from knowl_build.errors import KnowlError, UsageError
 from knowl_build.model import Page
-from knowl_build.resolve import GLOBAL
+from knowl_build.pageref import candidates
 
 
 class WriteRefused(KnowlError):
@@ -88,25 +88,15 @@ class Tree:
 
     def page(self, ref: str, user: str | None = None) -> Page:
         """PAGE (`id`, `global:<id>`, `user:<owner>:<id>`), as the reader resolves it."""
-        pages = [p for p in self.analysis.pages if p.parsed.text_ok]
-
-        def find(scope: str, page_id: str) -> Page | None:
-            return next(
-                (
-                    p
-                    for p in sorted(pages, key=lambda p: p.path)
-                    if p.scope == scope and p.id == page_id
-                ),
-                None,
-            )
-
-        if ref.startswith("global:"):
-            found = find(GLOBAL, ref[len("global:") :])
-        elif ref.startswith("user:") and ref.count(":") >= 2:
-            _, owner, page_id = ref.split(":", 2)
-            found = find(f"user:{owner}", page_id)
-        else:
-            found = find(GLOBAL, ref) or (find(f"user:{user}", ref) if user else None)
+        index = self.analysis.index.by_id  # (scope, id) -> pages, each list in path order
+        texts = (
+            [p for p in index.get(c, []) if p.parsed.text_ok]
+            for c in candidates(ref, user, any_owner=True)
+        )
+        found = next(
+            (min(pages, key=lambda p: p.path) for pages in texts if pages),
+            None,
+        )
         if found is None:
             raise WriteRefused(f"no page '{ref}'" + (f" visible to {user}" if user else ""))
         return found
