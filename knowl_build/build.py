@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from knowl_build import __version__
-from knowl_build.cache import ParseCache, atomic_write, ensure_knowl_dir
+from knowl_build.cache import ParseCache, ensure_knowl_dir
 from knowl_build.config import Config, SecurityConfig
 from knowl_build.diagnostics import Diagnostic, Finding
 from knowl_build.discover import Discovery, discover
 from knowl_build.errors import KnowlError
+from knowl_build.files import atomic_write
 from knowl_build.history import History
 from knowl_build.model import Page, ParsedPage
 from knowl_build.parse.page import not_text, parse_page

@@ -8,13 +8,11 @@ when more than half of it is no longer used. A damaged cache is ignored, never t
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from knowl_build.files import atomic_write
 from knowl_build.model import ParsedPage
 
 CACHE_FORMAT = 2
@@ -28,20 +26,6 @@ def ensure_knowl_dir(root: Path) -> Path:
     if not ignore.exists():
         ignore.write_text("*\n", encoding="utf-8")
     return folder
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write to a temporary file beside `path`, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 class ParseCache:

@@ -205,7 +205,7 @@ def trace(
     replay.head = head
     if cache is not None and log:
         try:
-            from knowl_build.cache import atomic_write
+            from knowl_build.files import atomic_write
 
             atomic_write(
                 cache,

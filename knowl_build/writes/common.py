@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from knowl_build.build import Analysis, Inputs, analyse, read_inputs, utc_today
-from knowl_build.cache import atomic_write
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
 from knowl_build.errors import KnowlError, UsageError
+from knowl_build.files import atomic_write
 from knowl_build.model import Page
 from knowl_build.pageref import candidates
 

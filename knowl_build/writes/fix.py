@@ -91,7 +91,7 @@ def plan(analysis: Analysis) -> FixPlan:
 
 
 def apply(root: Path, fix_plan: FixPlan) -> list[str]:
-    from knowl_build.cache import atomic_write
+    from knowl_build.files import atomic_write
 
     written = []
     for proposal in fix_plan.proposals:
