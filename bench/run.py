@@ -1,7 +1,9 @@
 """The benchmark: `python bench/run.py` (or `--sizes 1000` for a quick run).
 
-Builds synthetic corpora with git history (500 commits by default) and prints, per size, in
-one run, the build figures (see build_bench.py) and, for `knowl check`:
+Prints the secret-scanner figures on adversarial inputs (see secrets_bench.py; `--suite
+secrets` for only these), then builds synthetic corpora with git history (500 commits by
+default) and prints, per size, in one run, the build figures (see build_bench.py) and, for
+`knowl check`:
 - floor: reading and hashing every input file (what any checker must at least do);
 - cold check: `knowl check` as a process with no parse cache;
 - warm check: `knowl check` again, on the unchanged tree (answered from the run memo);
@@ -27,6 +29,7 @@ from build_bench import bench_build
 from corpus import make_corpus, page_path
 from embeddings_bench import bench_embeddings
 from reader_bench import bench_reader
+from secrets_bench import bench_secrets, print_secrets
 
 
 def floor(root: Path) -> float:
@@ -78,11 +81,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--suite", choices=["check", "build", "reader", "embeddings", "all"], default="all",
-                        help="all = check, build and reader; embeddings needs the extra")
+    parser.add_argument("--suite", choices=["check", "build", "reader", "secrets", "embeddings", "all"],
+                        default="all", help="all = check, build, reader and secrets; embeddings needs the extra")
     parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
     args = parser.parse_args()
+    machine = f"best of {args.repeats}; python {sys.version.split()[0]}, {os.cpu_count()} cores"
+    if args.suite in ("secrets", "all"):  # built in memory: no corpus needed
+        print_secrets(*bench_secrets(args.repeats), f"({machine})")
+        if args.suite == "secrets":
+            return
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="knowl-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     rows, builds, readers, semantic = [], [], [], []
@@ -106,8 +114,7 @@ def main() -> None:
     finally:
         if args.keep is None:
             shutil.rmtree(workdir, ignore_errors=True)
-    header = f"(best of {args.repeats}; python {sys.version.split()[0]}, {os.cpu_count()} cores, " \
-             f"{args.commits} commits of history)"
+    header = f"({machine}, {args.commits} commits of history)"
     if builds:
         print(f"knowl build benchmark {header}")
         print(f"{'pages':>7} {'cold build':>11} {'whoosh floor':>13} {'cold/floor':>11} {'no-op':>8} "

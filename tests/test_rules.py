@@ -159,14 +159,14 @@ CASES: list[tuple[str, dict[str, str | bytes], list[tuple[str, str, int, int]]]]
     # KB303 user page with a global id
     ("kb303", {"knowledge/global/n.md": "x\n", "knowledge/user/ann/n.md": "y\n"},
      [("knowledge/user/ann/n.md", "KB303", 1, 1)]),
-    # KB401 secrets, frontmatter values and body (code included), never keys
+    # KB401 secrets, frontmatter values, keys and body (code included)
     ("kb401", {P: page("summary: \"token ghp_abcdefghijklmnopqrstuvwxyz0123456789\"\n"
                        "api_key_with_a_long_name_is_only_a_key_AbC123: x\n",
                        "```\n-----BEGIN RSA PRIVATE KEY-----\n```\npostgres://admin:hunter2@db/x\n"
                        "password: Sup3rS3cretValue1234\nkey AKIAABCDEFGHIJKLMNOP and sk-abcdefghijklmnopqrstuv\n"
                        "xoxb-1234567890-abc ok-9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n"
                        "Zx9Kq2LmN8pR4tV6wY1aB3cD5eF7gH0jK2\n")},
-     [(P, "KB401", 2, 17), (P, "KB006", 3, 1), (P, "KB401", 6, 1), (P, "KB401", 8, 1),
+     [(P, "KB401", 2, 17), (P, "KB006", 3, 1), (P, "KB401", 3, 1), (P, "KB401", 6, 1), (P, "KB401", 8, 1),
       (P, "KB401", 9, 1), (P, "KB401", 10, 5), (P, "KB401", 10, 30), (P, "KB401", 11, 1),
       (P, "KB401", 12, 1)]),
     ("kb401-not-secrets", {P: page(f"summary: sha {FP_SUM_AMOUNT}\n",

@@ -5,9 +5,7 @@ Findings name the kind of secret and where it is, never the matched text.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from knowl_build.config import SecurityConfig
@@ -15,81 +13,15 @@ from knowl_build.diagnostics import Finding
 from knowl_build.model import Located, Span, TextIndex
 from knowl_build.parse.yamlnodes import YMap, YNode, YScalar, YSeq, key_text
 
+# The scanner lives apart (standard library only) so that messages can be redacted anywhere;
+# the pipeline still builds it from here.
+from knowl_build.secrets import SecretScanner as SecretScanner
+from knowl_build.secrets import redact
+
 Locate = Callable[[int, int], Span]
 
-# (kind, regular expression), in priority order: at one position the first kind wins.
-_KINDS: tuple[tuple[str, str], ...] = (
-    ("private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
-    ("URL with credentials", r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@"),
-    ("OpenAI-style API key", r"\bsk-[A-Za-z0-9_-]{20,}"),
-    ("AWS access key id", r"\bAKIA[0-9A-Z]{16}"),
-    ("GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}"),
-    ("Slack token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    (
-        "named secret",
-        r"(?i:\b(?:bearer|api[_-]?key|access[_-]?token|secret|password)\b\s*[:=]?\s*[A-Za-z0-9_\-./+=]{16,})",
-    ),
-    ("high-entropy string", r"\b[A-Za-z0-9_-]{32,}\b"),
-)
-_HIGH_ENTROPY = len(_KINDS) - 1
-_HEX = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_LOWER = re.compile(r"[a-z]")
-_UPPER = re.compile(r"[A-Z]")
-_DIGIT = re.compile(r"[0-9]")
-# A cheap test first: most values and bodies hold nothing that could start a secret.
-_MAYBE = re.compile(r"-----BEGIN|://|sk-|AKIA|gh[pousr]_|xox|[A-Za-z0-9_\-./+=]{16,}")
-
-
-@dataclass(frozen=True, slots=True)
-class SecretMatch:
-    kind: str
-    start: int
-    end: int
-
-
-def _high_entropy(word: str) -> bool:
-    return bool(
-        _LOWER.search(word)
-        and _UPPER.search(word)
-        and _DIGIT.search(word)
-        and not _HEX.fullmatch(word)
-        and not _UUID.fullmatch(word)
-    )
-
-
-class SecretScanner:
-    """Every secret kind in one regular expression, scanned once per text."""
-
-    def __init__(self, extra_patterns: tuple[str, ...] = ()) -> None:
-        kinds = list(_KINDS)
-        if extra_patterns:
-            extra = "|".join(re.escape(p) for p in extra_patterns)
-            kinds.append(("configured secret pattern", f"(?i:{extra})"))
-        self.kinds = [kind for kind, _ in kinds]
-        self.pattern = re.compile("|".join(f"(?P<k{i}>{rx})" for i, (_, rx) in enumerate(kinds)))
-        self.has_extra = bool(extra_patterns)
-
-    def scan(self, text: str) -> list[SecretMatch]:
-        """Every secret in `text`, one match per place (the leftmost, then by priority)."""
-        if not self.has_extra and not _MAYBE.search(text):
-            return []
-        matches: list[SecretMatch] = []
-        pos = 0
-        search = self.pattern.search
-        while True:
-            m = search(text, pos)
-            if m is None:
-                return matches
-            index = int(str(m.lastgroup)[1:])
-            if index == _HIGH_ENTROPY and not _high_entropy(m.group(0)):
-                pos = m.start() + 1  # not a secret; a token may still start inside it
-                continue
-            matches.append(SecretMatch(self.kinds[index], m.start(), m.end()))
-            pos = m.end()
-
-
 _SECRET_HINT = "remove the value from the page (and rotate it); knowl never prints it"
+_KEY_SECRET_HINT = "rename the key (and rotate the secret it holds); knowl never prints it"
 
 
 def _finding(code: str, span: Span, message: str, hint: str | None = None) -> Finding:
@@ -109,6 +41,32 @@ def _strings(node: YNode, key: str) -> Iterator[tuple[str, YScalar]]:
             yield from _strings(value, f"{key}.{key_text(k)}" if key else key_text(k))
 
 
+def _keys(node: YNode, key: str) -> Iterator[tuple[str, YScalar]]:
+    """Every key below `node` with the dotted key of the mapping that holds it."""
+    if isinstance(node, YSeq):
+        for item in node.items:
+            yield from _keys(item, key)
+    elif isinstance(node, YMap):
+        for k, value in node.items:
+            yield key, k
+            yield from _keys(value, f"{key}.{key_text(k)}" if key else key_text(k))
+
+
+def _secrets(
+    node: YScalar, text: str, fm_text: str, locate: Locate, scanner: SecretScanner
+) -> Iterator[tuple[Span, str]]:
+    """Where each secret of a key or value is, and its kind."""
+    # Search the source text first, so the position is exact; escapes or folding can hide a
+    # secret from the source text, then the whole scalar is the place.
+    hits = scanner.scan(fm_text[node.start : node.end])
+    if hits:
+        for hit in hits:
+            yield locate(node.start + hit.start, node.start + hit.end), hit.kind
+    else:
+        for hit in scanner.scan(text):
+            yield locate(node.start, node.end), hit.kind
+
+
 def check_frontmatter(
     root: YMap,
     fm_text: str,
@@ -120,38 +78,29 @@ def check_frontmatter(
     findings: list[Finding] = []
     for key, node in _strings(root, ""):
         value: str = node.value
+        # A key may itself be a secret (KB401 below): messages show the keys redacted.
         if len(value) > config.max_field_chars:
             findings.append(
                 _finding(
                     "KB403",
                     key_spans.get(key) or locate(node.start, node.end),
-                    f"'{key}' is {len(value)} characters long, more than max_field_chars ({config.max_field_chars})",
+                    f"'{redact(key, scanner)}' is {len(value)} characters long, more than max_field_chars ({config.max_field_chars})",
                 )
             )
-        if not config.reject_secrets:
-            continue
-        # Search the source text of the value first, so the position is exact; escapes or
-        # folding can hide a secret from the source text, then the value start is used.
-        raw = fm_text[node.start : node.end]
-        hits = scanner.scan(raw)
-        if hits:
-            for hit in hits:
+        if config.reject_secrets:
+            for span, kind in _secrets(node, value, fm_text, locate, scanner):
+                message = f"'{redact(key, scanner)}' holds a secret ({kind})"
+                findings.append(_finding("KB401", span, message, _SECRET_HINT))
+    if config.reject_secrets:
+        for parent, key_node in _keys(root, ""):
+            for span, kind in _secrets(key_node, key_text(key_node), fm_text, locate, scanner):
+                where = f" in '{redact(parent, scanner)}'" if parent else ""
                 findings.append(
                     _finding(
                         "KB401",
-                        locate(node.start + hit.start, node.start + hit.end),
-                        f"'{key}' holds a secret ({hit.kind})",
-                        _SECRET_HINT,
-                    )
-                )
-        else:
-            for hit in scanner.scan(value):
-                findings.append(
-                    _finding(
-                        "KB401",
-                        locate(node.start, node.end),
-                        f"'{key}' holds a secret ({hit.kind})",
-                        _SECRET_HINT,
+                        span,
+                        f"a frontmatter key{where} holds a secret ({kind})",
+                        _KEY_SECRET_HINT,
                     )
                 )
     return findings

@@ -1,0 +1,109 @@
+"""The secret-scanner benchmark: `python bench/run.py --suite secrets` (or run this file).
+
+Adversarial bodies of about 200 kB (the size `max_body_chars` allows), each built to make a
+backtracking pattern quadratic: the issue-10 body (a keyword, whitespace, a long token) that
+took the single-regex scanner 812 s, one long run of word characters, anchors repeated. Each
+is timed in-process (`SecretScanner.scan`, best of N) next to the goal, with a normal page of
+about 300 words for comparison; then `knowl check` end to end, as a process and without the
+parse cache, on a project that holds the issue-10 page, and on one that holds a normal page.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from corpus import prose
+
+from knowl_build.secrets import SecretScanner
+
+GOAL_MS = 50.0  # for a 200 kB body (issue 10)
+N = 200_000
+
+ISSUE_BODY = "password" + " " * (199_000 - 60) + "x" * 15 + " " + "y" * 36
+
+
+def normal_page() -> str:
+    rng = random.Random(7)
+    return (
+        "# Revenue\n\n" + prose(rng, 300) + "\n\nSee https://example.com/docs/revenue and "
+        "`shop_pg.orders.total_revenue`; the warehouse job runs nightly.\n"
+    )
+
+
+INPUTS: list[tuple[str, str]] = [
+    ("keyword, whitespace, long token (issue 10)", ISSUE_BODY),
+    ("keyword, whitespace, separator, secret", "secret" + " \n" * (N // 2 - 200) + ": " + "T" * 396),
+    ("one run, no upper case", "a1" * (N // 2)),
+    ("one run, dash every other character", "a-" * (N // 2)),
+    ("one run, high-entropy", "aB3-" * (N // 4)),
+    ("'sk-' repeated", "sk-" * (N // 3)),
+    ("'xsk-' repeated (no word start)", "xsk-" * (N // 4)),
+    ("'-----BEGIN ' and 'A ' repeated", "-----BEGIN " + "A " * (N // 2)),
+    ("'a://' repeated", "a://" * (N // 4)),
+    ("scheme of 'a.' repeated before '://'", "a." * (N // 2) + "://"),
+    ("keyword and a run of '='", "secret " + "=" * N),
+    ("keyword repeated", "secret " * (N // 7)),
+    ("UUIDs, one run", "123e4567-e89b-12d3-a456-426614174000" * (N // 36)),
+    ("normal page (~300 words)", normal_page()),
+]
+
+
+def best_scan_ms(text: str, repeats: int) -> float:
+    scanner = SecretScanner()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        scanner.scan(text)
+        samples.append(time.perf_counter() - start)
+    return min(samples) * 1000
+
+
+def check_s(root: Path, repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        shutil.rmtree(root / ".knowl", ignore_errors=True)
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "knowl_build", "check", "--repo", str(root), "-q",
+                               "--no-cache"], capture_output=True, text=True)
+        samples.append(time.perf_counter() - start)
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"knowl check failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return min(samples)
+
+
+Scan = tuple[str, int, float]  # input, characters, best scan time in ms
+
+
+def bench_secrets(repeats: int) -> tuple[list[Scan], dict[str, float]]:
+    scans = [(name, len(text), best_scan_ms(text, repeats)) for name, text in INPUTS]
+    checks: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="knowl-bench-secrets-") as tmp:
+        for label, body in (("normal page", normal_page()), ("issue-10 page", ISSUE_BODY)):
+            root = Path(tmp) / label.replace(" ", "-")
+            page = root / "knowledge" / "global" / "page.md"
+            page.parent.mkdir(parents=True)
+            page.write_text("---\nsummary: benchmark page\n---\n" + body)
+            checks[label] = check_s(root, repeats)
+    return scans, checks
+
+
+def print_secrets(scans: list[Scan], checks: dict[str, float], header: str) -> None:
+    print(f"secret scanner benchmark {header}")
+    print(f"{'input':<44} {'chars':>8} {'scan':>9}  goal")
+    for name, chars, ms in scans:
+        verdict = "ok" if ms < GOAL_MS else "SLOW"
+        # The normal page is there for comparison: the goal is for a 200 kB body.
+        goal = f"< {GOAL_MS:.0f}ms {verdict}" if chars >= N // 2 else ""
+        print(f"{name:<44} {chars:>8,} {ms:>7.2f}ms  {goal}")
+    print("knowl check --no-cache, end to end (a process, start-up included): "
+          + ", ".join(f"{label} {seconds:.2f}s" for label, seconds in checks.items()))
+
+
+if __name__ == "__main__":
+    print_secrets(*bench_secrets(5), "(best of 5)")
