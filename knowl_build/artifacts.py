@@ -1,27 +1,48 @@
-"""The build artifact: layout, manifest, atomic publication, the build lock, verification.
+"""The build artifact: layout, manifest, atomic publication, pruning, the locks, validation.
 
 The reader imports this module (never the build pipeline): it defines what an artifact is.
 
+    <out_dir>/.knowl-out        a random token: this output folder belongs to knowl
     <out_dir>/CURRENT           one line: the name of the published build folder
-    <out_dir>/<build-id>/       manifest.json, pages.jsonl, entities.json, graph.json,
-                                diagnostics.json, index/ (Whoosh), written once, never changed
+    <out_dir>/<build-id>/       manifest.json, pages.jsonl, catalog.json, entities.json,
+                                graph.json, diagnostics.json, signatures.json, index/
+                                (Whoosh), vectors/ (optional), written once, never changed;
+                                .knowl-build holds the token of the output folder that made it
+
+knowl deletes only folders it made: a build or staging folder whose `.knowl-build` holds the
+token of the output folder it lies in, never a folder recognised by a file name alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
+import math
 import os
+import re
+import secrets
 import shutil
 import socket
+import stat
 import tempfile
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
 
-from knowl_build.errors import ArtifactError, KnowlError
+from knowl_build import __version__
+from knowl_build.errors import ArtifactError, KnowlError, UsageError
+
+if TYPE_CHECKING:
+    from knowl_build.config import Config
+
+try:
+    import fcntl
+except ImportError:  # Windows: readers then do not pin the build they read
+    fcntl = None  # type: ignore[assignment]
 
 FORMAT = "knowl-build"
 SCHEMA_VERSION = "1.0"
@@ -29,7 +50,13 @@ MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 LOCK = ".lock"
 STAGING_PREFIX = ".tmp-"
+OUT_MARKER = ".knowl-out"
+BUILD_MARKER = ".knowl-build"
 JSON_FILES = ("pages.jsonl", "entities.json", "graph.json", "diagnostics.json", "catalog.json")
+INDEX_JSON = ("index/stats.json", "index/docs.json")
+# A build folder's name (CURRENT holds one): a build id, maybe with a `.<n>` suffix.
+BUILD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_TOKEN = re.compile(r"[0-9a-f]{32}")
 
 
 def sha256_file(path: Path) -> str:
@@ -48,15 +75,98 @@ def dump_json(data: Any) -> bytes:
 
 
 def file_table(folder: Path) -> dict[str, str]:
-    """Every file of a build folder except the manifest, with its sha256."""
+    """Every file of a build folder except the manifest and the marker, with its sha256."""
     table = {}
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and path.name != MANIFEST:
+        if path.is_file() and path.name not in (MANIFEST, BUILD_MARKER):
             table[path.relative_to(folder).as_posix()] = sha256_file(path)
     return table
 
 
-# --- the lock ---------------------------------------------------------------------------
+# --- which output folders knowl may use, and which folders in them it made -------------------
+
+
+def check_out_dir(root: Path, out_dir: Path, config: Config) -> None:
+    """Refuse an output folder where pruning could reach the project's own files: the project
+    root or an ancestor of it, the knowledge or semantics folder, an ancestor of them or a
+    folder inside them (symlinks resolved)."""
+    out = out_dir.resolve()
+    base = root.resolve()
+    if out == base or out in base.parents:
+        raise UsageError(
+            f"output folder {out_dir} is the project root or holds it; "
+            "give knowl a folder of its own (default .knowl/build)"
+        )
+    for name in (config.knowledge_dir, config.semantics_dir):
+        guarded = (base / name).resolve()
+        if out == guarded or out in guarded.parents or guarded in out.parents:
+            raise UsageError(
+                f"output folder {out_dir} overlaps the project's {name}/ folder; "
+                "give knowl a folder of its own (default .knowl/build)"
+            )
+
+
+# Opening never follows a symlink and never waits (a FIFO planted as a file would block).
+_OPEN_FLAGS = (
+    os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+)
+
+
+def _open_regular(path: Path) -> int:
+    """A descriptor of the regular file at `path` (OSError for anything else)."""
+    fd = os.open(path, _OPEN_FLAGS)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return fd
+
+
+def _read_regular(path: Path, limit: int = -1) -> bytes:
+    """A regular file's bytes (at most `limit`), never through a symlink."""
+    with os.fdopen(_open_regular(path), "rb") as handle:
+        return handle.read(limit)
+
+
+def _read_small(path: Path, limit: int = 256) -> bytes | None:
+    """A small regular file's bytes; None when there is none."""
+    try:
+        return _read_regular(path, limit)
+    except OSError:
+        return None
+
+
+def out_token(out_dir: Path, *, create: bool = False) -> str | None:
+    """The random token that marks `out_dir` as knowl's; made on first use when `create`."""
+    data = _read_small(out_dir / OUT_MARKER)
+    token = data.decode("ascii", "replace").strip() if data is not None else ""
+    if _TOKEN.fullmatch(token):
+        return token
+    if not create:
+        return None
+    token = secrets.token_hex(16)
+    _write_marker(out_dir / OUT_MARKER, token)
+    return token
+
+
+def _write_marker(path: Path, token: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".marker.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(token + "\n")
+    os.replace(tmp, path)
+
+
+def _made_by_knowl(folder: Path, token: str | None) -> bool:
+    """A real folder (not a symlink) whose marker holds this output folder's token."""
+    try:
+        if token is None or not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return False
+    except OSError:
+        return False
+    data = _read_small(folder / BUILD_MARKER)
+    return data is not None and data.decode("ascii", "replace").strip() == token
+
+
+# --- the build lock ---------------------------------------------------------------------------
 
 
 class BuildBusy(KnowlError):
@@ -110,31 +220,139 @@ def build_lock(out_dir: Path) -> Iterator[None]:
 
 
 def _remove_stale_staging(out_dir: Path) -> None:
-    """Staging folders of interrupted builds (we hold the lock, so nobody writes them)."""
+    """Staging folders of interrupted builds (we hold the lock, so nobody writes them): those
+    knowl marked, and empty ones (a build that died before marking its folder)."""
+    token = out_token(out_dir)
     for path in out_dir.glob(STAGING_PREFIX + "*"):
-        shutil.rmtree(path, ignore_errors=True)
+        if _made_by_knowl(path, token):
+            shutil.rmtree(path, ignore_errors=True)
+        elif not path.is_symlink() and path.is_dir():
+            with contextlib.suppress(OSError):
+                path.rmdir()  # only when empty
 
 
-# --- publication --------------------------------------------------------------------------
+# --- readers pin the build they read ---------------------------------------------------------
 
 
-def staging_folder(out_dir: Path) -> Path:
-    return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
+class Vanished(ArtifactError):
+    """The build folder is gone, or is being pruned."""
+
+
+class Hold:
+    """A shared lock on a build folder's manifest while a reader uses the folder: pruning
+    skips a folder it cannot lock exclusively. Released by `close()`, or when the Hold is
+    garbage (a reader that forgot to close must not pin a build forever)."""
+
+    def __init__(self, fd: int) -> None:
+        self._close = weakref.finalize(self, os.close, fd)
+
+    def close(self) -> None:
+        self._close()
+
+
+def hold(folder: Path) -> Hold:
+    """Pin `folder` for reading; Vanished when it is gone or being pruned."""
+    gone = Vanished(f"{folder}: removed by a newer build while opening it; run the command again")
+    try:
+        fd = _open_regular(folder / MANIFEST)
+    except FileNotFoundError:
+        if folder.is_dir():
+            raise Vanished(f"{folder}: not a knowl-build artifact (no {MANIFEST})") from None
+        raise gone from None
+    except OSError as exc:
+        raise ArtifactError(f"{folder}: {MANIFEST} cannot be opened ({exc.strerror})") from None
+    pinned = Hold(fd)
+    if fcntl is None:
+        return pinned
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:  # a build is deleting the folder right now
+        pinned.close()
+        raise gone from None
+    except OSError:
+        return pinned  # a file system without locks: read unpinned, as without fcntl
+    try:
+        # Pruned between opening and locking: the name no longer leads to what we hold.
+        linked = os.stat(folder / MANIFEST).st_ino == os.fstat(fd).st_ino
+    except OSError:
+        linked = False
+    if not linked:
+        pinned.close()
+        raise gone
+    return pinned
+
+
+# --- CURRENT and publication --------------------------------------------------------------------
+
+
+def current_name(out_dir: Path) -> str | None:
+    """The build folder CURRENT names; None without CURRENT; ArtifactError when it is
+    corrupt (not UTF-8, not one folder name)."""
+    try:
+        data = _read_regular(out_dir / CURRENT, 4096)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ArtifactError(f"{out_dir / CURRENT}: cannot be read ({exc.strerror})") from None
+    try:
+        name = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        name = ""
+    if not BUILD_NAME.fullmatch(name) or ".." in name:
+        raise ArtifactError(
+            f"{out_dir / CURRENT}: corrupt (not the name of a build folder); "
+            "run knowl build to replace it"
+        )
+    return name
 
 
 def current_folder(out_dir: Path) -> Path | None:
+    """The published build folder, or None when there is none (a corrupt CURRENT counts as
+    none: the next build replaces it)."""
     try:
-        name = (out_dir / CURRENT).read_text(encoding="utf-8").strip()
-    except OSError:
+        name = current_name(out_dir)
+    except ArtifactError:
         return None
-    if not name or "/" in name or name.startswith("."):
+    if name is None:
         return None
     folder = out_dir / name
-    return folder if folder.is_dir() else None
+    return folder if folder.is_dir() and not folder.is_symlink() else None
+
+
+def resolve_artifact(out_dir: Path) -> Path:
+    """The folder CURRENT names, for a reader: a missing or corrupt CURRENT is an ArtifactError."""
+    name = current_name(out_dir)
+    if name is None:
+        raise ArtifactError(f"no published build in {out_dir} (run knowl build first)")
+    folder = out_dir / name
+    if not folder.is_dir():
+        raise ArtifactError(f"{out_dir / CURRENT} names {name}, which does not exist")
+    return folder
+
+
+def successor(folder: Path) -> Path | None:
+    """The build its output folder's CURRENT names now, when that is another one."""
+    try:
+        name = current_name(folder.parent)
+    except ArtifactError:
+        return None
+    if name is None or name == folder.name or not (folder.parent / name).is_dir():
+        return None
+    return folder.parent / name
+
+
+def staging_folder(out_dir: Path) -> Path:
+    """A fresh folder for a build to write, marked as knowl's before anything else."""
+    token = out_token(out_dir, create=True)
+    assert token is not None
+    folder = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
+    _write_marker(folder / BUILD_MARKER, token)
+    return folder
 
 
 def publish(out_dir: Path, staging: Path, build_id: str) -> Path:
-    """Rename the finished folder into place, then switch CURRENT to it atomically."""
+    """Rename the finished folder into place, then switch CURRENT to it atomically. The build
+    wrote every file of it, so it counts as validated on this machine."""
     name, n = build_id, 1
     while (out_dir / name).exists():
         n += 1
@@ -144,56 +362,100 @@ def publish(out_dir: Path, staging: Path, build_id: str) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=".CURRENT.", dir=out_dir)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(name + "\n")
-    os.replace(tmp, out_dir / CURRENT)
+    try:
+        os.replace(tmp, out_dir / CURRENT)  # whatever CURRENT was (garbage, a link), but...
+    except IsADirectoryError:  # ...a folder is not knowl's to remove
+        os.unlink(tmp)
+        raise ArtifactError(
+            f"{out_dir / CURRENT} is a folder, not knowl's pointer file; move it away"
+        ) from None
+    state = _state(final)
+    if state is not None:
+        _remember(final, state)
     return final
 
 
 def prune(out_dir: Path, keep: int) -> list[str]:
-    """Remove the oldest build folders beyond `keep` (the current one always stays)."""
+    """Remove the oldest build folders beyond `keep`: only folders knowl made in this output
+    folder, never the current one, never one a reader holds (the next build tries again)."""
+    token = out_token(out_dir)
     current = current_folder(out_dir)
     builds = []
     for folder in out_dir.iterdir():
-        if folder.is_dir() and not folder.name.startswith(".") and (folder / MANIFEST).is_file():
-            builds.append(folder)
-    builds.sort(key=lambda f: (f.stat().st_mtime, f.name), reverse=True)
+        if not folder.name.startswith(".") and _made_by_knowl(folder, token):
+            builds.append((folder.lstat().st_mtime, folder.name, folder))
+    builds.sort(reverse=True)
     removed = []
     kept = 1 if current is not None else 0
-    for folder in builds:
-        if current is not None and folder.resolve() == current.resolve():
+    for _mtime, name, folder in builds:
+        if current is not None and name == current.name:
             continue
         if kept < keep:
             kept += 1
             continue
-        shutil.rmtree(folder, ignore_errors=True)
-        removed.append(folder.name)
+        if _remove_build(folder):
+            removed.append(name)
     return removed
 
 
-# --- opening and verifying ----------------------------------------------------------------
+def _remove_build(folder: Path) -> bool:
+    """Delete a build folder unless a reader holds it (the exclusive lock on its manifest is
+    kept while deleting, so a reader arriving meanwhile sees it vanish and moves on)."""
+    try:
+        fd: int | None = _open_regular(folder / MANIFEST)
+    except OSError:
+        fd = None  # no manifest: no reader can hold it
+    try:
+        if fd is not None and fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False  # a reader is using it: the next build prunes it
+            except OSError:
+                pass  # a file system without locks: prune as without fcntl
+        _forget(folder)
+        shutil.rmtree(folder, ignore_errors=True)  # rmtree never follows symlinks
+        return True
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+# --- opening ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class Artifact:
+    """An opened, validated artifact folder, pinned (`hold`) until `close()`."""
+
     folder: Path
     manifest: dict[str, Any]
+    hold: Hold | None = None
 
     def path(self, name: str) -> Path:
         return self.folder / name
 
+    def close(self) -> None:
+        if self.hold is not None:
+            self.hold.close()
+
 
 def read_manifest(folder: Path) -> dict[str, Any]:
     try:
-        manifest = json.loads((folder / MANIFEST).read_bytes())
+        manifest = json.loads(_read_regular(folder / MANIFEST))
     except FileNotFoundError:
         raise ArtifactError(f"{folder}: not a knowl-build artifact (no {MANIFEST})") from None
-    except (OSError, ValueError) as exc:
-        raise ArtifactError(f"{folder}: {MANIFEST} is unreadable or not JSON ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not JSON"
+        raise ArtifactError(f"{folder}: {MANIFEST} is unreadable ({reason})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ArtifactError(f"{folder}: {MANIFEST} is not a knowl-build manifest")
-    version = str(manifest.get("schema_version", ""))
-    if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+    version = manifest.get("schema_version")
+    major = version.split(".")[0] if isinstance(version, str) else ""
+    if major != SCHEMA_VERSION.split(".")[0]:
+        plain = isinstance(version, str) and re.fullmatch(r"[0-9A-Za-z.+-]{1,20}", version)
         raise ArtifactError(
-            f"{folder}: artifact schema {version or '?'} is not readable by this knowl "
+            f"{folder}: artifact schema {version if plain else '?'} is not readable by this knowl "
             f"(reads {SCHEMA_VERSION.split('.')[0]}.x); rebuild it with this version"
         )
     if not isinstance(manifest.get("files"), dict):
@@ -201,19 +463,59 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return manifest
 
 
+def open_artifact(folder: Path) -> Artifact:
+    """Open an artifact folder for reading: pin it (so no build prunes it while it is read),
+    then refuse a corrupt or hostile one with a one-line reason. When the folder vanished
+    between resolving CURRENT and pinning it (a build pruned it), the build CURRENT names now
+    is opened instead, once. The full validation (`validate`) runs unless this machine
+    already validated this exact state of the folder (see `_state`)."""
+    try:
+        pinned = hold(folder)
+    except Vanished:
+        newer = successor(folder)
+        if newer is None:
+            raise
+        folder, pinned = newer, hold(newer)
+    try:
+        return Artifact(folder, _checked_manifest(folder), pinned)
+    except BaseException:
+        pinned.close()
+        raise
+
+
+def _checked_manifest(folder: Path) -> dict[str, Any]:
+    manifest = read_manifest(folder)
+    state = _state(folder)
+    if state is None or not _validated(folder, state):
+        problems = validate(folder)
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise ArtifactError(
+                f"{folder}: corrupt artifact: {problems[0]}{more}; run knowl verify"
+            )
+        if state is not None:
+            _remember(folder, state)
+    return manifest
+
+
 def verify(folder: Path, *, full: bool = True) -> list[str]:
-    """Problems with an artifact: checksums of every file (`full`), or on open the checksums
-    of the JSON files and the sizes of the index files."""
+    """Problems with an artifact: everything `validate` checks (`full`), or only the
+    checksums of the JSON files and the sizes of the index files."""
+    if full:
+        state = _state(folder)
+        problems = validate(folder)
+        if not problems and state is not None:
+            _remember(folder, state)
+        return problems
     manifest = read_manifest(folder)
     problems = []
-    files: dict[str, str] = manifest["files"]
-    sizes: dict[str, int] = manifest.get("sizes", {})
-    for name, expected in sorted(files.items()):
+    sizes = manifest.get("sizes")
+    sizes = sizes if isinstance(sizes, dict) else {}
+    for name, expected in sorted(manifest["files"].items()):
         path = folder / name
-        if not path.is_file():
-            problems.append(f"{name}: missing")
-            continue
-        if full or name in JSON_FILES or not name.startswith("index/"):
+        if not _safe_name(name) or not path.is_file():
+            problems.append(f"{_shown(name)}: missing")
+        elif not name.startswith("index/") or name in INDEX_JSON:
             if sha256_file(path) != expected:
                 problems.append(f"{name}: checksum mismatch")
         elif name in sizes and path.stat().st_size != sizes[name]:
@@ -221,17 +523,567 @@ def verify(folder: Path, *, full: bool = True) -> list[str]:
     return problems
 
 
-def open_artifact(folder: Path) -> Artifact:
-    """Open and check an artifact folder; refuse a corrupt one with a one-line reason."""
-    problems = verify(folder, full=False)
+# --- full validation ------------------------------------------------------------------------------
+
+
+def validate(folder: Path) -> list[str]:
+    """Every problem of an artifact folder, relative to its manifest.
+
+    Checks the manifest's shape; that the folder holds exactly the files the manifest lists
+    (regular files, no symlinks), each with its size and sha256; that every JSON file parses
+    and has the shape of its schema, record by record (with the catalog's offsets pointing at
+    the matching pages.jsonl lines); and that the Whoosh index opens through the restricted
+    unpickler and every pickle in it decodes (`index.verify_index`).
+
+    What an empty list proves: the folder is intact against its own manifest, and no file in
+    it can make a reader run code or fail with anything but a one-line error. It does not
+    prove where the artifact came from: anyone can write a consistent manifest, so this is
+    integrity and safety, not authenticity."""
+    manifest = read_manifest(folder)
+    problem = _MANIFEST(manifest)
+    if problem is not None:
+        return [f"{MANIFEST}: {_where(problem)}"]
+    contents, problems = _check_files(folder, manifest)
     if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise ArtifactError(f"{folder}: corrupt artifact: {problems[0]}{more}; run knowl verify")
-    return Artifact(folder, read_manifest(folder))
+        return problems
+    problems = _check_records(contents)
+    if problems:
+        return problems
+    if "vectors/meta.json" in contents:
+        problems = _check_vectors(folder, contents["vectors/meta.json"])
+        if problems:
+            return problems
+    from knowl_build.index import verify_index
+
+    return [f"index: {p}" for p in verify_index(folder / "index")]
 
 
-def resolve_artifact(out_dir: Path) -> Path:
-    folder = current_folder(out_dir)
-    if folder is None:
-        raise ArtifactError(f"no published build in {out_dir} (run knowl build first)")
-    return folder
+def _shown(name: str) -> str:
+    """A name from a file, safe to print on one line."""
+    return repr(name[:60] + ("..." if len(name) > 60 else ""))
+
+
+def _safe_name(name: str) -> bool:
+    """A manifest entry names a file inside the folder, at the top or under index/, vectors/."""
+    pure = PurePosixPath(name)
+    parts = pure.parts
+    return (
+        bool(parts)
+        and not pure.is_absolute()
+        and "\\" not in name
+        and all(part not in ("", ".", "..") for part in parts)
+        and pure.as_posix() == name
+        and (len(parts) == 1 or (len(parts) == 2 and parts[0] in ("index", "vectors")))
+        and name not in (MANIFEST, BUILD_MARKER)
+        and all(ch.isprintable() for ch in name)
+    )
+
+
+def _listing(folder: Path) -> tuple[dict[str, os.stat_result], list[str]]:
+    """Every entry below `folder` by relative name (lstat), and what is not a regular file."""
+    found: dict[str, os.stat_result] = {}
+    odd: list[str] = []
+    stack = [("", folder)]
+    while stack:
+        prefix, here = stack.pop()
+        with os.scandir(here) as entries:
+            for entry in entries:
+                name = prefix + entry.name
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISDIR(info.st_mode) and not prefix:
+                    stack.append((name + "/", Path(entry.path)))
+                elif stat.S_ISREG(info.st_mode):
+                    found[name] = info
+                else:
+                    odd.append(name)
+    return found, odd
+
+
+def _check_files(folder: Path, manifest: dict[str, Any]) -> tuple[dict[str, bytes], list[str]]:
+    """The folder holds exactly the listed files, with their sizes and checksums; returns the
+    bytes of the JSON files (hashed and parsed from the same read)."""
+    files: dict[str, str] = manifest["files"]
+    sizes: dict[str, int] = manifest.get("sizes", {})
+    problems = [
+        f"{_shown(n)}: not a file name inside the artifact" for n in files if not _safe_name(n)
+    ]
+    if problems:
+        return {}, problems
+    for name in (*JSON_FILES, *INDEX_JSON):
+        if name not in files:
+            problems.append(f"{name}: missing from the manifest")
+    if not any(re.fullmatch(r"index/_MAIN_[0-9]+\.toc", n) for n in files):
+        problems.append("index: no table of contents in the manifest")
+    try:
+        found, odd = _listing(folder)
+    except OSError as exc:
+        return {}, [f"cannot list the folder ({exc.strerror})"]
+    problems += [f"{_shown(n)}: not a regular file" for n in sorted(odd)]
+    extra = set(found) - set(files) - {MANIFEST, BUILD_MARKER}
+    problems += [f"{_shown(n)}: not listed in the manifest" for n in sorted(extra)]
+    contents: dict[str, bytes] = {}
+    for name, expected in sorted(files.items()):
+        if name not in found:
+            problems.append(f"{name}: missing")
+        elif name in sizes and found[name].st_size != sizes[name]:
+            problems.append(f"{name}: size differs from the manifest")
+        elif name.endswith((".json", ".jsonl")):
+            data = (folder / name).read_bytes()
+            if hashlib.sha256(data).hexdigest() != expected:
+                problems.append(f"{name}: checksum mismatch")
+            contents[name] = data
+        elif sha256_file(folder / name) != expected:
+            problems.append(f"{name}: checksum mismatch")
+    return contents, problems
+
+
+# --- JSON schemas -----------------------------------------------------------------------------------
+#
+# A check takes a parsed JSON value and returns None, or where and what is wrong. Messages
+# name keys and positions from the schema, never a value from the file (which could be huge,
+# hold a secret, or span lines). Extra keys are allowed: minor schema versions add fields.
+
+Problem = tuple[str, str]
+Check = Callable[[Any], Problem | None]
+MAX_INT = 1 << 53
+
+
+def _where(problem: Problem) -> str:
+    path, what = problem
+    return f"'{path.lstrip('.')}' {what}" if path else what
+
+
+def _kind(*kinds: type, what: str) -> Check:
+    def check(value: Any) -> Problem | None:
+        return None if type(value) in kinds else ("", f"must be {what}")
+
+    return check
+
+
+STR = _kind(str, what="a string")
+OPT_STR = _kind(str, type(None), what="a string or null")
+BOOL = _kind(bool, what="true or false")
+DICT = _kind(dict, what="an object")
+
+
+def _int(low: int = 0, high: int = MAX_INT) -> Check:
+    def check(value: Any) -> Problem | None:
+        ok = type(value) is int and low <= value <= high
+        return None if ok else ("", f"must be a whole number from {low} to {high}")
+
+    return check
+
+
+def _number(low: float = -math.inf) -> Check:
+    def check(value: Any) -> Problem | None:
+        ok = type(value) in (int, float) and math.isfinite(value) and value >= low
+        return None if ok else ("", f"must be a finite number from {low}")
+
+    return check
+
+
+INT = _int()
+
+
+def _opt(check: Check) -> Check:
+    return lambda value: None if value is None else check(value)
+
+
+def _one_of(*values: Any) -> Check:
+    def check(value: Any) -> Problem | None:
+        ok = type(value) is str and value in values
+        return None if ok else ("", f"must be one of {', '.join(values)}")
+
+    return check
+
+
+def _obj(optional: dict[str, Check] | None = None, **shape: Check) -> Check:
+    """An object with the keys of `shape` (and maybe those of `optional`), each passing its
+    check; other keys are allowed."""
+    items = tuple(shape.items())
+    extra = tuple((optional or {}).items())
+
+    def check(value: Any) -> Problem | None:
+        if type(value) is not dict:
+            return ("", "must be an object")
+        for key, sub in items:
+            if key not in value:
+                return (f".{key}", "is missing")
+            problem = sub(value[key])
+            if problem is not None:
+                return (f".{key}{problem[0]}", problem[1])
+        for key, sub in extra:
+            problem = sub(value[key]) if key in value else None
+            if problem is not None:
+                return (f".{key}{problem[0]}", problem[1])
+        return None
+
+    return check
+
+
+def _list(item: Check) -> Check:
+    def check(value: Any) -> Problem | None:
+        if type(value) is not list:
+            return ("", "must be a list")
+        for i, element in enumerate(value):
+            problem = item(element)
+            if problem is not None:
+                return (f"[{i}]{problem[0]}", problem[1])
+        return None
+
+    return check
+
+
+def _strings(value: Any) -> Problem | None:
+    ok = type(value) is list and all(type(x) is str for x in value)
+    return None if ok else ("", "must be a list of strings")
+
+
+def _text_or_strings(value: Any) -> Problem | None:
+    ok = type(value) is str or _strings(value) is None
+    return None if ok else ("", "must be a string or a list of strings")
+
+
+def _map(item: Check) -> Check:
+    """An object with any string keys, each value passing `item`."""
+
+    def check(value: Any) -> Problem | None:
+        if type(value) is not dict:
+            return ("", "must be an object")
+        for element in value.values():
+            problem = item(element)
+            if problem is not None:
+                return (f"[…]{problem[0]}", problem[1])
+        return None
+
+    return check
+
+
+HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def _hex64(value: Any) -> Problem | None:
+    ok = type(value) is str and HEX64.fullmatch(value) is not None
+    return None if ok else ("", "must be a sha256 (64 hex digits)")
+
+
+_COMMIT = _opt(_obj(commit=OPT_STR))
+_MANIFEST = _obj(
+    tool_version=STR,
+    build_id=_kind(str, what="a string"),
+    commit=OPT_STR,
+    dirty=BOOL,
+    inputs_sha256=STR,
+    config_sha256=STR,
+    built_at=STR,
+    repo=STR,
+    counts=_map(INT),
+    error_count=INT,
+    search=_obj(boosts=_map(_number(0.0)), max_caveats=_int(0, 10_000)),
+    files=_map(_hex64),
+    optional={"sizes": _map(INT)},
+)
+_FIELDS = _obj(
+    summary=STR,
+    tags=_strings,
+    sl_refs=_strings,
+    refs=_strings,
+    usage_mode=STR,
+    category=OPT_STR,
+    status=STR,
+    superseded_by=OPT_STR,
+    freshness=STR,
+    confidence=_number(),
+    source=OPT_STR,
+    source_commit=OPT_STR,
+    affected_paths=_strings,
+    conflict=_opt(_obj(key=STR, normalized_key=STR, scope=DICT, exclusive=BOOL)),
+    visibility=STR,
+    reasoning=OPT_STR,
+    alternatives=_strings,
+    steps=_strings,
+    provenance=STR,
+    last_validated_at=OPT_STR,
+    bound_fingerprints=_map(STR),
+    frozen=BOOL,
+)
+_FRESHNESS = _obj(value=STR, reasons=_list(_obj(code=STR, message=STR)))
+_RECORD = _obj(
+    id=STR,
+    scope=STR,
+    owner=OPT_STR,
+    path=STR,
+    title=STR,
+    frontmatter=DICT,
+    fields=_FIELDS,
+    body=STR,
+    raw_body=STR,
+    headings=_list(_obj(level=INT, text=STR, line=INT)),
+    links=_list(_obj(target=STR, kind=STR, heading=OPT_STR, line=INT, column=INT)),
+    freshness=_FRESHNESS,
+    drift=_list(_obj(entity=STR, bound=STR, live=STR, changed_in=_COMMIT)),
+    last_commit=_COMMIT,
+)
+_CATALOG_ENTRY = _obj(
+    key=STR,
+    id=STR,
+    scope=STR,
+    owner=OPT_STR,
+    title=STR,
+    summary=STR,
+    tags=_strings,
+    sl_refs=_strings,
+    usage_mode=STR,
+    category=OPT_STR,
+    status=STR,
+    superseded_by=OPT_STR,
+    visibility=STR,
+    freshness=STR,
+    drift_flag=BOOL,
+    offset=INT,
+)
+_SCALAR = _kind(str, int, float, bool, type(None), what="a plain value")
+_NODE = _obj(id=STR, type=_one_of("page", "entity"), label=STR)
+_PAGE_NODE = _obj(scope=STR, page_id=STR, path=STR, usage_mode=STR, status=STR)
+_ENTITY_NODE = _obj(kind=STR)
+_EDGE = _obj(source=STR, target=STR, kind=STR, kinds=_strings)
+_GRAPH = _obj(
+    directed=_kind(bool, what="true"),
+    multigraph=_kind(bool, what="false"),
+    graph=_map(_SCALAR),
+    nodes=_list(_map(_SCALAR)),
+    edges=_list(_map(_text_or_strings)),
+)
+_ENTITIES = _obj(
+    entities=_list(
+        _obj(
+            name=STR,
+            kind=STR,
+            connection=STR,
+            source=STR,
+            member=OPT_STR,
+            definition=DICT,
+            file=STR,
+            line=INT,
+            fingerprint=STR,
+            introduced_in=_COMMIT,
+            changed_in=_COMMIT,
+        )
+    )
+)
+_DIAGNOSTICS = _obj(
+    version=INT,
+    diagnostics=_list(
+        _obj(
+            code=STR,
+            severity=_one_of("error", "warning", "info"),
+            path=STR,
+            line=INT,
+            column=INT,
+            end_line=_opt(INT),
+            end_column=_opt(INT),
+            message=STR,
+            hint=OPT_STR,
+        )
+    ),
+    summary=_obj(error=INT, warning=INT, info=INT),
+)
+_SHAPES: dict[str, Check] = {
+    "catalog.json": _obj(pages=_list(_CATALOG_ENTRY)),
+    "entities.json": _ENTITIES,
+    "graph.json": _GRAPH,
+    "diagnostics.json": _DIAGNOSTICS,
+    "signatures.json": _obj(graph=STR, pages=_map(STR)),
+    "index/stats.json": _obj(
+        doc_count=INT,
+        length_sums=_obj(title=INT, summary=INT, tags=INT, body=INT),
+    ),
+    "index/docs.json": _map(STR),
+    "vectors/meta.json": _obj(model=DICT, keys=_strings, digests=_strings, dim=_int(1, 65536)),
+}
+
+
+class _Malformed(Exception):
+    """A JSON file that does not parse or does not have its shape (the message says where)."""
+
+
+def _parsed(name: str, data: bytes, shape: Check) -> Any:
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise _Malformed(f"{name}: not valid JSON") from None
+    problem = shape(value)
+    if problem is not None:
+        raise _Malformed(f"{name}: {_where(problem)}")
+    return value
+
+
+def _check_records(contents: dict[str, bytes]) -> list[str]:
+    """Every JSON file against its schema; the graph's nodes and edges; the catalog against
+    pages.jsonl. One problem per file (the first): the rest of a broken file says little."""
+    problems = []
+    parsed: dict[str, Any] = {}
+    for name, shape in _SHAPES.items():
+        if name in contents:
+            try:
+                parsed[name] = _parsed(name, contents[name], shape)
+            except _Malformed as exc:
+                problems.append(str(exc))
+    if "graph.json" in parsed:
+        problems += _check_graph(parsed["graph.json"])
+    try:
+        lines = _check_pages(contents["pages.jsonl"])
+    except _Malformed as exc:
+        return [*problems, str(exc)]
+    if "catalog.json" in parsed:
+        problems += _check_catalog(parsed["catalog.json"]["pages"], lines)
+    return problems
+
+
+def _check_graph(graph: dict[str, Any]) -> list[str]:
+    """node_link_data of a DiGraph: the node and edge attributes the readers use."""
+    if graph["directed"] is not True or graph["multigraph"] is not False:
+        return ["graph.json: not a directed graph (networkx DiGraph)"]
+    for i, node in enumerate(graph["nodes"]):
+        problem = _NODE(node) or (_PAGE_NODE if node["type"] == "page" else _ENTITY_NODE)(node)
+        if problem is not None:
+            return [f"graph.json: 'nodes[{i}]{problem[0]}' {problem[1]}"]
+    for i, edge in enumerate(graph["edges"]):
+        problem = _EDGE(edge)
+        if problem is not None:
+            return [f"graph.json: 'edges[{i}]{problem[0]}' {problem[1]}"]
+    return []
+
+
+def _check_pages(data: bytes) -> dict[int, tuple[str, str, str]]:
+    """Each line of pages.jsonl against the record schema, split as the reader reads it (at
+    `\\n` only): line offset -> (path, id, scope)."""
+    lines: dict[int, tuple[str, str, str]] = {}
+    *complete, rest = data.split(b"\n")
+    if rest:
+        raise _Malformed(f"pages.jsonl line {len(complete) + 1}: truncated (no end of line)")
+    offset = 0
+    for number, line in enumerate(complete, start=1):
+        record = _parsed(f"pages.jsonl line {number}", line, _RECORD)
+        lines[offset] = (record["path"], record["id"], record["scope"])
+        offset += len(line) + 1
+    return lines
+
+
+def _check_catalog(
+    pages: list[dict[str, Any]], lines: dict[int, tuple[str, str, str]]
+) -> list[str]:
+    keys: set[str] = set()
+    for i, entry in enumerate(pages):
+        if lines.get(entry["offset"]) != (entry["key"], entry["id"], entry["scope"]):
+            return [f"catalog.json: 'pages[{i}]' does not point at its line of pages.jsonl"]
+        if entry["key"] in keys:
+            return [f"catalog.json: 'pages[{i}]' lists a page twice"]
+        keys.add(entry["key"])
+    return []
+
+
+def _check_vectors(folder: Path, data: bytes) -> list[str]:
+    meta = json.loads(data)
+    if len(meta["digests"]) != len(meta["keys"]):
+        return ["vectors/meta.json: keys and digests differ in number"]
+    try:
+        size = (folder / "vectors" / "vectors.f32").stat().st_size
+    except OSError:
+        return ["vectors/vectors.f32: missing"]
+    if size != 4 * meta["dim"] * len(meta["keys"]):
+        return ["vectors/vectors.f32: size does not match vectors/meta.json"]
+    return []
+
+
+# --- the validation memo ------------------------------------------------------------------------------
+#
+# Full validation reads every byte (about a second per 10k pages); a reader opens the same
+# build again and again. So a folder validated once on this machine is remembered, keyed by
+# its real path and every file's (size, mtime_ns, ctime_ns, inode), and by the manifest's
+# sha256. Any write to a file changes its ctime, which no user can set back, so a changed
+# file is validated again. The memo only spares work: the restricted unpickler guards every
+# read whatever the memo says. Without a writable cache folder, every open validates.
+
+MEMO_VERSION = 1
+MAX_MEMOS = 256  # the newest are kept; a pruned build's memo goes with it
+
+
+def _cache_folder() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "knowl-build" / "validated"
+
+
+def _memo_path(real: str) -> Path:
+    return _cache_folder() / (
+        hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".json"
+    )
+
+
+def _state(folder: Path) -> dict[str, Any] | None:
+    """This folder's identity and every file's stat, or None when it cannot be taken."""
+    try:
+        real = os.path.realpath(folder)
+        found, odd = _listing(Path(real))
+        manifest = hashlib.sha256(_read_regular(Path(real) / MANIFEST)).hexdigest()
+    except OSError:
+        return None
+    files = {
+        name: [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+        for name, info in sorted(found.items())
+    }
+    return {
+        "version": MEMO_VERSION,
+        "knowl": __version__,
+        "folder": real,
+        "manifest_sha256": manifest,
+        "files": files,
+        "other": sorted(odd),
+    }
+
+
+def _validated(folder: Path, state: dict[str, Any]) -> bool:
+    try:
+        memo = json.loads(_memo_path(state["folder"]).read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return bool(memo == state)
+
+
+def _remember(folder: Path, state: dict[str, Any]) -> None:
+    path = _memo_path(state["folder"])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".memo.", dir=path.parent)
+    except OSError:
+        return  # no cache: the next open validates again, which is only slower
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(dump_json(state))
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return
+    _trim(path.parent)
+
+
+def _trim(cache: Path) -> None:
+    """Keep the cache small: the MAX_MEMOS newest memos (memos of folders that are gone or
+    long unused go first)."""
+    try:
+        memos = [(entry.stat().st_mtime, entry.path) for entry in os.scandir(cache)]
+    except OSError:
+        return
+    if len(memos) <= MAX_MEMOS:
+        return
+    for _mtime, name in sorted(memos)[: len(memos) - MAX_MEMOS]:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+
+
+def _forget(folder: Path) -> None:
+    """Drop the memo of a build folder about to be deleted."""
+    with contextlib.suppress(OSError):
+        _memo_path(os.path.realpath(folder)).unlink()

@@ -15,6 +15,7 @@ from typing import Any
 from knowl_build.diagnostics import SEVERITY_CHOICES
 from knowl_build.errors import ConfigError
 from knowl_build.rules.registry import RULES_BY_CODE
+from knowl_build.secrets import use_extra_patterns
 
 BOOST_FIELDS = ("summary", "tags", "title", "body")
 
@@ -173,6 +174,20 @@ TOP_KEYS = [
 ]
 
 
+def _check_out_dir(top: _Reader, out_dir: str, *guarded: str) -> None:
+    """knowl prunes inside out_dir: never the project root, the knowledge or semantics folder,
+    a folder holding them, or a folder inside them."""
+    out = PurePosixPath(out_dir).parts
+    if not out:
+        raise top.error("out_dir", "must be a folder of its own, not the project root")
+    for name in guarded:
+        other = PurePosixPath(name).parts
+        if out[: len(other)] == other or other[: len(out)] == out:
+            raise top.error(
+                "out_dir", f"must be a folder of its own, apart from {name}/, got {out_dir!r}"
+            )
+
+
 def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
     """Validate a parsed table (knowl.toml's root or pyproject's [tool.knowl])."""
     top = _Reader(source, data, "", TOP_KEYS)
@@ -237,12 +252,15 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         if dbt_connection is not None and not re.fullmatch(r"[A-Za-z0-9_-]+", dbt_connection):
             raise dbt.error("connection", "must match [A-Za-z0-9_-]+")
     repo_name = top.get("repo_name", str, None)
+    knowledge_dir = top.relative_dir("knowledge_dir", "knowledge")
+    out_dir = top.relative_dir("out_dir", ".knowl/build")
+    _check_out_dir(top, out_dir, knowledge_dir, semantics_dir)
     return Config(
         dbt_project_dir=dbt_project_dir,
         dbt_connection=dbt_connection,
-        knowledge_dir=top.relative_dir("knowledge_dir", "knowledge"),
+        knowledge_dir=knowledge_dir,
         semantics_dir=semantics_dir,
-        out_dir=top.relative_dir("out_dir", ".knowl/build"),
+        out_dir=out_dir,
         staleness_days=top.positive_int("staleness_days", 90, 0),
         keep_builds=top.positive_int("keep_builds", 3, 1),
         repo_name=repo_name,
@@ -273,6 +291,13 @@ def _read_toml(path: Path, label: str) -> dict[str, Any]:
 
 def load_config(root: Path, explicit: Path | None = None) -> Config:
     """Read `--config FILE`, else knowl.toml, else [tool.knowl] in pyproject.toml, else defaults."""
+    config = _read_config(root, explicit)
+    # Every message of this run hides the project's own secret patterns too (secrets.redact).
+    use_extra_patterns(config.security.extra_patterns)
+    return config
+
+
+def _read_config(root: Path, explicit: Path | None) -> Config:
     if explicit is not None:
         label = str(explicit)
         data = _read_toml(explicit, label)

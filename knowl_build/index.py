@@ -13,13 +13,19 @@ slightly differently from a full build; with it, both rank identically.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import heapq
 import io
 import json
 import math
 import pickle
-from collections.abc import Callable, Mapping
+import re
+import shutil
+import zlib
+from array import array
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,88 +33,97 @@ from typing import Any
 from whoosh import fields, index
 from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter
 from whoosh.analysis.analyzers import Analyzer
+from whoosh.filedb.filestore import FileStorage
+from whoosh.util import random_name
+
+from knowl_build.errors import ArtifactError, KnowlError
 
 # --- safe loading: Whoosh stores parts of an index as pickles ----------------------------
-
-_SAFE_BUILTINS = frozenset(
-    {
-        "set",
-        "frozenset",
-        "dict",
-        "list",
-        "tuple",
-        "str",
-        "bytes",
-        "bytearray",
-        "int",
-        "float",
-        "bool",
-        "complex",
-        "slice",
-        "range",
-        "object",
-    }
-)
-_SAFE_GLOBALS = frozenset(
-    {
-        ("copyreg", "_reconstructor"),
-        ("re", "_compile"),
-        ("array", "array"),
-        ("_codecs", "encode"),
-        ("array", "_array_reconstructor"),
-        ("collections", "defaultdict"),
-        ("collections", "OrderedDict"),
-    }
-)
-
-
-_DATA_MODULES = (
-    "whoosh.fields",
-    "whoosh.analysis",
-    "whoosh.formats",
-    "whoosh.codec.whoosh3",
-    "whoosh.columns",
-    "whoosh.idsets",
-    "whoosh.lang",
-)
+#
+# An artifact may come from elsewhere (CI of another repository, a peer), so no byte of it may
+# make the reader run code (SPEC 9). Whoosh unpickles in two kinds of places, each with its
+# own exact allowlist of `(module, qualified name)` pairs, resolved here and never imported:
+#
+# - the TOC's segment list: the two segment classes and the `defaultdict(int)` of field
+#   lengths. The segment classes map to stand-ins that only record their state, which is
+#   checked field by field; genuine `W3Segment`s are then built from the checked values, so
+#   a crafted TOC never calls whoosh code, never sets an attribute of a whoosh class, and
+#   never names a file (segment ids become file names).
+# - everything else (posting blocks and their headers, stored fields, columns, compound
+#   directories, positions): plain containers only, no global at all.
+#
+# The stored schema is never unpickled: every index is opened with `schema()`.
+# The allowlists were derived by recording every `find_class` call while writing and reading
+# full, incremental (deletions, merges, several segments) indexes of real projects.
 
 
 class UnsafePickle(pickle.UnpicklingError):
-    pass
+    """A pickle in an index file names something knowl does not load."""
+
+
+class BadIndex(ValueError):
+    """An index file decodes, but not to what knowl writes."""
+
+
+class _StandIn:
+    """Records the state a pickle gives a whoosh object; nothing else runs.
+
+    `__setstate__` receives the state of BUILD; applied to the class itself (BUILD on a
+    global), it fails for want of an instance, so no class attribute is ever set."""
+
+    __slots__ = ("state",)
+
+    def __setstate__(self, state: object) -> None:
+        self.state = state
+
+
+class _SegmentState(_StandIn):
+    __slots__ = ()
+
+
+class _CodecState(_StandIn):
+    __slots__ = ()
+
+
+_TOC_GLOBALS: dict[tuple[str, str], Any] = {
+    ("whoosh.codec.whoosh3", "W3Segment"): _SegmentState,
+    ("whoosh.codec.whoosh3", "W3Codec"): _CodecState,
+    ("collections", "defaultdict"): defaultdict,
+    ("builtins", "int"): int,
+}
+_DATA_GLOBALS: dict[tuple[str, str], Any] = {}
+
+
+def _shown(name: str) -> str:
+    """A name from a file, safe to print on one line."""
+    return repr(name[:80] + ("..." if len(name) > 80 else ""))
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
-    """Admits Whoosh's own classes and plain builtins; anything else is refused."""
+    """Admits the exact `(module, name)` pairs of one allowlist; anything else is refused."""
 
-    _admitted: dict[tuple[str, str], Any] = {}  # noqa: RUF012 - a shared cache on purpose
+    def __init__(self, file: Any, admitted: Mapping[tuple[str, str], Any]) -> None:
+        super().__init__(file)
+        self._globals = admitted
 
     def find_class(self, module: str, name: str) -> Any:
-        key = (module, name)
-        if key in self._admitted:
-            return self._admitted[key]
-        found = None
-        if (
-            module in ("builtins", "__builtin__") and name in _SAFE_BUILTINS
-        ) or key in _SAFE_GLOBALS:
-            found = super().find_class(module, name)
-        elif not name.startswith("_") and module.startswith(_DATA_MODULES):
-            candidate = super().find_class(module, name)
-            # Whoosh's data classes (schemas, fields, analyzers, segments, formats); functions
-            # only from whoosh.lang (the stemmer a StemFilter refers to), never one that acts.
-            if isinstance(candidate, type) or module.startswith("whoosh.lang"):
-                found = candidate
-        if found is None:
-            raise UnsafePickle(f"refusing to load {module}.{name} from an index file")
-        self._admitted[key] = found
+        # Protocols 0-2 spell builtins `__builtin__`; dotted names (protocol 4) and private
+        # names are never admitted, whatever the module.
+        module = "builtins" if module == "__builtin__" else module
+        found = self._globals.get((module, name))
+        if found is None or "." in name or name.startswith("_"):
+            raise UnsafePickle(
+                f"an index file refers to {_shown(f'{module}.{name}')}, which knowl never loads"
+            )
         return found
 
 
 def safe_loads(data: bytes, **_kwargs: Any) -> Any:
-    return _RestrictedUnpickler(io.BytesIO(data)).load()
+    return _RestrictedUnpickler(io.BytesIO(data), _DATA_GLOBALS).load()
 
 
 def safe_load(handle: Any, **_kwargs: Any) -> Any:
-    return _RestrictedUnpickler(handle).load()
+    return _RestrictedUnpickler(handle, _DATA_GLOBALS).load()
 
 
 class _PickleShim:
@@ -122,20 +137,162 @@ class _PickleShim:
     UnpicklingError = pickle.UnpicklingError
 
 
+# A posting block holds at most a few hundred postings; a "block" that inflates past this is
+# a zip bomb, not an index.
+MAX_BLOCK_BYTES = 64 << 20
+
+
+def _bounded_decompress(data: bytes) -> bytes:
+    inflater = zlib.decompressobj()
+    out = inflater.decompress(data, MAX_BLOCK_BYTES)
+    if inflater.unconsumed_tail:
+        raise BadIndex(f"a posting block inflates beyond {MAX_BLOCK_BYTES} bytes")
+    return out
+
+
+class _ZlibShim:
+    """whoosh3's `zlib`, with a bound on what one block may inflate to."""
+
+    compress = staticmethod(zlib.compress)
+    decompress = staticmethod(_bounded_decompress)
+    error = zlib.error
+
+
+SEGMENT_ID = re.compile(r"[a-z0-9]{1,64}")
+_SEGMENT_KEYS = frozenset(
+    {"indexname", "segid", "_codec", "_doccount", "_deleted", "compound", "_fieldlengths"}
+)
+_CODEC_KEYS = frozenset({"_blocklimit", "_compression", "_inlinelimit"})
+MAX_SEGMENTS = 4096
+MAX_DOCS = 1 << 31
+
+
+def _int_in(value: object, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high
+
+
+def _state(obj: object, kind: type[_StandIn], keys: frozenset[str], what: str) -> dict[str, Any]:
+    state = getattr(obj, "state", None) if type(obj) is kind else None
+    if type(state) is not dict or set(state) != keys:
+        raise BadIndex(f"the index's table of contents holds a malformed {what}")
+    return state
+
+
+def _codec(obj: object) -> Any:
+    from whoosh.codec.whoosh3 import W3Codec
+
+    state = _state(obj, _CodecState, _CODEC_KEYS, "codec")
+    limits = (state["_blocklimit"], state["_compression"], state["_inlinelimit"])
+    if not (
+        _int_in(limits[0], 1, 1 << 16) and _int_in(limits[1], -1, 9) and _int_in(limits[2], 0, 1)
+    ):
+        raise BadIndex("the index's table of contents holds codec settings knowl never writes")
+    return W3Codec(*limits)
+
+
+def _segment(obj: object, fields: frozenset[str]) -> Any:
+    """A genuine W3Segment built from checked values of a stand-in's state."""
+    from whoosh.codec.whoosh3 import W3Segment
+
+    state = _state(obj, _SegmentState, _SEGMENT_KEYS, "segment")
+    segid, count, deleted = state["segid"], state["_doccount"], state["_deleted"]
+    lengths, compound = state["_fieldlengths"], state["compound"]
+    if (
+        state["indexname"] != INDEX_NAME
+        or type(segid) is not str
+        or not SEGMENT_ID.fullmatch(segid)
+    ):
+        raise BadIndex("the index's table of contents names a segment knowl never writes")
+    if not _int_in(count, 0, MAX_DOCS) or type(compound) is not bool:
+        raise BadIndex(f"segment {segid}: malformed document count or layout")
+    if deleted is not None and not (
+        type(deleted) in (set, frozenset) and all(_int_in(d, 0, count - 1) for d in deleted)
+    ):
+        raise BadIndex(f"segment {segid}: malformed deleted documents")
+    if type(lengths) not in (dict, defaultdict) or not all(
+        type(k) is str and k in fields and _int_in(v, 0, 1 << 62) for k, v in lengths.items()
+    ):
+        raise BadIndex(f"segment {segid}: malformed field lengths")
+    segment = W3Segment(
+        _codec(state["_codec"]), INDEX_NAME, count, segid, None if deleted is None else set(deleted)
+    )
+    segment.compound = compound
+    segment._fieldlengths = defaultdict(int, lengths)
+    return segment
+
+
+def _load_segments(handle: Any, fields: frozenset[str]) -> list[Any]:
+    try:
+        loaded = _RestrictedUnpickler(handle, _TOC_GLOBALS).load()
+    except UnsafePickle:
+        raise
+    except Exception as exc:  # a stand-in called with arguments, a truncated pickle, ...
+        raise BadIndex(
+            f"the index's table of contents does not decode ({type(exc).__name__})"
+        ) from None
+    if type(loaded) is not list or len(loaded) > MAX_SEGMENTS:
+        raise BadIndex("the index's table of contents is not a list of segments")
+    segments = [_segment(item, fields) for item in loaded]
+    if len({s.segid for s in segments}) != len(segments):
+        raise BadIndex("the index's table of contents names a segment twice")
+    return segments
+
+
+def _read_toc(
+    cls: Any, storage: Any, indexname: str, gen: int | None = None, schema: Any = None
+) -> Any:
+    """whoosh's `TOC.read` for knowl's indexes: our schema is given, the stored one is skipped
+    unread; no legacy loader (they unpickle without restriction); segments as `_load_segments`
+    rebuilds them, before any segment file is opened."""
+    from whoosh.index import _CURRENT_TOC_VERSION, EmptyIndexError, IndexVersionError
+    from whoosh.system import _FLOAT_SIZE, _INT_SIZE, _LONG_SIZE
+
+    if schema is None or indexname != INDEX_NAME:
+        raise BadIndex("an index is only opened with knowl's own schema and index name")
+    if gen is None:
+        gen = cls._latest_generation(storage, indexname)
+        if gen < 0:
+            raise EmptyIndexError(f"Index {indexname!r} does not exist in {storage!r}")
+    stream = storage.open_file(cls._filename(indexname, gen))
+    try:
+        sizes = (stream.read_varint(), stream.read_varint(), stream.read_varint())
+        if sizes != (_INT_SIZE, _LONG_SIZE, _FLOAT_SIZE) or stream.read_int() != -12345:
+            raise BadIndex("the index's table of contents has a foreign header")
+        version = stream.read_int()
+        release = (stream.read_varint(), stream.read_varint(), stream.read_varint())
+        if version != _CURRENT_TOC_VERSION:
+            raise IndexVersionError(f"Can't read format {version}", version)
+        stream.skip_string()  # the pickled schema: never loaded
+        if stream.read_int() != gen:
+            raise BadIndex("the index's table of contents names another generation")
+        stream.read_int()  # unused by whoosh
+        segments = _load_segments(stream.file, frozenset(schema.names()))
+    finally:
+        stream.close()
+    return cls(schema, segments, gen, version=version, release=release)
+
+
 def _restrict_whoosh_unpickling() -> None:
-    """Every place whoosh3 unpickles goes through the restricted unpickler (SPEC 9)."""
+    """Every place whoosh3 unpickles on the read path goes through a restricted unpickler
+    (SPEC 9); the TOC is read by `_read_toc`; the legacy TOC loaders are gone."""
     import whoosh.codec.whoosh3
     import whoosh.columns
     import whoosh.filedb.fileindex
     import whoosh.filedb.structfile
     import whoosh.formats
     import whoosh.index
+    import whoosh.legacy
 
     for module in (whoosh.codec.whoosh3, whoosh.columns, whoosh.formats):
         module.loads = safe_loads
     whoosh.filedb.structfile.load = safe_load
     whoosh.index.pickle = _PickleShim
     whoosh.filedb.fileindex.pickle = _PickleShim
+    whoosh.index.TOC.read = classmethod(_read_toc)
+    # The version -110 loader unpickles the stored schema with an unrestricted unpickler.
+    whoosh.legacy.toc_loaders.clear()
+    whoosh.index.toc_loaders.clear()
+    whoosh.codec.whoosh3.zlib = _ZlibShim
 
 
 _restrict_whoosh_unpickling()
@@ -154,6 +311,88 @@ def _frame_whoosh_pickles() -> None:
 
 
 _frame_whoosh_pickles()
+
+
+# --- turning whatever whoosh raises into one ArtifactError ----------------------------------
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """The UnsafePickle or BadIndex behind an exception whoosh wrapped, else the exception."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, UnsafePickle | BadIndex):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return exc
+
+
+def index_problem(exc: BaseException) -> str:
+    """One line saying why the index cannot be read."""
+    cause = _cause(exc)
+    if isinstance(cause, UnsafePickle | BadIndex):
+        return _one_line(str(cause))
+    return _one_line(f"the index is damaged ({type(cause).__name__}: {cause})")
+
+
+@contextlib.contextmanager
+def reading(folder: Path) -> Iterator[None]:
+    """Whatever a damaged or hostile index makes whoosh raise (struct.error, zlib.error,
+    TypeError, ...) becomes one ArtifactError naming the folder."""
+    try:
+        yield
+    except KnowlError:
+        raise
+    except Exception as exc:  # crafted bytes can make whoosh raise anything
+        raise ArtifactError(f"{folder}: {index_problem(exc)}") from None
+
+
+class _TrackedStorage(FileStorage):  # type: ignore[misc]
+    """A FileStorage that remembers the files it (and its temporary storage) opens: whoosh
+    leaves them open when a read or a write fails half-way, so `close_files` closes them."""
+
+    def __init__(self, folder: str, *, readonly: bool, opened: list[Any] | None = None) -> None:
+        super().__init__(folder, readonly=readonly)
+        self.opened: list[Any] = [] if opened is None else opened
+
+    def open_file(self, name: str, **kwargs: Any) -> Any:
+        handle = super().open_file(name, **kwargs)
+        self.opened.append(handle)
+        return handle
+
+    def create_file(self, name: str, **kwargs: Any) -> Any:
+        handle = super().create_file(name, **kwargs)
+        self.opened.append(handle)
+        return handle
+
+    def temp_storage(self, name: str | None = None) -> Any:
+        folder = Path(self.folder) / (name or f"{random_name()}.tmp")
+        return _TrackedStorage(str(folder), readonly=False, opened=self.opened).create()
+
+    def close_files(self) -> None:
+        for handle in self.opened:
+            if not handle.is_closed:
+                handle.close()
+        self.opened.clear()
+
+
+def open_index(folder: Path, *, readonly: bool = True) -> Any:
+    """The index in `folder`, opened with knowl's schema (never the stored one)."""
+    from whoosh.index import FileIndex
+
+    storage = _TrackedStorage(str(folder), readonly=readonly)
+    try:
+        return FileIndex(storage, schema=schema(), indexname=INDEX_NAME)
+    except BaseException:
+        storage.close_files()
+        raise
+
 
 TEXT_FIELDS = ("title", "summary", "tags", "body")
 STATS_FILE = "stats.json"
@@ -229,6 +468,10 @@ def _stats(ix: index.Index) -> dict[str, Any]:
     return {"doc_count": count, "length_sums": sums}
 
 
+def _has_index(folder: Path) -> bool:
+    return any(folder.glob(f"_{INDEX_NAME}_*.toc"))
+
+
 def write_index(
     folder: Path,
     digests: Mapping[str, str],
@@ -239,14 +482,47 @@ def write_index(
 
     `digests` names every document and its content digest; `document(key)` builds the ones
     that must be (re)indexed. One writer adds documents in key order; only documents whose
-    content changed are deleted and added again."""
+    content changed are deleted and added again. A previous index that cannot be read (damaged,
+    or refused by the restricted unpickler) is replaced by a full one."""
+    if incremental and _has_index(folder):
+        try:
+            with reading(folder):
+                return _write_index(folder, digests, document, incremental=True)
+        except (ArtifactError, OSError, ValueError):
+            shutil.rmtree(folder, ignore_errors=True)
+    return _write_index(folder, digests, document, incremental=False)
+
+
+def _write_index(
+    folder: Path,
+    digests: Mapping[str, str],
+    document: Callable[[str], IndexDocument],
+    incremental: bool,
+) -> IndexUpdate:
     previous: dict[str, str] = {}
-    if incremental and index.exists_in(str(folder), INDEX_NAME):
+    if incremental:
         previous = json.loads((folder / DOCS_FILE).read_text(encoding="utf-8"))
-        ix = index.open_dir(str(folder), indexname=INDEX_NAME)
+        if not isinstance(previous, dict):
+            raise BadIndex(f"{DOCS_FILE} is not a table of documents")
+        ix = open_index(folder, readonly=False)
     else:
         folder.mkdir(parents=True, exist_ok=True)
         ix = index.create_in(str(folder), schema(), indexname=INDEX_NAME)
+    try:
+        return _update(ix, folder, previous, digests, document)
+    except BaseException:
+        if isinstance(ix.storage, _TrackedStorage):
+            ix.storage.close_files()
+        raise
+
+
+def _update(
+    ix: Any,
+    folder: Path,
+    previous: dict[str, str],
+    digests: Mapping[str, str],
+    document: Callable[[str], IndexDocument],
+) -> IndexUpdate:
     stale = sorted(key for key in previous if previous[key] != digests.get(key))
     fresh = sorted(key for key in digests if previous.get(key) != digests[key])
     merged = False
@@ -274,6 +550,88 @@ def load_stats(folder: Path) -> dict[str, Any]:
     return json.loads((folder / STATS_FILE).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
+# --- full validation: every pickle of the index decodes ----------------------------------
+
+
+def verify_index(folder: Path) -> list[str]:
+    """Problems of the index in `folder`, found by decoding every pickle in it through the
+    restricted unpickler: the TOC, and in every segment every document's stored fields and
+    field lengths, every term of every field with all its posting blocks (ids, weights,
+    values) and positions. An empty list means no byte of the index can make a reader run
+    code or fail; it says nothing about where the index came from."""
+    try:
+        with reading(folder):
+            ix = open_index(folder)
+            try:
+                with ix.reader() as reader:
+                    for leaf, _offset in reader.leaf_readers():
+                        _walk_segment(leaf)
+            finally:
+                ix.storage.close_files()
+    except ArtifactError as exc:
+        return [str(exc).removeprefix(f"{folder}: ")]
+    return []
+
+
+def _walk_segment(leaf: Any) -> None:
+    from whoosh.codec.whoosh3 import W3LeafMatcher
+
+    count = leaf.doc_count_all()
+    lengths = [leaf._perdoc.doc_field_length_reader(name, 0) for name in TEXT_FIELDS]
+    for docnum in range(count):
+        stored = leaf.stored_fields(docnum)
+        if type(stored) is not dict or not all(
+            type(k) is str and type(v) is str for k, v in stored.items()
+        ):
+            raise BadIndex(f"segment {leaf.segment().segid}: malformed stored fields")
+        for length in lengths:
+            length(docnum)
+    terms = leaf._terms
+    codec = leaf.segment().codec()
+    for (fieldname, _text), info in terms.items():
+        fmt = leaf.schema[fieldname].format
+        matcher = codec.postings_reader(terms._postfile, info, fmt)
+        if isinstance(matcher, W3LeafMatcher):
+            _walk_blocks(matcher, count)
+        else:  # postings inlined in the term info
+            ids, weights, values = info.inlined_postings()
+            _check_postings(ids, weights, values, count, fmt)
+
+
+def _walk_blocks(matcher: Any, count: int) -> None:
+    while not matcher._atend:
+        matcher._read_ids()
+        matcher._read_weights()
+        matcher._read_values()
+        if not (len(matcher._ids) == len(matcher._weights) == matcher._blocklength):
+            raise BadIndex("a posting block's lengths disagree")
+        _check_postings(matcher._ids, matcher._weights, matcher._values, count, matcher.format)
+        matcher._next_block()
+
+
+# How whoosh pickles a position list (protocol 2, a list of small non-negative ints): most
+# values match this, so the unpickler runs only for the others.
+_POSITIONS = re.compile(rb"\x80\x02\]q\x00(?:(?:K.|M..|J....)a|\((?:K.|M..|J....)+e)*\.", re.DOTALL)
+
+
+def _check_postings(ids: Any, weights: Any, values: Any, count: int, fmt: Any) -> None:
+    if len(values) != len(ids) or (
+        ids and not (set(map(type, ids)) == {int} and min(ids) >= 0 and max(ids) < count)
+    ):
+        raise BadIndex("a posting block names documents the segment does not hold")
+    if type(weights) is not array and not set(map(type, weights)) <= {float, int}:
+        raise BadIndex("a posting block holds weights that are not numbers")
+    fixed = fmt.fixed_value_size()
+    if fixed is not None and fixed >= 0:
+        return  # fixed-size values are raw bytes, never unpickled
+    if not set(map(type, values)) <= {bytes}:
+        raise BadIndex("a posting holds a malformed position list")
+    # A value is a count, then the pickled list of position deltas.
+    for value in values:
+        if _POSITIONS.fullmatch(value, 4) is None and type(safe_loads(value[4:])) is not list:
+            raise BadIndex("a posting holds a malformed position list")
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     key: str
@@ -297,13 +655,18 @@ class Searcher:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.ix = index.open_dir(str(folder), indexname=INDEX_NAME)
-        self.reader = self.ix.reader()
+        with reading(folder):
+            self.ix = open_index(folder)
+            try:
+                self.reader = self.ix.reader()
+                self.leaves = list(self.reader.leaf_readers())
+            except BaseException:
+                self.ix.storage.close_files()
+                raise
         stats = load_stats(folder)
         self.doc_count = int(stats["doc_count"])
         count = self.doc_count or 1
         self.avg = {name: (stats["length_sums"].get(name, 0) / count) or 1 for name in TEXT_FIELDS}
-        self.leaves = list(self.reader.leaf_readers())
         self._norms: dict[tuple[int, str], list[float]] = {}
         self._keys: dict[int, str] = {}
 
@@ -352,6 +715,10 @@ class Searcher:
 
     def scores(self, terms: list[str], boosts: Mapping[str, float]) -> dict[int, float]:
         """Global document number -> score, for every document matching any term."""
+        with reading(self.folder):
+            return self._scores(terms, boosts)
+
+    def _scores(self, terms: list[str], boosts: Mapping[str, float]) -> dict[int, float]:
         acc: dict[int, float] = {}
         get = acc.get
         for field in TEXT_FIELDS:
@@ -376,16 +743,18 @@ class Searcher:
 
     def key(self, docnum: int) -> str:
         if docnum not in self._keys:
-            self._keys[docnum] = str(self.reader.stored_fields(docnum)["key"])
+            with reading(self.folder):
+                self._keys[docnum] = str(self.reader.stored_fields(docnum)["key"])
         return self._keys[docnum]
 
     def docnum(self, key: str) -> int | None:
         """The live document of a page key, looked up through the `key` field."""
-        for leaf, offset in self.leaves:
-            if ("key", key) in leaf:
-                matcher = leaf.postings("key", key)  # hides deleted documents
-                if matcher.is_active():
-                    return int(offset + matcher.id())
+        with reading(self.folder):
+            for leaf, offset in self.leaves:
+                if ("key", key) in leaf:
+                    matcher = leaf.postings("key", key)  # hides deleted documents
+                    if matcher.is_active():
+                        return int(offset + matcher.id())
         return None
 
     def query(self, terms: list[str], boosts: Mapping[str, float]) -> Scored:

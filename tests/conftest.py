@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -36,6 +38,8 @@ def project(tmp_path: Path) -> Callable[..., Project]:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("NO_COLOR", "1")
+    # knowl remembers validated artifacts in the user's cache: never the real one in tests.
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="knowl-test-cache-")
     # Git behaves the same on every machine: no user or system configuration (signing hooks,
     # templates), and an identity for the commits the tests and knowl's --commit make.
     empty = Path(__file__).resolve().parent / "golden" / "empty.gitconfig"
@@ -44,3 +48,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for key, value in (("GIT_AUTHOR_NAME", "Test Author"), ("GIT_AUTHOR_EMAIL", "author@example.invalid"),
                        ("GIT_COMMITTER_NAME", "Test Author"), ("GIT_COMMITTER_EMAIL", "author@example.invalid")):
         os.environ[key] = value
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.basename(cache).startswith("knowl-test-cache-"):
+        shutil.rmtree(cache, ignore_errors=True)

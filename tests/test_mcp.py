@@ -34,7 +34,8 @@ async def _session(args: list[str], body: Any) -> Any:
     from mcp.client.stdio import stdio_client
 
     # The SDK starts servers with a minimal environment: pass what the tests pin.
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "SOURCE_DATE_EPOCH", "KNOWL_EMBEDDINGS")
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "SOURCE_DATE_EPOCH", "KNOWL_EMBEDDINGS",
+                                     "XDG_CACHE_HOME")
            if k in os.environ}
     params = StdioServerParameters(command=sys.executable, args=["-m", "knowl_build", "mcp", *args],
                                    env=env)

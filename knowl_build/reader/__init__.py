@@ -35,8 +35,15 @@ class Reader:
         cls, path: str | Path, peers: Sequence[str | Path] = (), out_dir: str = ".knowl/build"
     ) -> Reader:
         """`path` is an artifact folder, or a project root (its current build is used)."""
-        store = Store.open(find_artifact(Path(path), out_dir))
-        return cls(store, [Store.open(find_artifact(Path(p))) for p in peers])
+        stores = [Store.open(find_artifact(Path(path), out_dir))]
+        try:
+            for peer in peers:
+                stores.append(Store.open(find_artifact(Path(peer))))
+        except BaseException:
+            for store in stores:
+                store.close()
+            raise
+        return cls(stores[0], stores[1:])
 
     def close(self) -> None:
         for store in [self.store, *self.peers]:

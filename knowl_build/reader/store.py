@@ -11,7 +11,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from knowl_build.artifacts import CURRENT, Artifact, open_artifact
+from knowl_build import artifacts
+from knowl_build.artifacts import MANIFEST, Artifact, open_artifact
 from knowl_build.errors import ArtifactError, KnowlError
 from knowl_build.pageref import candidates
 
@@ -35,6 +36,9 @@ def visible(page: dict[str, Any], user: str | None) -> bool:
 
 @dataclass
 class Store:
+    """An artifact open for reading. Its folder stays pinned (artifacts.open_artifact) until
+    `close()`, so a build that publishes meanwhile never prunes it from under a query."""
+
     artifact: Artifact
     pages: list[dict[str, Any]]
     by_key: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -44,8 +48,16 @@ class Store:
     def open(cls, folder: Path) -> Store:
         artifact = open_artifact(folder)
         try:
-            catalog = json.loads((folder / "catalog.json").read_bytes())
-            pages = catalog["pages"]
+            return cls._load(artifact)
+        except BaseException:
+            artifact.close()
+            raise
+
+    @classmethod
+    def _load(cls, artifact: Artifact) -> Store:
+        folder = artifact.folder
+        try:
+            pages = json.loads((folder / "catalog.json").read_bytes())["pages"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ArtifactError(f"{folder}: catalog.json is unreadable ({exc})") from None
         store = cls(artifact, pages)
@@ -105,9 +117,12 @@ class Store:
 
     def record(self, page: dict[str, Any]) -> dict[str, Any]:
         """The page's full record: one line of pages.jsonl, read at its offset."""
-        with (self.folder / "pages.jsonl").open("rb") as handle:
-            handle.seek(int(page["offset"]))
-            line = handle.readline()
+        try:
+            with (self.folder / "pages.jsonl").open("rb") as handle:
+                handle.seek(int(page["offset"]))
+                line = handle.readline()
+        except OSError as exc:
+            raise ArtifactError(f"{self.folder}: pages.jsonl cannot be read ({exc})") from None
         try:
             record: dict[str, Any] = json.loads(line)
         except ValueError:
@@ -139,6 +154,7 @@ class Store:
     def close(self) -> None:
         if "searcher" in self.__dict__:
             self.searcher.close()
+        self.artifact.close()
 
     @cached_property
     def caveats(self) -> list[dict[str, Any]]:
@@ -198,13 +214,11 @@ def page_node(page: dict[str, Any]) -> str:
 
 
 def find_artifact(path: Path, out_dir: str = ".knowl/build") -> Path:
-    """An artifact folder, or a project root / output folder whose CURRENT names one."""
-    if (path / "manifest.json").is_file():
+    """An artifact folder, or a project root / output folder whose CURRENT names one (a
+    corrupt CURRENT is an ArtifactError)."""
+    if (path / MANIFEST).is_file():
         return path
     for candidate in (path, path / out_dir):
-        current = candidate / CURRENT
-        if current.is_file():
-            name = current.read_text(encoding="utf-8").strip()
-            if name and "/" not in name and (candidate / name).is_dir():
-                return candidate / name
+        if artifacts.current_name(candidate) is not None:
+            return artifacts.resolve_artifact(candidate)
     raise ArtifactError(f"{path}: no knowl-build artifact here (no manifest.json or CURRENT)")
