@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 from knowl_build.config import Config
 from knowl_build.errors import KnowlError, UsageError
+from knowl_build.names import valid_user
+from knowl_build.secrets import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -68,7 +70,16 @@ def make_server(
     if artifact is None and out_dir is None:
         out_dir = Path.cwd() / config.out_dir
     readers = _Readers(artifact, out_dir)
-    server = MCPServer("knowl-build", instructions=INSTRUCTIONS)
+
+    class Server(MCPServer):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            # The SDK's message for arguments that fail validation quotes the values given.
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                raise type(exc)(redact(str(exc))) from exc.__cause__
+
+    server = Server("knowl-build", instructions=INSTRUCTIONS)
 
     def tool(description: str) -> Callable[[F], F]:
         """Register a tool whose KnowlErrors become MCP tool errors."""
@@ -96,6 +107,7 @@ def make_server(
     def search_knowledge(query: str, user: str | None = None, limit: int = 5) -> dict[str, Any]:
         if limit < 1:
             raise UsageError("limit must be at least 1")
+        user = valid_user(user, "user")
         result: dict[str, Any] = readers.get().search(query, user=user, limit=limit)
         return result
 
@@ -105,6 +117,7 @@ def make_server(
         "an id, global:<id> or user:<owner>:<id>. Relay its caveats."
     )
     def read_knowledge_page(page: str, user: str | None = None) -> dict[str, Any]:
+        user = valid_user(user, "user")
         result: dict[str, Any] = readers.get().show(page, user=user)
         return result
 
@@ -118,6 +131,7 @@ def make_server(
     ) -> dict[str, Any]:
         if depth < 0:
             raise UsageError("depth must be 0 or more")
+        user = valid_user(user, "user")
         result: dict[str, Any] = readers.get().traverse(pages, user=user, depth=depth)
         return result
 
@@ -126,6 +140,7 @@ def make_server(
         "from the last build. Use it to warn about knowledge that may be out of date."
     )
     def list_stale(user: str | None = None) -> dict[str, Any]:
+        user = valid_user(user, "user")
         result: dict[str, Any] = readers.get().stale(user=user)
         return result
 
@@ -134,6 +149,7 @@ def make_server(
         "status, summary and the body's diff. Needs the server started with --repo."
     )
     def knowledge_timeline(page: str, user: str | None = None) -> dict[str, Any]:
+        user = valid_user(user, "user")
         if repo is None:
             raise UsageError(
                 "knowledge_timeline needs the server started with --repo (it reads git)"
@@ -174,6 +190,7 @@ def make_server(
 
             if category not in CATEGORIES:
                 raise UsageError(f"category must be one of {', '.join(CATEGORIES)}")
+            user = valid_user(user, "user")
             request = Request(
                 category=category,
                 title=title,
@@ -201,7 +218,9 @@ def make_server(
         def supersede_knowledge(old: str, new: str, user: str | None = None) -> dict[str, Any]:
             from knowl_build.writes.governance import supersede
 
-            result = supersede(repo, config, old, new, user=user)
+            # The library checks the name and who may write both pages; the same rule and
+            # the same "no page" answer as the CLI.
+            result = supersede(repo, config, old, new, user=valid_user(user, "user"))
             return {
                 "superseded": old,
                 "superseded_by": new,

@@ -11,10 +11,12 @@ from typing import Any
 from knowl_build.config import Config
 from knowl_build.errors import UsageError
 from knowl_build.history import GitFailed, GitRepo, export_tree, page_versions, resolve_revision
+from knowl_build.names import valid_user
 from knowl_build.pageref import candidates as page_refs
+from knowl_build.pageref import check_ref, not_found
 from knowl_build.parse.frontmatter import split
 from knowl_build.parse.page import decode, parse_page
-from knowl_build.reader.store import PageNotFound, user_label
+from knowl_build.reader.store import PageNotFound
 from knowl_build.resolve import place
 from knowl_build.rules.security import SecretScanner
 
@@ -26,7 +28,7 @@ def _pick(pages: list[tuple[str, str, str]], ref: str, user: str | None) -> str:
         paths.setdefault((scope, page_id), path)
     found = next((paths[c] for c in page_refs(ref, user) if c in paths), None)
     if found is None:
-        raise PageNotFound(f"no page '{ref}' visible to {user_label(user)}")
+        raise PageNotFound(not_found(ref, user))
     return found
 
 
@@ -53,6 +55,7 @@ def _git(root: Path) -> GitRepo:
 
 def timeline(root: Path, config: Config, ref: str, user: str | None = None) -> dict[str, Any]:
     """Every committed version of the page, newest first, following renames."""
+    user, ref = valid_user(user), check_ref(ref)
     repo = _git(root)
     path = _pick(_working_pages(root, config), ref, user)
     versions = page_versions(repo, path)
@@ -100,6 +103,7 @@ def show_at(
     from knowl_build.build import build
     from knowl_build.reader import Reader
 
+    user, ref = valid_user(user), check_ref(ref)
     repo = _git(root)
     try:
         commit = resolve_revision(repo, rev)

@@ -2,26 +2,38 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-import difflib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from knowl_build.build import Analysis, Inputs, analyse, read_inputs, utc_today
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
-from knowl_build.errors import KnowlError, UsageError
-from knowl_build.files import atomic_write
+from knowl_build.errors import UsageError
 from knowl_build.model import Page
-from knowl_build.pageref import candidates
+from knowl_build.names import normalize_owner, valid_user
+from knowl_build.pageref import GLOBAL, candidates, not_found, writable
+from knowl_build.writes.pagefile import (
+    Change,
+    PageBytes,
+    WriteRefused,
+    write_changes,
+)
 
-
-class WriteRefused(KnowlError):
-    """A write that the rules refuse (exit 1); nothing was written."""
-
-    exit_code = 1
+__all__ = [
+    "Change",
+    "PageBytes",
+    "Tree",
+    "WriteRefused",
+    "answer_diagnostics",
+    "commit",
+    "quoted_timestamp",
+    "utc_now",
+    "write_changes",
+]
 
 
 def utc_now() -> str:
@@ -38,43 +50,68 @@ def quoted_timestamp(value: str) -> str:
     return f'"{value}"'
 
 
-@dataclass(slots=True)
-class Change:
-    path: str  # project-relative
-    before: str | None  # None for a new file
-    after: str
+def scope_of(path: str, knowledge_dir: str) -> str | None:
+    """The scope a file under the knowledge folder belongs to by its path (pages and other
+    files alike), or None for a file outside global/ and user/<owner>/."""
+    prefix = f"{knowledge_dir}/"
+    if not path.startswith(prefix):
+        return None
+    parts = path[len(prefix) :].split("/")
+    if len(parts) >= 2 and parts[0] == GLOBAL:
+        return GLOBAL
+    if len(parts) >= 3 and parts[0] == "user":
+        return f"user:{normalize_owner(parts[1])}"
+    return None
 
-    def diff(self) -> str:
-        before = [] if self.before is None else self.before.splitlines(keepends=True)
-        return "".join(
-            difflib.unified_diff(
-                before,
-                self.after.splitlines(keepends=True),
-                fromfile="/dev/null" if self.before is None else f"a/{self.path}",
-                tofile=f"b/{self.path}",
-            )
-        )
+
+def writer_view(inputs: Inputs, knowledge_dir: str, user: str | None) -> Inputs:
+    """The project as `user` sees it (SPEC 6.2): another user's pages and files are left out.
+
+    A write analyses this view, not the whole project, so nothing it answers (which page a
+    PAGE names, its checks and their messages, the candidates it reconciles with) can depend
+    on a page the writer may not see: another user's page is, to a write, a page that does not
+    exist. Project-wide checks (`knowl check` in CI) still see every page."""
+
+    def keep(path: str) -> bool:
+        scope = scope_of(path, knowledge_dir)
+        return scope is None or writable(scope, user)
+
+    found = inputs.discovery
+    discovery = dataclasses.replace(
+        found,
+        pages=[p for p in found.pages if keep(p)],
+        other_files=[p for p in found.other_files if keep(p)],
+        findings={p: f for p, f in found.findings.items() if keep(p)},
+    )
+    pages = {p: entry for p, entry in inputs.pages.items() if keep(p)}
+    return Inputs(discovery, pages, dict(inputs.semantics))
 
 
 @dataclass(slots=True)
 class Tree:
-    """The project as it is on disk, analysed, with overlays for changes not yet written."""
+    """The project as the writing user sees it, analysed once; edits are computed from the same
+    bytes the analysis read, and written only if the file still holds them."""
 
     root: Path
     config: Config
     inputs: Inputs
     analysis: Analysis
-    overlays: dict[str, str] = field(default_factory=dict)
+    user: str | None = None  # who writes; None: anonymous, who may write global pages only
 
     @classmethod
-    def load(cls, root: Path, config: Config) -> Tree:
-        inputs = read_inputs(root, config)
-        return cls(root, config, inputs, analyse(root, config, inputs=inputs, today=utc_today()))
+    def load(cls, root: Path, config: Config, user: str | None = None) -> Tree:
+        user = valid_user(user)
+        inputs = writer_view(read_inputs(root, config), config.knowledge_dir, user)
+        analysis = analyse(root, config, inputs=inputs, today=utc_today())
+        return cls(root, config, inputs, analysis, user)
+
+    def source(self, path: str) -> PageBytes:
+        """The page's bytes as the analysis read them, decoded for editing."""
+        data = self.inputs.pages.get(path, (None, ""))[0]
+        return PageBytes.read(self.root, path) if data is None else PageBytes.of(path, data)
 
     def text(self, path: str) -> str:
-        if path in self.overlays:
-            return self.overlays[path]
-        return (self.root / path).read_text(encoding="utf-8")
+        return self.source(path).text
 
     def with_changes(self, changes: list[Change]) -> Analysis:
         """The analysis the tree would have with `changes` written (nothing is written)."""
@@ -82,39 +119,31 @@ class Tree:
 
         inputs = Inputs(self.inputs.discovery, dict(self.inputs.pages), dict(self.inputs.semantics))
         for change in changes:
-            data = change.after.encode("utf-8")
+            data = change.data()
             inputs.pages[change.path] = (data, hashlib.sha256(data).hexdigest())
         return analyse(self.root, self.config, inputs=inputs, today=utc_today(), use_cache=False)
 
-    def page(self, ref: str, user: str | None = None) -> Page:
-        """PAGE (`id`, `global:<id>`, `user:<owner>:<id>`), as the reader resolves it."""
+    def page(self, ref: str) -> Page:
+        """PAGE (`id`, `global:<id>`, `user:<owner>:<id>`), as the reader resolves it for the
+        writing user: a global page or their own, the only pages they may change. Another
+        user's page answers exactly as a page that does not exist."""
+        user = self.user
         index = self.analysis.index.by_id  # (scope, id) -> pages, each list in path order
-        texts = (
-            [p for p in index.get(c, []) if p.parsed.text_ok]
-            for c in candidates(ref, user, any_owner=True)
-        )
+        texts = ([p for p in index.get(c, []) if p.parsed.text_ok] for c in candidates(ref, user))
         found = next(
             (min(pages, key=lambda p: p.path) for pages in texts if pages),
             None,
         )
-        if found is None:
-            raise WriteRefused(f"no page '{ref}'" + (f" visible to {user}" if user else ""))
+        if found is None or not writable(found.scope, user):
+            raise WriteRefused(not_found(ref, user))
         return found
 
     def errors_for(self, analysis: Analysis, path: str) -> list[Diagnostic]:
         return [d for d in analysis.diagnostics if d.path == path and d.severity == "error"]
 
-
-def write_changes(root: Path, changes: list[Change]) -> None:
-    """Each file is written to a temporary file and renamed into place."""
-    for change in changes:
-        target = root / change.path
-        if change.before is not None and target.read_text(encoding="utf-8") != change.before:
-            raise WriteRefused(f"{change.path} changed while the write was prepared; run it again")
-        if change.before is None and target.exists():
-            raise WriteRefused(f"{change.path} appeared while the write was prepared; run it again")
-    for change in changes:
-        atomic_write(root / change.path, change.after.encode("utf-8"))
+    def write(self, changes: list[Change]) -> list[str]:
+        """Write `changes`; the paths really written (see write_changes), in their order."""
+        return write_changes(self.root, self.config.knowledge_dir, changes)
 
 
 def commit(root: Path, paths: list[str], message: str) -> str:

@@ -13,6 +13,8 @@ from knowl_build.errors import KnowlError
 from knowl_build.parse.frontmatter import split
 from knowl_build.parse.yamlnodes import YamlProblem, YMap, YNode, YScalar, YSeq, compose, key_text
 
+_BOM = "\ufeff"
+
 
 class EditError(KnowlError):
     """The page cannot be edited safely (for example, its frontmatter is invalid)."""
@@ -26,9 +28,21 @@ class FrontmatterEditor:
     root: YMap | None = None
     fm_end: int = 0  # offset of the closing fence line
     newline: str = "\n"
+    bom: str = ""  # a leading byte-order mark, set aside while editing and given back
 
     @classmethod
     def of(cls, text: str) -> FrontmatterEditor:
+        """An editor for a page's text. One leading byte-order mark is set aside (SPEC 2
+        ignores it; the fence must come first) and given back by `result`: editing behind it
+        would add a second frontmatter block."""
+        if text.startswith(_BOM):
+            editor = cls._of(text[len(_BOM) :])
+            editor.bom = _BOM
+            return editor
+        return cls._of(text)
+
+    @classmethod
+    def _of(cls, text: str) -> FrontmatterEditor:
         editor = cls(text)
         editor.newline = "\r\n" if "\r\n" in text[: text.find("\n") + 1] else "\n"
         parts = split(text)
@@ -36,7 +50,7 @@ class FrontmatterEditor:
             raise EditError("frontmatter fence is not closed")
         if parts.frontmatter is None:
             # No frontmatter yet: edit a copy that starts with an empty block.
-            return cls.of(f"---{editor.newline}---{editor.newline}{text}")
+            return cls._of(f"---{editor.newline}---{editor.newline}{text}")
         try:
             composed = compose(parts.frontmatter)
         except YamlProblem as problem:
@@ -244,7 +258,7 @@ class FrontmatterEditor:
         )
         for _, (start, end, replacement) in ordered:
             text = text[:start] + replacement + text[end:]
-        return text
+        return self.bom + text
 
 
 def quoted(text: str) -> str:

@@ -4,16 +4,21 @@ An `sl_refs` entry whose entity was removed from the semantic layer is proposed 
 (with its `bound_fingerprints` entry), and `meta.last_validated_at` is set to null, since the
 page now needs a person's review. Frozen pages and pages vouched for by people
 (`human_curated`, `board_approved`) are reported, never edited.
+
+Only pages the user may write are looked at (global pages and the user's own; anonymous: global
+pages only): another user's page is neither edited nor named, as it is not visible.
 """
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from knowl_build.names import valid_user
+from knowl_build.pageref import writable
 from knowl_build.writes.edit import EditError, FrontmatterEditor
+from knowl_build.writes.pagefile import Change, PageBytes, WriteRefused, unified_diff, write_changes
 
 if TYPE_CHECKING:
     from knowl_build.build import Analysis
@@ -27,22 +32,21 @@ class Proposal:
     before: str
     after: str
     removed: tuple[str, ...]
+    original: bytes | None = None  # the file's bytes the proposal was computed from
+    bom: bool = False
 
     def diff(self) -> str:
-        return "".join(
-            difflib.unified_diff(
-                self.before.splitlines(keepends=True),
-                self.after.splitlines(keepends=True),
-                fromfile=f"a/{self.path}",
-                tofile=f"b/{self.path}",
-            )
-        )
+        return unified_diff(self.path, self.before, self.after)
+
+    def change(self) -> Change:
+        return Change(self.path, self.before, self.after, self.original, self.bom)
 
 
 @dataclass(slots=True)
 class FixPlan:
     proposals: list[Proposal] = field(default_factory=list)
     reported: list[str] = field(default_factory=list)  # what needs a person, one line each
+    knowledge_dir: str = "knowledge"
 
 
 def removed_refs(analysis: Analysis, path: str) -> list[str]:
@@ -59,10 +63,12 @@ def removed_refs(analysis: Analysis, path: str) -> list[str]:
     return gone
 
 
-def plan(analysis: Analysis) -> FixPlan:
-    result = FixPlan()
+def plan(analysis: Analysis, user: str | None = None) -> FixPlan:
+    """Proposals for the pages `user` may write (anonymous: global pages only)."""
+    user = valid_user(user)
+    result = FixPlan(knowledge_dir=analysis.config.knowledge_dir)
     for page in sorted(analysis.pages, key=lambda p: p.path):
-        if not page.parsed.text_ok:
+        if not page.parsed.text_ok or not writable(page.scope, user):
             continue
         gone = removed_refs(analysis, page.path)
         if not gone:
@@ -74,9 +80,13 @@ def plan(analysis: Analysis) -> FixPlan:
                 f"{page.path}: not edited ({why}): remove sl_ref {', '.join(gone)} by hand after review"
             )
             continue
-        before = (analysis.root / page.path).read_text(encoding="utf-8")
         try:
-            editor = FrontmatterEditor.of(before)
+            source = PageBytes.read(analysis.root, page.path)
+        except WriteRefused as exc:
+            result.reported.append(str(exc))
+            continue
+        try:
+            editor = FrontmatterEditor.of(source.text)
             bound = {b.entity for b in fields.bound_fingerprints}
             for name in gone:
                 editor.remove_list_item(["sl_refs"], name)
@@ -86,18 +96,13 @@ def plan(analysis: Analysis) -> FixPlan:
         except EditError as exc:
             result.reported.append(f"{page.path}: not edited: {exc}")
             continue
-        result.proposals.append(Proposal(page.path, before, editor.result(), tuple(gone)))
+        result.proposals.append(
+            Proposal(page.path, source.text, editor.result(), tuple(gone), source.data, source.bom)
+        )
     return result
 
 
 def apply(root: Path, fix_plan: FixPlan) -> list[str]:
-    from knowl_build.files import atomic_write
-
-    written = []
-    for proposal in fix_plan.proposals:
-        path = root / proposal.path
-        if path.read_text(encoding="utf-8") != proposal.before:
-            raise EditError(f"{proposal.path} changed while fixing; run knowl fix again")
-        atomic_write(path, proposal.after.encode("utf-8"))
-        written.append(proposal.path)
-    return written
+    """Write every proposal, or none: each file must still hold the bytes it was planned on.
+    Returns the paths really written, one per proposal (a symlinked page's target)."""
+    return write_changes(root, fix_plan.knowledge_dir, [p.change() for p in fix_plan.proposals])

@@ -10,6 +10,7 @@ from typing import Any
 from knowl_build.build import Analysis
 from knowl_build.config import Config
 from knowl_build.model import Page
+from knowl_build.pageref import check_ref
 from knowl_build.writes.common import (
     Change,
     Tree,
@@ -17,7 +18,6 @@ from knowl_build.writes.common import (
     commit,
     quoted_timestamp,
     utc_now,
-    write_changes,
 )
 from knowl_build.writes.edit import FrontmatterEditor
 from knowl_build.writes.store import _supersede_change
@@ -38,10 +38,13 @@ def supersede(
     user: str | None = None,
     do_commit: bool = False,
 ) -> WriteResult:
-    """Mark OLD superseded by NEW. Nothing is deleted."""
-    tree = Tree.load(root, config)
-    old = tree.page(old_ref, user)
-    new = tree.page(new_ref, user)
+    """Mark OLD superseded by NEW. Nothing is deleted. Both pages must be ones `user` may
+    write (global pages and their own); any other answers as a page that does not exist."""
+    # Names are checked before anything is read (or cached): a bad one writes nothing at all.
+    old_ref, new_ref = check_ref(old_ref), check_ref(new_ref)
+    tree = Tree.load(root, config, user)
+    old = tree.page(old_ref)
+    new = tree.page(new_ref)
     if old.path == new.path or (old.scope, old.id) == (new.scope, new.id):
         raise WriteRefused("a page cannot supersede itself")
     for page, role in ((old, "OLD"), (new, "NEW")):
@@ -70,9 +73,9 @@ def supersede(
     if errors:
         raise WriteRefused(f"{old.path}: {errors[0].message}")
     result = WriteResult([change])
-    write_changes(root, result.changes)
+    written = tree.write(result.changes)
     if do_commit:
-        result.commits.append(commit(root, [change.path], f"Supersede {old.id} with {new.id}"))
+        result.commits.append(commit(root, written, f"Supersede {old.id} with {new.id}"))
     return result
 
 
@@ -101,14 +104,16 @@ def review(
     force: bool = False,
     do_commit: bool = False,
 ) -> WriteResult:
-    """A person has re-read the pages: validation date now, fingerprints refreshed."""
-    tree = Tree.load(root, config)
+    """A person has re-read the pages: validation date now, fingerprints refreshed. Only
+    pages `user` may write (global pages and their own) are found."""
+    refs = [check_ref(ref) for ref in refs]
+    tree = Tree.load(root, config, user)
     layer = tree.analysis.layer
     now = quoted_timestamp(utc_now())
     changes = []
     refused = []
     for ref in refs:
-        page = tree.page(ref, user)
+        page = tree.page(ref)
         errors = tree.errors_for(tree.analysis, page.path)
         if errors:
             refused.append(
@@ -118,7 +123,7 @@ def review(
         if page.parsed.fields.frozen and not force:
             refused.append(f"{page.path}: frozen (use --force after reading it)")
             continue
-        before = tree.text(page.path)
+        source = tree.source(page.path)
         fields = page.parsed.fields
         fingerprints: dict[str, str] = {}
         for bound in fields.bound_fingerprints:
@@ -130,20 +135,20 @@ def review(
                 fingerprints.setdefault(ref_item.value, entity.fingerprint)
         # One edit at a time, each on the result of the last, so a mapping created by one
         # (a missing `meta:`) is there for the next.
-        text = _edited(before, "set_many", ["meta"], [("last_validated_at", now)])
+        text = _edited(source.text, "set_many", ["meta"], [("last_validated_at", now)])
         if fingerprints:
             items = [(name, f'"{fp}"') for name, fp in fingerprints.items()]
             text = _edited(text, "set_many", ["meta", "bound_fingerprints"], items)
         if "freshness" in page.parsed.frontmatter:
             text = _edited(text, "set_scalar", ["freshness"], "fresh")
-        changes.append((page, Change(page.path, before, text)))
+        changes.append((page, Change.edit(page.path, source, text)))
     if refused:
         raise WriteRefused("review refused, nothing was written: " + "; ".join(refused))
     result = WriteResult([change for _, change in changes])
-    write_changes(root, result.changes)
+    written = tree.write(result.changes)
     if do_commit:
-        for page, change in changes:
-            result.commits.append(commit(root, [change.path], f"Review {page.id}"))
+        for (page, _), path in zip(changes, written, strict=True):
+            result.commits.append(commit(root, [path], f"Review {page.id}"))
     return result
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,16 +22,20 @@ import yaml
 
 from knowl_build.bm25 import bm25_scores
 from knowl_build.config import Config
+from knowl_build.errors import UsageError
 from knowl_build.model import Page
+from knowl_build.names import valid_user
+from knowl_build.pageref import check_ref
 from knowl_build.resolve import GLOBAL, place
 from knowl_build.rules.fields import normalize_conflict_key
+from knowl_build.secrets import redact
 from knowl_build.writes.common import (
     Change,
     Tree,
+    WriteRefused,
     answer_diagnostics,
     commit,
     utc_now,
-    write_changes,
 )
 from knowl_build.writes.edit import FrontmatterEditor
 
@@ -113,9 +118,38 @@ def normalized(text: str) -> str:
     return _SPACES.sub(" ", text.lower()).strip()
 
 
-def slug(title: str) -> str:
+# A file name must leave room for what a write adds to it: `.md` and a collision suffix `-N`
+# (the temporary file a write renames into place has a short name of its own).
+_SUFFIX_ROOM = len("-") + 7
+_NAME_ROOM = len(".md") + _SUFFIX_ROOM
+_HASH_CHARS = 8
+NAME_MAX = 255  # the common limit, also where the repository may be cloned next
+
+
+def name_limit(folder: Path) -> int:
+    """The longest file name the file system holding `folder` (or its nearest existing
+    ancestor) accepts, never more than NAME_MAX so the repository stays portable."""
+    probe = folder
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    try:
+        limit = os.pathconf(probe, "PC_NAME_MAX")
+    except (AttributeError, OSError, ValueError):  # no pathconf (Windows) or no answer
+        return NAME_MAX
+    return NAME_MAX if limit <= 0 else min(limit, NAME_MAX)
+
+
+def slug(title: str, max_chars: int = NAME_MAX - _NAME_ROOM) -> str:
+    """The title lowercased, every run of characters other than a-z0-9 turned into `-`; an
+    empty slug is `page-<hash>`, a slug longer than `max_chars` is cut and gets `-<hash>`, so
+    two long titles that share a beginning still get two names."""
+    digest = hashlib.sha256(title.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
     text = _SLUG.sub("-", title.lower()).strip("-")
-    return text or f"page-{hashlib.sha256(title.encode()).hexdigest()[:8]}"
+    if not text:
+        return f"page-{digest}"
+    if len(text) > max_chars:
+        return f"{text[: max_chars - _HASH_CHARS - 1].rstrip('-')}-{digest}"
+    return text
 
 
 def first_sentence(content: str) -> str:
@@ -170,14 +204,19 @@ class Outcome:
     commit: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        # Page names come from titles and file names, which a secret may have reached.
         return {
             "action": self.action,
-            "page": self.page,
-            "path": self.path,
-            "superseded": self.superseded,
-            "overlapping": self.overlapping,
+            "page": _redacted(self.page),
+            "path": _redacted(self.path),
+            "superseded": _redacted(self.superseded),
+            "overlapping": _redacted(self.overlapping),
             "diagnostics": self.diagnostics,
         }
+
+
+def _redacted(text: str | None) -> str | None:
+    return None if text is None else redact(text)
 
 
 # --- the page text ---------------------------------------------------------------------------
@@ -251,20 +290,28 @@ def page_text(request: Request, tree: Tree, head: str | None) -> str:
 
 
 def target_path(request: Request, tree: Tree) -> str:
+    """Where the new page goes: the user name is validated here, where it becomes a path, so
+    no caller of the library can write outside `knowledge/user/<valid name>/`."""
     config = tree.config
+    user = valid_user(request.user)
     folder = (
-        f"{config.knowledge_dir}/global"
-        if request.user is None
-        else f"{config.knowledge_dir}/user/{request.user}"
+        f"{config.knowledge_dir}/global" if user is None else f"{config.knowledge_dir}/user/{user}"
     )
-    scope = GLOBAL if request.user is None else f"user:{request.user}"
+    scope = GLOBAL if user is None else f"user:{user}"
     taken = {p.id for p in tree.analysis.pages if p.scope == scope}
-    base = slug(request.title)
+    # A title holding a secret is refused (KB401); its answer must not spell the secret as a
+    # file name either.
+    title = redact(request.title)
+    base = slug(title, max(name_limit(tree.root / folder) - _NAME_ROOM, 2 * _HASH_CHARS))
     name, n = base, 1
-    while name in taken or (tree.root / folder / f"{name}.md").exists():
+    while name in taken or os.path.lexists(tree.root / folder / f"{name}.md"):
         n += 1
         name = f"{base}-{n}"
-    return f"{folder}/{name}.md"
+    path = f"{folder}/{name}.md"
+    where = place(path, config.knowledge_dir)
+    if where is None or where.scope != scope:  # the rule above makes this impossible; stay sure
+        raise WriteRefused(f"{path}: not a page of {scope}; nothing was written")
+    return path
 
 
 # --- reconciliation --------------------------------------------------------------------------
@@ -357,6 +404,12 @@ def plan(tree: Tree, request: Request) -> Outcome:
     """Decide what the write does; nothing is written here."""
     from knowl_build.history import GitRepo
 
+    # The tree is the project as the writer sees it; a request for another writer would be
+    # checked against the wrong view.
+    request.user = valid_user(request.user)
+    if request.user != tree.user:
+        raise UsageError("the store request's user is not the user the tree was loaded for")
+
     git = GitRepo.find(tree.root)
     head = git.head() if git is not None else None
     if request.source_commit and git is not None:
@@ -377,7 +430,7 @@ def plan(tree: Tree, request: Request) -> Outcome:
 
     superseded_page: Page | None = None
     if request.supersedes is not None:
-        superseded_page = tree.page(request.supersedes, request.user)
+        superseded_page = tree.page(request.supersedes)
         if superseded_page.parsed.fields.status != "active":
             return Outcome(
                 "refused",
@@ -471,11 +524,11 @@ def _ref_id(scope: str, page_id: str) -> str:
 
 
 def _supersede_change(tree: Tree, old: Page, new_id: str) -> Change:
-    before = tree.text(old.path)
-    editor = FrontmatterEditor.of(before)
+    source = tree.source(old.path)
+    editor = FrontmatterEditor.of(source.text)
     editor.set_scalar(["status"], "superseded")
     editor.set_scalar(["superseded_by"], _yaml_str(new_id))
-    return Change(old.path, before, editor.result())
+    return Change.edit(old.path, source, editor.result())
 
 
 def _yaml_str(value: str) -> str:
@@ -485,15 +538,17 @@ def _yaml_str(value: str) -> str:
 
 
 def store(root: Path, config: Config, request: Request, *, do_commit: bool = False) -> Outcome:
-    tree = Tree.load(root, config)
+    # A bad user name stops the write before anything is read or cached (exit 2).
+    request.user = valid_user(request.user)
+    if request.supersedes is not None:
+        check_ref(request.supersedes)
+    tree = Tree.load(root, config, request.user)
     outcome = plan(tree, request)
     if outcome.action != "inserted":
         if outcome.action == "refused":
             outcome.changes = []
         return outcome
-    write_changes(root, outcome.changes)
+    written = tree.write(outcome.changes)
     if do_commit:
-        outcome.commit = commit(
-            root, [c.path for c in outcome.changes], f"Store {request.category}: {request.title}"
-        )
+        outcome.commit = commit(root, written, f"Store {request.category}: {request.title}")
     return outcome

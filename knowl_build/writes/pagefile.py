@@ -1,0 +1,158 @@
+"""A page's bytes in, the same bytes out except the lines a write changes (SPEC 7).
+
+Edits work on text; a page is bytes. A page is decoded as UTF-8 without newline translation
+(CRLF stays CRLF, a lone CR stays a CR), a leading byte-order mark is set aside for editing and
+put back on write, and the file is replaced only when its bytes on disk are still the ones the
+edit was computed from. Where a write lands is decided here too: inside the page's own scope
+folder, through a symlink when the page is one, never anywhere else.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from knowl_build.errors import KnowlError
+from knowl_build.files import atomic_write
+from knowl_build.resolve import place
+
+BOM = b"\xef\xbb\xbf"
+
+
+class WriteRefused(KnowlError):
+    """A write that the rules refuse (exit 1); nothing was written."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PageBytes:
+    """A page as edits see it: `text` is the bytes after any BOM, decoded as they are."""
+
+    data: bytes
+    bom: bool
+    text: str
+
+    @classmethod
+    def of(cls, path: str, data: bytes) -> PageBytes:
+        bom = data.startswith(BOM)
+        try:
+            # bytes.decode never translates newlines (open() in text mode would).
+            text = data[len(BOM) :].decode("utf-8") if bom else data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise WriteRefused(f"{path}: is not UTF-8 text; not edited") from None
+        return cls(data, bom, text)
+
+    @classmethod
+    def read(cls, root: Path, path: str) -> PageBytes:
+        try:
+            data = (root / path).read_bytes()
+        except OSError as exc:
+            raise WriteRefused(f"{path}: cannot be read ({exc.strerror}); not edited") from None
+        return cls.of(path, data)
+
+
+@dataclass(slots=True)
+class Change:
+    """One file a write changes: `before` and `after` are text as edits see it; `original` is
+    the file's bytes the edit was computed from (None for a new file)."""
+
+    path: str  # project-relative
+    before: str | None  # None for a new file
+    after: str
+    original: bytes | None = None
+    bom: bool = False
+
+    @classmethod
+    def edit(cls, path: str, source: PageBytes, after: str) -> Change:
+        return cls(path, source.text, after, source.data, source.bom)
+
+    def data(self) -> bytes:
+        """The bytes to write: the edited text, behind the BOM the file had."""
+        try:
+            encoded = self.after.encode("utf-8")
+        except UnicodeEncodeError:
+            raise WriteRefused(f"{self.path}: the new text is not valid Unicode") from None
+        return BOM + encoded if self.bom else encoded
+
+    def diff(self) -> str:
+        return unified_diff(self.path, self.before, self.after)
+
+
+def unified_diff(path: str, before: str | None, after: str) -> str:
+    lines = [] if before is None else before.splitlines(keepends=True)
+    return "".join(
+        difflib.unified_diff(
+            lines,
+            after.splitlines(keepends=True),
+            fromfile="/dev/null" if before is None else f"a/{path}",
+            tofile=f"b/{path}",
+        )
+    )
+
+
+def write_target(root: Path, knowledge_dir: str, path: str) -> Path:
+    """The file a write of page `path` really changes.
+
+    The page must be a page path (SPEC 2.1), and what it resolves to, symlinks followed, must
+    be a page of the same scope inside the project: a link to a file of the same scope is
+    written through (the link stays a link), and anything else is refused, so no name and no
+    link can lead a write out of its place."""
+    parts = PurePosixPath(path).parts
+    where = (
+        place(path, knowledge_dir)
+        if path.startswith(f"{knowledge_dir}/")
+        and path.endswith(".md")
+        and not PurePosixPath(path).is_absolute()
+        and not any(part in ("", ".", "..") for part in parts)
+        else None
+    )
+    if where is None:
+        raise WriteRefused(f"{path}: not a page path under {knowledge_dir}/; not written")
+    real_root = Path(os.path.realpath(root))
+    real_knowledge = Path(os.path.realpath(root / knowledge_dir))
+    real = Path(os.path.realpath(root / path))
+    real_where = None
+    if real.is_relative_to(real_root) and real.is_relative_to(real_knowledge):
+        inner = real.relative_to(real_knowledge).as_posix()
+        real_where = place(f"{knowledge_dir}/{inner}", knowledge_dir) if inner != "." else None
+    if real_where is None or real_where.scope != where.scope or real.suffix != ".md":
+        raise WriteRefused(f"{path}: leads to a file outside its scope's folder; not written")
+    return real
+
+
+def write_changes(root: Path, knowledge_dir: str, changes: list[Change]) -> list[str]:
+    """Each file is written to a temporary file and renamed into place, once every file is
+    known to be as the write found it (its bytes, not a decoding of them) and to stay in its
+    place; so a refusal leaves every file as it was. Returns the project-relative paths really
+    written, one per change (a symlinked page's target), which is what a commit must add."""
+    targets = []
+    for change in changes:
+        target = write_target(root, knowledge_dir, change.path)
+        if change.before is None:
+            if os.path.lexists(root / change.path) or os.path.lexists(target):
+                raise WriteRefused(
+                    f"{change.path} appeared while the write was prepared; run it again"
+                )
+        else:
+            original = change.original
+            if original is None:
+                original = (BOM if change.bom else b"") + change.before.encode("utf-8")
+            try:
+                now = target.read_bytes()
+            except OSError:
+                now = None
+            if now != original:
+                raise WriteRefused(
+                    f"{change.path} changed while the write was prepared; run it again"
+                )
+        targets.append((target, change.data()))
+    real_root = Path(os.path.realpath(root))
+    written = []
+    for target, data in targets:
+        # Pages are the user's own work: on disk before the rename, the file mode kept.
+        atomic_write(target, data, durable=True)
+        written.append(target.relative_to(real_root).as_posix())
+    return written
