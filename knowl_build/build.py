@@ -6,6 +6,7 @@ an unchanged tree costs little more than reading and hashing its files.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -16,17 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from knowl_build import __version__
-from knowl_build.cache import ParseCache, ensure_knowl_dir
+from knowl_build.cache import CachePlace, ParseCache, cache_place
 from knowl_build.config import Config, SecurityConfig
 from knowl_build.diagnostics import Diagnostic, Finding
-from knowl_build.discover import Discovery, discover
-from knowl_build.errors import KnowlError
+from knowl_build.discover import Discovery, discover, shown_path
+from knowl_build.errors import KnowlError, UsageError
 from knowl_build.files import atomic_write
 from knowl_build.history import History
 from knowl_build.model import Page, ParsedPage
 from knowl_build.parse.page import not_text, parse_page
 from knowl_build.parse.semantics import SemanticLayer, load_semantic_layer
-from knowl_build.resolve import PageIndex, place
+from knowl_build.resolve import PageIndex, misplaced, place
 from knowl_build.rules.context import GitFacts, RuleContext
 from knowl_build.rules.freshness import Assessment, assess, check_freshness
 from knowl_build.rules.governance import check_governance
@@ -34,7 +35,7 @@ from knowl_build.rules.references import check_references
 from knowl_build.rules.security import SecretScanner
 
 NO_GIT_PATH = "."
-MEMO_FORMAT = 1
+MEMO_FORMAT = 2
 
 
 @dataclass(slots=True)
@@ -55,7 +56,9 @@ class Inputs:
             self.discovery.git is not None,
             self.discovery.knowledge_exists,
             sorted(self.discovery.other_files),
-            sorted(self.discovery.findings),
+            # The findings themselves: a symlink's target can change what is refused while
+            # every file's bytes stay the same.
+            sorted((p, [f.to_list() for f in fs]) for p, fs in self.discovery.findings.items()),
         ]
         digest.update(json.dumps(header).encode())
         for table in (self.pages, self.semantics):
@@ -86,6 +89,7 @@ class CheckResult:
     semantic_file_count: int
     knowledge_exists: bool
     changed: set[str] | None  # with --changed-only: the files findings were limited to
+    notices: list[str] = field(default_factory=list)  # one line each, for stderr
 
 
 def utc_today() -> dt.date:
@@ -111,8 +115,9 @@ def read_inputs(root: Path, config: Config) -> Inputs:
     inputs = Inputs(discovery)
     inputs.pages = {path: _read(base, path) for path in discovery.pages}
     semantic = list(discovery.semantic_files)
-    if discovery.dbt is not None:
-        semantic += [discovery.dbt.project_file, *discovery.dbt_files]
+    if discovery.dbt_project_file is not None:
+        semantic.append(discovery.dbt_project_file)
+    semantic += discovery.dbt_files
     inputs.semantics = {path: _read(base, path) for path in semantic}
     return inputs
 
@@ -184,17 +189,8 @@ def parse_pages(
         findings[path] = list(parsed.findings)
         where = place(path, config.knowledge_dir)
         if where is None:
-            findings[path].insert(
-                0,
-                Finding(
-                    "KB004",
-                    1,
-                    1,
-                    f"page '{path}' is outside {config.knowledge_dir}/global/ and "
-                    f"{config.knowledge_dir}/user/<owner>/",
-                    "move it under global/ or user/<owner>/",
-                ),
-            )
+            message, hint = misplaced(path, config.knowledge_dir)
+            findings[path].insert(0, Finding("KB004", 1, 1, message, hint))
             continue
         pages.append(Page(path, where.id, where.scope, where.owner, where.rel, parsed))
     return pages, findings
@@ -222,17 +218,23 @@ def analyse(
     use_cache: bool = True,
     today: dt.date | None = None,
     inputs: Inputs | None = None,
+    caches: CachePlace | None = None,
 ) -> Analysis:
-    """Validate the whole project: every file is read, every reference resolved."""
+    """Validate the whole project: every file is read, every reference resolved.
+
+    `caches` says where the caches live (default: `.knowl/cache/` when the project can be
+    written, else none); `use_cache=False` parses every page again (the history replay
+    still continues from its cache)."""
     inputs = inputs or read_inputs(root, config)
     discovery = inputs.discovery
     layer = load_layer(inputs)
-    cache = ParseCache(root, _cache_key(config), enabled=use_cache)
+    caches = caches if caches is not None else cache_place(root)
+    cache = ParseCache(caches.folder, _cache_key(config), enabled=use_cache)
     pages, page_findings = parse_pages(inputs, config, cache)
     cache.save()
     index = PageIndex.build(pages, discovery.other_files, config.knowledge_dir)
     text_pages = [p for p in pages if p.parsed.text_ok]
-    facts = gather_git_facts(root, config, discovery, layer, text_pages)
+    facts = gather_git_facts(root, config, discovery, layer, text_pages, caches.file(HISTORY_CACHE))
     context = RuleContext(
         pages=text_pages,
         index=index,
@@ -272,9 +274,16 @@ def analyse(
 
 
 def gather_git_facts(
-    root: Path, config: Config, discovery: Discovery, layer: SemanticLayer, pages: list[Page]
+    root: Path,
+    config: Config,
+    discovery: Discovery,
+    layer: SemanticLayer,
+    pages: list[Page],
+    cache: Path | None = None,
 ) -> GitFacts | None:
-    """History and the batched git answers the history rules need (None without git)."""
+    """History and the batched git answers the history rules need (None without git).
+
+    `cache` is the history replay's cache file (None: replay without one)."""
     if discovery.git is None:
         return None
     from knowl_build.fingerprints import trace
@@ -288,7 +297,7 @@ def gather_git_facts(
                 config,
                 layer,
                 discovery.dbt,
-                cache=root / ".knowl" / "cache" / "history.json",
+                cache=cache,
             )
         )
         sources = {p.parsed.fields.source_commit for p in pages if p.parsed.fields.source_commit}
@@ -316,8 +325,8 @@ def apply_severities(found: list[tuple[str, Finding]], config: Config) -> list[D
     return diagnostics
 
 
-def _memo_path(root: Path) -> Path:
-    return root / ".knowl" / "cache" / "check.json"
+HISTORY_CACHE = "history.json"
+MEMO_CACHE = "check.json"
 
 
 def _outside_files(toplevel: Path | None, paths: set[str]) -> dict[str, str | None]:
@@ -333,9 +342,9 @@ def _outside_files(toplevel: Path | None, paths: set[str]) -> dict[str, str | No
     return state
 
 
-def _load_memo(root: Path, key: str, toplevel: Path | None) -> dict[str, Any] | None:
+def _load_memo(path: Path, key: str, toplevel: Path | None) -> dict[str, Any] | None:
     try:
-        memo = json.loads(_memo_path(root).read_bytes())
+        memo = json.loads(path.read_bytes())
         if memo.get("format") != MEMO_FORMAT or memo.get("key") != key:
             return None
         outside = memo["outside"]
@@ -346,7 +355,7 @@ def _load_memo(root: Path, key: str, toplevel: Path | None) -> dict[str, Any] | 
         return None
 
 
-def _save_memo(root: Path, key: str, result: CheckResult, outside: dict[str, str | None]) -> None:
+def _save_memo(path: Path, key: str, result: CheckResult, outside: dict[str, str | None]) -> None:
     memo = {
         "format": MEMO_FORMAT,
         "key": key,
@@ -355,11 +364,9 @@ def _save_memo(root: Path, key: str, result: CheckResult, outside: dict[str, str
         "semantic_files": result.semantic_file_count,
         "outside": outside,
     }
-    try:
-        ensure_knowl_dir(root)
-        atomic_write(_memo_path(root), json.dumps(memo, separators=(",", ":")).encode())
-    except OSError:
-        pass  # a read-only checkout still checks; it is only slower next time
+    # A cache that cannot be written costs only speed next time: never fail a check for it.
+    with contextlib.suppress(OSError):
+        atomic_write(path, json.dumps(memo, separators=(",", ":")).encode())
 
 
 def check(
@@ -370,15 +377,19 @@ def check(
     use_cache: bool = True,
     today: dt.date | None = None,
 ) -> CheckResult:
-    """`knowl check`: validate everything, write nothing but the caches.
+    """`knowl check`: validate everything, write nothing but the caches (and those only when
+    the project can be written: a read-only tree is checked without them, with a notice).
 
     Validation always covers the whole project; `changed_only` filters what is reported."""
     today = today or utc_today()
+    caches = cache_place(root)
+    notices = [caches.notice] if caches.notice else []
+    memo_file = caches.file(MEMO_CACHE) if use_cache else None
     inputs = read_inputs(root, config)
     key = inputs.fingerprint(config, today)
     git = inputs.discovery.git
     toplevel = git.toplevel if git is not None else None
-    memo = _load_memo(root, key, toplevel) if use_cache else None
+    memo = _load_memo(memo_file, key, toplevel) if memo_file is not None else None
     if memo is not None:
         result = CheckResult(
             [Diagnostic.from_json(d) for d in memo["diagnostics"]],
@@ -386,34 +397,42 @@ def check(
             memo["semantic_files"],
             inputs.discovery.knowledge_exists,
             None,
+            notices,
         )
     else:
-        analysis = analyse(root, config, use_cache=use_cache, today=today, inputs=inputs)
+        analysis = analyse(
+            root, config, use_cache=use_cache, today=today, inputs=inputs, caches=caches
+        )
         result = CheckResult(
             analysis.diagnostics,
             len(analysis.pages),
             len(analysis.layer.files),
             inputs.discovery.knowledge_exists,
             None,
+            notices,
         )
-        if use_cache:
+        if memo_file is not None:
             affected = {
                 item.value
                 for page in analysis.pages
                 if page.parsed.fields.source_commit
                 for item in page.parsed.fields.affected_paths
             }
-            _save_memo(root, key, result, _outside_files(toplevel, affected) if git else {})
+            outside = _outside_files(toplevel, affected) if git else {}
+            _save_memo(memo_file, key, result, outside)
     if changed_only and git is not None:
         changed = git.changed_files()
         if changed is not None:
-            kept = [d for d in result.diagnostics if d.path in changed]
+            # Findings show a name that is not UTF-8 escaped; git's list has the raw bytes.
+            shown = {shown_path(path) for path in changed}
+            kept = [d for d in result.diagnostics if d.path in shown]
             return CheckResult(
                 kept,
                 result.page_count,
                 result.semantic_file_count,
                 result.knowledge_exists,
                 changed,
+                notices,
             )
     return result
 
@@ -433,6 +452,7 @@ class BuildResult:
     incremental: bool
     pruned: list[str]
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+    notices: list[str] = field(default_factory=list)  # one line each, for stderr
 
 
 def _repo_name(config: Config, root: Path, git: Any) -> str:
@@ -472,7 +492,8 @@ def build(
     """`knowl build`: validate, render, fingerprint, index and publish an artifact.
 
     The previous artifact stays current until the new one is complete; a refused or failed
-    build publishes nothing."""
+    build publishes nothing. A project root that cannot be written is not written to: the
+    caches go under `<out>/.cache/` (a notice says so), and without `out` the run stops."""
     import time
 
     from knowl_build import artifacts, records, reuse
@@ -495,7 +516,14 @@ def build(
 
     today = today or utc_today()
     out_dir = out if out is not None else root / config.out_dir
-    ensure_knowl_dir(root)
+    artifacts.check_out_dir(root, out_dir, config)
+    caches = cache_place(root, out)
+    notices = [caches.notice] if caches.notice else []
+    if caches.problem is not None and out is None:
+        raise UsageError(
+            f"the project root {root} {caches.problem}, so the build has nowhere to go: "
+            "pass --out <a writable folder>"
+        )
     with artifacts.build_lock(out_dir):
         stage("discover")
         inputs = read_inputs(root, config)
@@ -519,19 +547,23 @@ def build(
             )
         ):
             # Same inputs, same day: the published artifact already says everything.
-            published = json.loads((current / "diagnostics.json").read_bytes())
+            published = _published_findings(current)
+        else:
+            published = None
+        if published is not None and previous is not None and current is not None:
             return BuildResult(
-                [Diagnostic.from_json(d) for d in published["diagnostics"]],
+                published,
                 "no-op",
                 str(previous["build_id"]),
                 current,
                 dict(previous["counts"]),
                 False,
                 [],
+                notices=notices,
             )
 
         stage("parse")
-        analysis = analyse(root, config, today=today, inputs=inputs)
+        analysis = analyse(root, config, today=today, inputs=inputs, caches=caches)
         diagnostics = analysis.diagnostics
         counts = summarize_counts(analysis)
         errors = counts["errors"]
@@ -545,7 +577,9 @@ def build(
             build_id = head[:12] + (f"-dirty-{input_hash[:8]}" if dirty else "")
 
         if errors and not allow_errors:
-            return BuildResult(diagnostics, "refused", build_id, None, counts, False, [])
+            return BuildResult(
+                diagnostics, "refused", build_id, None, counts, False, [], notices=notices
+            )
 
         stage("render")
         texts = {
@@ -633,7 +667,15 @@ def build(
         pruned = artifacts.prune(out_dir, config.keep_builds)
         stage("done")
         return BuildResult(
-            diagnostics, "published", build_id, folder, counts, incremental, pruned, timings
+            diagnostics,
+            "published",
+            build_id,
+            folder,
+            counts,
+            incremental,
+            pruned,
+            timings,
+            notices,
         )
 
 
@@ -653,13 +695,26 @@ def _write_vectors(staging: Path, rows: Any, previous: Path | None) -> dict[str,
 
 
 def _manifest_or_none(folder: Path | None) -> dict[str, Any] | None:
+    """The current build's manifest once the build is known to be whole (validated, as a
+    reader would); None when there is none or it is damaged: then this build starts from
+    nothing and replaces it, instead of reusing what it cannot trust."""
     from knowl_build import artifacts
 
     if folder is None:
         return None
     try:
-        return artifacts.read_manifest(folder)
+        opened = artifacts.open_artifact(folder)
     except KnowlError:
+        return None
+    opened.close()
+    return opened.manifest
+
+
+def _published_findings(folder: Path) -> list[Diagnostic] | None:
+    try:
+        published = json.loads((folder / "diagnostics.json").read_bytes())
+        return [Diagnostic.from_json(d) for d in published["diagnostics"]]
+    except (OSError, ValueError, KeyError, TypeError):
         return None
 
 

@@ -1,20 +1,37 @@
 """Which files make the project (SPEC 1): pages, other knowledge files, semantic sources.
 
 Files come from the file system, so new and unstaged files are checked too. Skipped: `.knowl/`,
-`.git/`, paths git ignores, and every file or folder whose name starts with `.`. Symlinks that
-resolve inside the project are followed; one that leaves the project is skipped with KB008.
+`.git/`, paths git ignores, and every file or folder whose name starts with `.`.
+
+Every read stays inside the project, and this module is where that is decided:
+
+- a symlink that resolves outside the project root is skipped with KB008;
+- under `knowledge/`, a symlink whose target lies in another scope (a global link to a user's
+  page, a user folder linked to another user's folder, a user page linked to a global one) is
+  skipped with KB008 too: a page's scope comes from its real path, never from a link;
+- a file or folder whose name is not UTF-8 is skipped with KB007 (its path is shown with the
+  undecodable bytes escaped, so every output format can print it);
+- the configured `knowledge_dir`, `semantics_dir` and dbt `project_dir` must not lead outside
+  the project through a symlink: that is a configuration error (exit 2), because skipping a
+  whole configured folder would let a gate pass on zero files;
+- each dbt `model-paths` item must name a folder inside the project (KB050 at its item in
+  `dbt_project.yml` otherwise), and `dbt_project.yml` itself is not read through a symlink
+  that leaves the project (KB008).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowl_build.config import Config
 from knowl_build.diagnostics import Finding
+from knowl_build.errors import ConfigError
 from knowl_build.history import GitRepo
 from knowl_build.parse.dbt import DbtProject, read_dbt_project
+from knowl_build.resolve import folder_scope
 
 
 @dataclass(slots=True)
@@ -25,104 +42,236 @@ class Discovery:
     pages: list[str] = field(default_factory=list)  # .md files under knowledge/
     other_files: list[str] = field(default_factory=list)  # every other file under knowledge/
     semantic_files: list[str] = field(default_factory=list)
-    findings: dict[str, list[Finding]] = field(default_factory=dict)  # KB008 by path
+    # KB007 (names), KB008 (symlinks) and dbt_project.yml's findings, by path
+    findings: dict[str, list[Finding]] = field(default_factory=dict)
     dbt: DbtProject | None = None
     dbt_files: list[str] = field(default_factory=list)  # the dbt project's model YAML files
+    dbt_project_file: str | None = None  # dbt_project.yml when it was read
+
+    def report(self, path: str, finding: Finding) -> None:
+        self.findings.setdefault(path, []).append(finding)
 
 
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _walk(root: Path, top: str, ignored: set[str], discovery: Discovery) -> list[str]:
-    """Every regular file below `top` (project-relative), following symlinks inside the root."""
-    real_root = os.path.realpath(root)
-    ignored_dirs = tuple(p for p in ignored if p.endswith("/"))
-    files: list[str] = []
-    seen_dirs: set[str] = set()
-    stack = [top]
-    while stack:
-        rel_dir = stack.pop()
-        abs_dir = os.path.join(root, rel_dir)
-        real_dir = os.path.realpath(abs_dir)
-        if real_dir in seen_dirs:
-            continue  # a symlink loop or a folder reached twice
-        seen_dirs.add(real_dir)
-        try:
-            entries = sorted(os.scandir(abs_dir), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            rel = f"{rel_dir}/{entry.name}"
-            if rel in ignored or rel + "/" in ignored or rel.startswith(ignored_dirs):
-                continue
-            if entry.is_symlink():
-                target = os.path.realpath(entry.path)
-                if not _inside(target, real_root):
-                    discovery.findings.setdefault(rel, []).append(
-                        Finding(
-                            "KB008",
-                            1,
-                            1,
-                            f"symlink '{rel}' points outside the project and is skipped",
-                        )
-                    )
-                    continue
-                if not os.path.exists(target):
-                    continue
+def shown_path(rel: str) -> str:
+    """A path that every output can print: bytes that are not UTF-8 (kept by the file system
+    decoder as lone surrogates) become `\\xff` escapes."""
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _leaves(rel: str) -> Finding:
+    return Finding(
+        "KB008",
+        1,
+        1,
+        f"symlink '{rel}' points outside the project and is skipped",
+        "knowl reads nothing outside the project root",
+    )
+
+
+# For a symlink at `rel` whose real target is `real`: the finding that refuses it, or None.
+LinkCheck = Callable[[str, str], Finding | None]
+
+
+class _Walker:
+    """Walks folders of one project, following only the symlinks that stay inside it."""
+
+    def __init__(self, root: Path, discovery: Discovery) -> None:
+        self.root = root
+        self.real_root = os.path.realpath(root)
+        self.discovery = discovery
+
+    def inside(self, rel: str) -> bool:
+        """True when project-relative `rel` resolves inside the project (symlinks followed)."""
+        return _inside(os.path.realpath(os.path.join(self.root, rel)), self.real_root)
+
+    def walk(
+        self,
+        top: str,
+        ignored: set[str],
+        wanted: Callable[[str], bool] = lambda rel: True,
+        check_link: LinkCheck | None = None,
+    ) -> list[str]:
+        """Every regular file below `top` (project-relative) for which `wanted` holds."""
+        if not self.inside(top):
+            return []  # the callers refuse such a top with a finding or an error
+        ignored_dirs = tuple(p for p in ignored if p.endswith("/"))
+        files: list[str] = []
+        seen_dirs: set[str] = set()
+        stack = [top]
+        while stack:
+            rel_dir = stack.pop()
+            abs_dir = os.path.join(self.root, rel_dir)
+            real_dir = os.path.realpath(abs_dir)
+            if real_dir in seen_dirs:
+                continue  # a symlink loop or a folder reached twice
+            seen_dirs.add(real_dir)
             try:
-                if entry.is_dir(follow_symlinks=True):
-                    stack.append(rel)
-                elif entry.is_file(follow_symlinks=True):
-                    files.append(rel)
+                entries = sorted(os.scandir(abs_dir), key=lambda e: e.name)
             except OSError:
                 continue
-    files.sort()
-    return files
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                rel = entry.name if rel_dir == "." else f"{rel_dir}/{entry.name}"
+                if rel in ignored or rel + "/" in ignored or rel.startswith(ignored_dirs):
+                    continue
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=True)
+                    is_file = not is_dir and entry.is_file(follow_symlinks=True)
+                except OSError:
+                    continue
+                if not _utf8(entry.name):
+                    if is_dir or (is_file and wanted(rel)):
+                        self._not_utf8(rel, is_dir)
+                    continue
+                if entry.is_symlink() and not self._follow(rel, entry.path, check_link):
+                    continue
+                if is_dir:
+                    stack.append(rel)
+                elif is_file and wanted(rel):
+                    files.append(rel)
+        files.sort()
+        return files
+
+    def _follow(self, rel: str, path: str, check_link: LinkCheck | None) -> bool:
+        target = os.path.realpath(path)
+        if not _inside(target, self.real_root):
+            self.discovery.report(rel, _leaves(rel))
+            return False
+        if not os.path.exists(target):
+            return False
+        finding = check_link(rel, target) if check_link is not None else None
+        if finding is not None:
+            self.discovery.report(rel, finding)
+            return False
+        return True
+
+    def _not_utf8(self, rel: str, is_dir: bool) -> None:
+        what = "folder" if is_dir else "file"
+        skipped = "nothing under it is read" if is_dir else "the file is skipped"
+        self.discovery.report(
+            shown_path(rel),
+            Finding(
+                "KB007",
+                1,
+                1,
+                f"{what} name is not UTF-8; {skipped}",
+                f"rename the {what} with a UTF-8 name",
+            ),
+        )
+
+
+def _scope_check(walker: _Walker, knowledge: str) -> LinkCheck:
+    """Refuse a symlink under knowledge/ whose target lies in knowledge/ but not in the scope
+    the link's own path gives: the scope of a page comes from its real path."""
+    real_knowledge = os.path.realpath(walker.root / knowledge)
+
+    def check(rel: str, target: str) -> Finding | None:
+        if not _inside(target, real_knowledge):
+            return None  # elsewhere in the project: not any scope's page
+        inner = os.path.relpath(target, real_knowledge).replace(os.sep, "/")
+        here = folder_scope(rel[len(knowledge) + 1 :])
+        there = folder_scope("" if inner == "." else inner)
+        if here is not None and here == there:
+            return None
+        return Finding(
+            "KB008",
+            1,
+            1,
+            f"symlink '{rel}' leads into {_scope_name(there, inner, knowledge)} from "
+            f"{_scope_name(here, rel, knowledge)} and is skipped",
+            "a page's scope comes from its real path: move or copy the page instead of linking",
+        )
+
+    return check
+
+
+def _scope_name(scope: str | None, path: str, knowledge: str) -> str:
+    if scope is None:
+        return f"{knowledge}/ outside global/ and user/<owner>/"
+    return "global scope" if scope == "global" else f"the scope of {scope}"
+
+
+def _configured_folder(walker: _Walker, key: str, folder: str) -> None:
+    """A configured folder (it may not exist) must not lead outside the project."""
+    if not walker.inside(folder):
+        raise ConfigError(
+            f"{key} '{folder}' leads outside the project through a symlink; "
+            "knowl reads nothing outside the project root"
+        )
 
 
 def discover(root: Path, config: Config) -> Discovery:
     git = GitRepo.find(root)
     knowledge = config.knowledge_dir
     semantics = config.semantics_dir
-    discovery = Discovery(root=root, git=git, knowledge_exists=(root / knowledge).is_dir())
+    walker = _Walker(root, Discovery(root=root, git=git, knowledge_exists=False))
+    discovery = walker.discovery
+    _configured_folder(walker, "knowledge_dir", knowledge)
+    _configured_folder(walker, "semantics_dir", semantics)
+    if config.dbt_project_dir is not None:
+        _configured_folder(walker, "semantics.dbt.project_dir", config.dbt_project_dir or ".")
+    discovery.knowledge_exists = (root / knowledge).is_dir()
     folders = [d for d in (knowledge, semantics) if (root / d).is_dir()]
     ignored = git.ignored([f"{d}/" for d in folders]) if git is not None and folders else set()
     if discovery.knowledge_exists:
-        for rel in _walk(root, knowledge, ignored, discovery):
+        check = _scope_check(walker, knowledge)
+        for rel in walker.walk(knowledge, ignored, check_link=check):
             (discovery.pages if rel.endswith(".md") else discovery.other_files).append(rel)
     if (root / semantics).is_dir():
-        discovery.semantic_files = [
-            rel
-            for rel in _walk(root, semantics, ignored, discovery)
-            if rel.endswith((".yaml", ".yml"))
-        ]
+        discovery.semantic_files = walker.walk(
+            semantics, ignored, wanted=lambda rel: rel.endswith((".yaml", ".yml"))
+        )
     if config.dbt_project_dir is not None:
-        _discover_dbt(root, config, discovery, git)
+        _discover_dbt(walker, config, git)
     return discovery
 
 
-def _discover_dbt(root: Path, config: Config, discovery: Discovery, git: GitRepo | None) -> None:
+def _discover_dbt(walker: _Walker, config: Config, git: GitRepo | None) -> None:
     """The dbt project's dbt_project.yml and the YAML files of its model paths."""
+    root, discovery = walker.root, walker.discovery
     project_dir = config.dbt_project_dir or ""
     project_file = f"{project_dir}/dbt_project.yml" if project_dir else "dbt_project.yml"
+    if not walker.inside(project_file):
+        discovery.report(project_file, _leaves(project_file))
+        discovery.dbt = DbtProject(project_dir, config.dbt_connection or "dbt", ())
+        return
     try:
         data: bytes | None = (root / project_file).read_bytes()
     except OSError:
         data = None
-    project, findings = read_dbt_project(project_dir, data, config.dbt_connection)
+    else:
+        discovery.dbt_project_file = project_file
+    project, findings = read_dbt_project(project_dir, data, config.dbt_connection, walker.inside)
     discovery.dbt = project
-    if findings:
-        discovery.findings.setdefault(project_file, []).extend(findings)
-    folders = [f"{project_dir}/{m}" if project_dir else m for m in project.model_paths]
-    folders = [f for f in folders if (root / f).is_dir()]
-    ignored = git.ignored([f"{f}/" for f in folders]) if git is not None and folders else set()
+    for finding in findings:
+        discovery.report(project_file, finding)
+    folders = []
+    for folder in project.folders:
+        if not walker.inside(folder):
+            # Configured items were refused at their line; this is the default `models`.
+            discovery.report(folder, _leaves(folder))
+        elif (root / folder).is_dir():
+            folders.append(folder)
+    if git is not None and folders:
+        ignored = git.ignored(["./" if f == "." else f"{f}/" for f in folders])
+    else:
+        ignored = set()
     files = {
         rel
         for folder in folders
-        for rel in _walk(root, folder, ignored, discovery)
-        if project.is_model_file(rel)
+        for rel in walker.walk(folder, ignored, wanted=project.is_model_file)
     }
     discovery.dbt_files = sorted(files)

@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from knowl_build.model import Page
+from knowl_build.names import owner_problem
 
 GLOBAL = "global"
 
@@ -30,14 +31,54 @@ class Place:
 
 
 def place(path: str, knowledge_dir: str) -> Place | None:
-    """Identity and scope from a page's path; None when it is outside global/ and user/<o>/."""
+    """Identity and scope from a page's path; None when it is outside global/ and user/<o>/,
+    or when <o> is not a valid user name (see `misplaced` for why)."""
     inner = path[len(knowledge_dir) + 1 : -3]  # strip "knowledge/" and ".md"
     parts = inner.split("/")
     if len(parts) >= 2 and parts[0] == "global":
         return Place(GLOBAL, None, nfc(parts[-1]), nfc("/".join(parts[1:])))
     if len(parts) >= 3 and parts[0] == "user":
         owner = nfc(parts[1])
+        if owner_problem(owner) is not None:
+            return None
         return Place(f"user:{owner}", owner, nfc(parts[-1]), nfc("/".join(parts[2:])))
+    return None
+
+
+def misplaced(path: str, knowledge_dir: str) -> tuple[str, str]:
+    """KB004's message and hint for a page that `place` gives no scope."""
+    parts = path[len(knowledge_dir) + 1 :].split("/")
+    if len(parts) >= 3 and parts[0] == "user":
+        owner = nfc(parts[1])
+        problem = owner_problem(owner)
+        if problem is not None:
+            return (
+                f"page {_visible(path)} is in user folder {_visible(owner)}, which is not a "
+                f"valid user name: {problem}",
+                "rename the folder to the user's name",
+            )
+    return (
+        f"page '{path}' is outside {knowledge_dir}/global/ and {knowledge_dir}/user/<owner>/",
+        "move it under global/ or user/<owner>/",
+    )
+
+
+def _visible(name: str) -> str:
+    """The name quoted, with control and invisible characters written as escapes."""
+    shown = "".join(
+        f"\\u{ord(char):04x}" if unicodedata.category(char)[0] == "C" else char for char in name
+    )
+    return f"'{shown}'"
+
+
+def folder_scope(inner: str) -> str | None:
+    """The scope of a path below the knowledge folder (a page, or a folder at any depth):
+    `global`, `user:<owner>`, or None for paths outside global/ and user/<owner>/."""
+    parts = inner.split("/") if inner else []
+    if parts and parts[0] == GLOBAL:
+        return GLOBAL
+    if len(parts) >= 2 and parts[0] == "user":
+        return f"user:{nfc(parts[1])}"
     return None
 
 

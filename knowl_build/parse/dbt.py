@@ -16,6 +16,9 @@ fingerprinted as in SPEC 3 over that effective expression.
 
 from __future__ import annotations
 
+import posixpath
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,25 +55,65 @@ class DbtProject:
 
     project_dir: str  # project-relative, without a trailing slash
     connection: str
-    model_paths: tuple[str, ...] = ("models",)
+    model_paths: tuple[str, ...] = ("models",)  # as configured, relative to project_dir
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        """The model paths as normalised project-relative folders (every one inside the
+        project: `read_dbt_project` refuses the others)."""
+        found = []
+        for path in self.model_paths:
+            folder = project_folder(self.project_dir, path)
+            if folder is not None:
+                found.append(folder)
+        return tuple(found)
 
     def is_model_file(self, path: str) -> bool:
-        if not path.endswith((".yml", ".yaml")):
-            return False
-        inner = path[len(self.project_dir) + 1 :] if self.project_dir else path
-        return any(inner == m or inner.startswith(m.rstrip("/") + "/") for m in self.model_paths)
+        if not path.endswith((".yml", ".yaml")) or path == self.project_file:
+            return False  # `model-paths: ["."]` holds dbt_project.yml, which is no model file
+        return any(f == "." or path.startswith(f + "/") for f in self.folders)
 
     @property
     def project_file(self) -> str:
         return f"{self.project_dir}/dbt_project.yml" if self.project_dir else "dbt_project.yml"
 
 
+def _is_absolute(path: str) -> bool:
+    # `~` too: a shell would expand it to a home folder, which is never inside the project.
+    return path.startswith(("/", "~")) or re.match(r"[A-Za-z]:", path) is not None
+
+
+def project_folder(project_dir: str, path: str) -> str | None:
+    """A configured dbt path as a normalised project-relative folder ("." for the root);
+    None when it is absolute or climbs out of the project root."""
+    text = path.replace("\\", "/")
+    if _is_absolute(text):
+        return None
+    joined = posixpath.normpath(posixpath.join(project_dir or ".", text.strip("/") or "."))
+    if joined == ".." or joined.startswith("../"):
+        return None
+    return joined
+
+
+# dbt reads `model-paths`; before dbt 1.0 it was `source-paths`, read only when the new key is
+# absent (dbt's own rule), so it is checked only then.
+_PATH_KEYS = ("model-paths", "source-paths")
+
+
 def read_dbt_project(
-    project_dir: str, data: bytes | None, connection: str | None
+    project_dir: str,
+    data: bytes | None,
+    connection: str | None,
+    inside: Callable[[str], bool] | None = None,
 ) -> tuple[DbtProject, list[Finding]]:
-    """dbt_project.yml: the project's name (the default connection) and its model paths."""
+    """dbt_project.yml: the project's name (the default connection) and its model paths.
+
+    Every configured path must name a folder inside the project root: an absolute path, one
+    that climbs out with `..`, or (through `inside`, which follows symlinks on disk) one that
+    resolves outside is KB050 at its item, and nothing under it is read."""
     findings: list[Finding] = []
-    name, paths = None, ("models",)
+    name: str | None = None
+    paths: tuple[str, ...] = ("models",)
     text = decode(data) if data is not None else None
     if data is None:
         findings.append(
@@ -85,18 +128,21 @@ def read_dbt_project(
     elif text is None:
         findings.append(Finding("KB007", 1, 1, "dbt_project.yml is not UTF-8 text"))
     else:
+        index = TextIndex(text)
         try:
             root = compose(text).root
         except YamlProblem as problem:
-            line, column = TextIndex(text).position(min(problem.offset, len(text)))
+            line, column = index.position(min(problem.offset, len(text)))
             findings.append(Finding("KB050", line, column, f"dbt_project.yml is {problem.message}"))
             root = None
-        value = plain(root) if isinstance(root, YMap) else None
-        if isinstance(value, dict):
-            name = value.get("name") if isinstance(value.get("name"), str) else None
-            configured = value.get("model-paths", value.get("source-paths"))
-            if isinstance(configured, list) and all(isinstance(p, str) for p in configured):
-                paths = tuple(p.strip("/") for p in configured)
+        if isinstance(root, YMap):
+            keys = {key_text(k): v for k, v in root.items}
+            value = keys.get("name")
+            if isinstance(value, YScalar) and isinstance(value.value, str):
+                name = value.value
+            key = next((k for k in _PATH_KEYS if k in keys), None)
+            if key is not None:
+                paths = _model_paths(key, keys[key], project_dir, index, inside, findings)
         if name is None and connection is None and root is not None:
             findings.append(
                 Finding(
@@ -109,6 +155,47 @@ def read_dbt_project(
             )
     chosen = connection or name or "dbt"
     return DbtProject(project_dir, chosen, paths), findings
+
+
+def _model_paths(
+    key: str,
+    node: YNode,
+    project_dir: str,
+    index: TextIndex,
+    inside: Callable[[str], bool] | None,
+    findings: list[Finding],
+) -> tuple[str, ...]:
+    """The configured paths that stay inside the project; a finding for each other one."""
+    if isinstance(node, YScalar) and node.value is None:
+        return ("models",)
+    items = node.items if isinstance(node, YSeq) else []
+    if not isinstance(node, YSeq) or not all(
+        isinstance(i, YScalar) and isinstance(i.value, str) for i in items
+    ):
+        findings.append(kb050(index, node, f"'{key}' must be a list of folder names"))
+        return ("models",)
+    kept: list[str] = []
+    for item in items:
+        assert isinstance(item, YScalar) and isinstance(item.value, str)
+        given = item.value
+        folder = project_folder(project_dir, given)
+        if folder is None:
+            absolute = _is_absolute(given.replace("\\", "/"))
+            problem = "is an absolute path" if absolute else "climbs out of the project"
+        elif inside is not None and not inside(folder):
+            problem = "resolves outside the project through a symlink"
+        else:
+            kept.append(given.strip("/"))
+            continue
+        findings.append(
+            kb050(
+                index,
+                item,
+                f"{key} item '{given}' {problem}; it is not read",
+                "model paths must name folders inside the project root",
+            )
+        )
+    return tuple(kept)
 
 
 class _DbtReader:

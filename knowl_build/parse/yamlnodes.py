@@ -8,6 +8,8 @@ character offsets into the text that was parsed (libyaml's marks count character
 from __future__ import annotations
 
 import datetime as dt
+import math
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -69,13 +71,21 @@ class Composed:
 
 def compose(text: str) -> Composed:
     """Parse one YAML document into positioned nodes; raise YamlProblem when it is invalid."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # the pure-Python loader checks the characters here
+    except UnicodeEncodeError as exc:
+        # Only a str from a caller can hold a lone surrogate; decoded files never do.
+        raise YamlProblem("invalid YAML: the text is not valid Unicode", exc.start) from None
+    except yaml.reader.ReaderError as exc:
+        raise _reader_problem(exc, text) from None
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         offset = mark.index if mark is not None else 0
         raise YamlProblem(_describe(exc), offset) from None
+    except yaml.reader.ReaderError as exc:
+        raise _reader_problem(exc, text) from None
     except yaml.YAMLError as exc:
         raise YamlProblem(str(exc).splitlines()[0], 0) from None
     finally:
@@ -84,6 +94,15 @@ def compose(text: str) -> Composed:
         return Composed(None, [])
     converter = _Converter(loader)
     return Composed(converter.convert(node), converter.duplicates)
+
+
+def _reader_problem(exc: yaml.reader.ReaderError, text: str) -> YamlProblem:
+    """A character YAML does not allow. libyaml gives its position in bytes, so find the
+    character itself: the reader stops at its first occurrence."""
+    if not isinstance(exc.character, int):
+        return YamlProblem(f"invalid YAML: {exc.reason}", 0)
+    offset = max(text.find(chr(exc.character)), 0)
+    return YamlProblem(f"invalid YAML: {exc.reason} (U+{exc.character:04X})", offset)
 
 
 def _describe(exc: yaml.MarkedYAMLError) -> str:
@@ -122,6 +141,14 @@ class _Converter:
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem", None) or exc
             raise YamlProblem(f"invalid YAML: {problem}", node.start_mark.index) from None
+        except (ValueError, OverflowError, KeyError, AttributeError, TypeError) as exc:
+            # PyYAML's constructors let Python's own errors through for values that match a
+            # tag's pattern but cannot be built: 2024-02-30, a 5,000-digit integer,
+            # `!!bool maybe`. Each is a problem of this scalar, not of the program.
+            raise YamlProblem(_odd_scalar(node, exc), node.start_mark.index) from None
+        problem = _out_of_range(node, value)
+        if problem is not None:
+            raise YamlProblem(problem, node.start_mark.index)
         return YScalar(value, node.start_mark.index, node.end_mark.index)
 
     def _collection(self, node: yaml.CollectionNode) -> YNode:
@@ -140,6 +167,63 @@ class _Converter:
                 items.append((key, self.convert(value_node)))
             return YMap(items, start, end)
         return YSeq([self.convert(item) for item in node.value], start, end)
+
+
+_TAG_NAMES = {
+    "tag:yaml.org,2002:int": "integer",
+    "tag:yaml.org,2002:float": "number",
+    "tag:yaml.org,2002:timestamp": "date or timestamp",
+    "tag:yaml.org,2002:bool": "boolean",
+    "tag:yaml.org,2002:binary": "binary value",
+}
+# Echo a scalar in a message only when it cannot be anything but a number or a date, so no
+# message repeats a token or a password that an explicit tag (`!!int <secret>`) wraps.
+_ECHOABLE = re.compile(r"[-+0-9:._ eEtTzZ]{1,40}")
+
+
+def _item(node: yaml.Node, what: str) -> str:
+    """How a message names the scalar: its text when safe to repeat, else its kind."""
+    text = str(node.value)
+    if _ECHOABLE.fullmatch(text):
+        return f"'{text}'"
+    article = "an" if what[0] in "aeiou" else "a"
+    digits = sum(char.isdigit() for char in text)
+    if digits > 40 and digits == len(text.lstrip("+-")):
+        return f"{article} {what} of {digits} digits"
+    if len(text) > 40 and what in ("integer", "number"):
+        return f"{article} {what} written with {len(text)} characters"
+    return f"a value read as {what}"
+
+
+def _odd_scalar(node: yaml.Node, exc: Exception) -> str:
+    what = _TAG_NAMES.get(node.tag, "value")
+    item = _item(node, what)
+    if what == "integer" and "digits" in str(exc):
+        return f"invalid YAML: {item} has more than {sys.get_int_max_str_digits()} digits"
+    # Only the date constructors' reasons are kept: int() and float() repeat the text.
+    reason = str(exc) if what == "date or timestamp" and isinstance(exc, ValueError) else ""
+    detail = f" ({reason})" if reason and len(reason) <= 80 else ""
+    return f"invalid YAML: {item} is not a valid {what}{detail}"
+
+
+def _out_of_range(node: yaml.Node, value: Any) -> str | None:
+    """Values that were built but would break later: a number beyond the range of a float
+    (which no field can use, and which `float()` and printing refuse), a float literal that
+    overflowed to infinity, a timestamp that cannot be expressed in UTC."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if abs(value) > sys.float_info.max:  # exact: Python compares int and float exactly
+            return f"invalid YAML: {_item(node, 'integer')} is too large (more than 1.8e308)"
+    elif isinstance(value, float) and math.isinf(value):
+        if "inf" not in str(node.value).lower():  # `.inf` is meant; `1.0e+999` overflowed
+            item = _item(node, "number")
+            return f"invalid YAML: {item} is too large (it overflows to infinity)"
+    elif isinstance(value, dt.datetime) and value.tzinfo is not None:
+        try:
+            value.astimezone(dt.UTC)
+        except OverflowError:
+            item = _item(node, "timestamp")
+            return f"invalid YAML: {item} is out of range once converted to UTC"
+    return None
 
 
 def _hashable(value: Any) -> Any:

@@ -57,7 +57,11 @@ RULES: tuple[Rule, ...] = (
         "error",
         "a .md file under knowledge/ outside global/ or user/<owner>/",
         """Pages live in `knowledge/global/` or `knowledge/user/<owner>/`. A Markdown file
-          anywhere else under `knowledge/` has no scope; move it.""",
+          anywhere else under `knowledge/` has no scope; move it. A folder under
+          `knowledge/user/` whose name is not a valid user name (the one rule that `--user`
+          follows too: no `/`, `\\` or `:`, no leading `.`, no control or invisible
+          characters, no surrounding white space, not too long) gives no scope either: its
+          pages are KB004, and the message says what is wrong with the name.""",
     ),
     _rule(
         "KB005",
@@ -79,16 +83,26 @@ RULES: tuple[Rule, ...] = (
         "KB007",
         "not-text",
         "error",
-        "a page or semantic file is not UTF-8 text",
-        """The file holds NUL bytes or bytes that are not UTF-8. It draws no other finding.""",
+        "a page or semantic file is not UTF-8 text, or its name is not UTF-8",
+        """The file holds NUL bytes or bytes that are not UTF-8. It draws no other finding.
+          A file or folder whose *name* is not UTF-8 is reported the same way and skipped
+          (a folder with everything under it); its path is shown with each undecodable byte
+          written as `\\xNN`, so every output format can print it.""",
     ),
     _rule(
         "KB008",
         "symlink-escape",
         "warning",
-        "a symlink leaves the project and is skipped",
-        """A symbolic link under `knowledge/` or `semantics/` resolves outside the project
-          root. It is not followed, so nothing outside the project is ever read.""",
+        "a symlink leaves the project or its scope and is skipped",
+        """A symbolic link under `knowledge/`, `semantics/` or a dbt model path resolves
+          outside the project root, or `dbt_project.yml` itself does. It is not followed, so
+          nothing outside the project is ever read. Under `knowledge/`, a link whose target
+          lies in `knowledge/` but in another scope (a global page or folder linked to a
+          user's, a user's folder linked to another user's, a user page linked to a global
+          one) is skipped too: a page's scope comes from its real path, never from a link.
+          Links into other parts of the project are followed. (A configured `knowledge_dir`,
+          `semantics_dir` or dbt `project_dir` that leads outside the project is a
+          configuration error, exit 2.)""",
     ),
     _rule(
         "KB009",
@@ -107,7 +121,14 @@ RULES: tuple[Rule, ...] = (
           `name`, `connection` or `table`, uses a name with characters other than
           `[A-Za-z0-9_-]`, redefines a source name owned by an earlier file, defines two
           members of one kind with one name, declares a grain or dimension column that is not
-          a declared column, or has a measure without `expr`.""",
+          a declared column, or has a measure without `expr`. A scalar that YAML cannot turn
+          into a value (an impossible date such as `2024-02-30`, a timestamp out of range, an
+          integer of more than 4,300 digits or beyond 1.8e308, a float that overflows) is
+          invalid YAML, reported at the scalar (page frontmatter: KB001). For a dbt project:
+          the same checks on its model files and `dbt_project.yml`, and every `model-paths`
+          item (or `source-paths`, read when `model-paths` is absent) must name a folder
+          inside the project: an absolute path, one that climbs out with `..`, or one that
+          leads out through a symlink is reported at the item and not read.""",
     ),
     _rule(
         "KB101",
@@ -238,8 +259,10 @@ RULES: tuple[Rule, ...] = (
         "error",
         "a secret in the page",
         """A private key, a URL with credentials, a named secret, a known token prefix, a
-          high-entropy word or an `extra_patterns` match in a frontmatter value or the body
-          (code included). The message names the kind, never the value.""",
+          high-entropy word or an `extra_patterns` match in a frontmatter value, a
+          frontmatter key (at any depth, such as a key inside `meta`) or the body (code
+          included). The message names the kind and where it is, never the value or the
+          key.""",
     ),
     _rule(
         "KB402",
