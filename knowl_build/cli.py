@@ -101,8 +101,29 @@ def global_options(func: F) -> F:
     return func
 
 
+def _redacted(exc: click.ClickException) -> click.ClickException:
+    """click's usage messages quote the value given ('x' is not one of ...): it may be a secret."""
+    from knowl_build.secrets import redact
+
+    # click types the attribute as final; it is a plain attribute that show() reads.
+    setattr(exc, "message", redact(exc.message))  # noqa: B010
+    return exc
+
+
 class KnowlGroup(click.Group):
     """Turns KnowlError into a one-line message and exit 2, in one place."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            raise _redacted(exc) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -110,16 +131,22 @@ class KnowlGroup(click.Group):
         except KnowlError as exc:
             click.echo(f"knowl: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except click.ClickException as exc:
+            raise _redacted(exc) from None
+        except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except KeyboardInterrupt:
             click.echo("knowl: interrupted", err=True)
             ctx.exit(130)
         except Exception as exc:  # the last line of defence: no traceback unless -v
+            from knowl_build.secrets import redact
+
             if _settings(ctx).verbose:
                 traceback.print_exc()
             click.echo(
-                f"knowl: internal error: {type(exc).__name__}: {exc} (run with -v for details)",
+                redact(
+                    f"knowl: internal error: {type(exc).__name__}: {exc} (run with -v for details)"
+                ),
                 err=True,
             )
             ctx.exit(EXIT_USAGE)
@@ -214,6 +241,8 @@ def check(
     config = settings.load_config()
     result = run_check(settings.root, config, changed_only=changed_only, use_cache=not no_cache)
     err = text.console(sys.stderr)
+    for notice in [] if settings.quiet else result.notices:
+        err.print(f"knowl: notice: {notice}", markup=False)
     if not result.knowledge_exists and not settings.quiet:
         err.print(
             f"knowl: notice: no {config.knowledge_dir}/ folder in {settings.root}; 0 pages "
@@ -282,6 +311,8 @@ def build(
         result = run_build(
             settings.root, config, full=full, allow_errors=allow_errors, out=out, progress=progress
         )
+    for notice in [] if settings.quiet else result.notices:
+        err.print(f"knowl: notice: {notice}", markup=False)
     _render_findings(_default_format(fmt), result.diagnostics, config, "knowl build")
     if not settings.quiet:
         text.build_summary(err, result, time.perf_counter() - started)
@@ -367,7 +398,11 @@ def graph(ctx: click.Context, fmt: str, artifact: Path | None) -> None:
 @global_options
 @click.pass_context
 def verify(ctx: click.Context, artifact: Path | None) -> None:
-    """Check every checksum of an artifact: exit 0 when it is intact, 2 when it is not.
+    """Check an artifact completely: exit 0 when it is intact and safe to read, 2 when not.
+
+    Every file against the manifest (checksums, sizes, no unlisted file), every JSON record
+    against its schema, every pickle of the Whoosh index through the restricted unpickler.
+    This proves integrity against the manifest, not where the artifact came from.
 
     \b
     Examples:
@@ -400,22 +435,42 @@ def _open_artifact(ctx: click.Context, artifact: Path | None) -> Any:
     return artifacts.open_artifact(artifact if artifact is not None else _current_artifact(ctx))
 
 
+def _valid_user(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """--user becomes a path when a user writes: one rule for every command (names.py). A bad
+    name raises a KnowlError, which KnowlGroup turns into one line and exit 2."""
+    from knowl_build.names import valid_user
+
+    return valid_user(value)
+
+
+USER_OPTION = click.option(
+    "--user",
+    default=None,
+    metavar="ID",
+    callback=_valid_user,
+    help="Answer as this user (their own pages and global ones).",
+)
+
+
 @cli.command()
 @click.option("--apply", "apply_", is_flag=True, help="Write the proposed changes (exit 0).")
 @click.option("--commit", "do_commit", is_flag=True, help="With --apply: commit each page written.")
+@USER_OPTION
 @global_options
 @click.pass_context
-def fix(ctx: click.Context, apply_: bool, do_commit: bool) -> None:
+def fix(ctx: click.Context, apply_: bool, do_commit: bool, user: str | None) -> None:
     """Propose fixes as a unified diff: remove sl_refs to entities deleted from the semantic
     layer (and their bound fingerprints), and mark those pages for review.
 
     Exit 1 when there are proposals, 0 when there are none; --apply writes them and exits 0.
-    Frozen and human_curated / board_approved pages are reported, never edited.
+    Frozen and human_curated / board_approved pages are reported, never edited. Only pages
+    the user may write are looked at: global ones and, with --user, that user's own.
 
     \b
     Examples:
       knowl fix
       knowl fix --apply
+      knowl fix --apply --user alice
     """
     from knowl_build.build import analyse
     from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK
@@ -423,7 +478,7 @@ def fix(ctx: click.Context, apply_: bool, do_commit: bool) -> None:
 
     settings = _settings(ctx)
     root = settings.root
-    fix_plan = fixes.plan(analyse(root, settings.load_config()))
+    fix_plan = fixes.plan(analyse(root, settings.load_config()), user=user)
     for line in fix_plan.reported:
         click.echo(f"knowl: notice: {line}", err=True)
     for proposal in fix_plan.proposals:
@@ -433,8 +488,8 @@ def fix(ctx: click.Context, apply_: bool, do_commit: bool) -> None:
         if do_commit:
             from knowl_build.writes.common import commit
 
-            for path in written:
-                commit(root, [path], f"Fix {Path(path).stem}")
+            for proposal, path in zip(fix_plan.proposals, written, strict=True):
+                commit(root, [path], f"Fix {Path(proposal.path).stem}")
         if not settings.quiet:
             click.echo(f"wrote {len(written)} file(s)", err=True)
         ctx.exit(EXIT_OK)
@@ -443,14 +498,6 @@ def fix(ctx: click.Context, apply_: bool, do_commit: bool) -> None:
             f"{len(fix_plan.proposals)} proposal(s); run knowl fix --apply to write them", err=True
         )
     ctx.exit(EXIT_FINDINGS if fix_plan.proposals else EXIT_OK)
-
-
-USER_OPTION = click.option(
-    "--user",
-    default=None,
-    metavar="ID",
-    help="Answer as this user (their own pages and global ones).",
-)
 
 
 def _reader(ctx: click.Context, artifact: Path | None, peers: tuple[Path, ...] = ()) -> Any:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
+from knowl_build.secrets import redact
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
@@ -42,6 +44,9 @@ class Diagnostic:
     hint: str | None = None
     end_line: int | None = None
     end_column: int | None = None
+
+    def __post_init__(self) -> None:
+        _redact_texts(self)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,6 +88,9 @@ class Finding:
     end_line: int | None = None
     end_column: int | None = None
 
+    def __post_init__(self) -> None:
+        _redact_texts(self)
+
     def at(self, path: str, severity: str) -> Diagnostic:
         return Diagnostic(
             path,
@@ -110,6 +118,18 @@ class Finding:
     @classmethod
     def from_list(cls, row: list[Any]) -> Finding:
         return cls(*row)
+
+
+def _redact_texts(finding: Finding | Diagnostic) -> None:
+    """Messages quote what pages say (a link, a key, a value); whatever in them looks like a
+    secret is replaced where the message is made, so no output format can carry it."""
+    message = redact(finding.message)
+    if message is not finding.message:
+        object.__setattr__(finding, "message", message)
+    if finding.hint is not None:
+        hint = redact(finding.hint)
+        if hint is not finding.hint:
+            object.__setattr__(finding, "hint", hint)
 
 
 def summarize(diagnostics: Iterable[Diagnostic]) -> dict[str, int]:

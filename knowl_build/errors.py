@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from knowl_build.secrets import redact
+
 
 class KnowlError(Exception):
-    """Base of every error that ends a run with a one-line message and exit code 2."""
+    """Base of every error that ends a run with a one-line message and exit code 2.
+
+    The message often quotes what the user gave (a page name, a path, a value); anything in it
+    that looks like a secret is replaced here, once, so no front end can print it."""
 
     exit_code = 2
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class UsageError(KnowlError):

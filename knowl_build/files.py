@@ -20,7 +20,8 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = False) -> None:
         mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
         mode = None
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    # A short name of its own, so that a file whose name is at the length limit can be replaced.
+    tmp = path.with_name(f".knowl-{secrets.token_hex(6)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
