@@ -321,13 +321,20 @@ def current_folder(out_dir: Path) -> Path | None:
 
 def resolve_artifact(out_dir: Path) -> Path:
     """The folder CURRENT names, for a reader: a missing or corrupt CURRENT is an ArtifactError."""
-    name = current_name(out_dir)
-    if name is None:
-        raise ArtifactError(f"no published build in {out_dir} (run knowl build first)")
-    folder = out_dir / name
-    if not folder.is_dir():
-        raise ArtifactError(f"{out_dir / CURRENT} names {name}, which does not exist")
-    return folder
+    seen: str | None = None
+    for _attempt in range(5):
+        name = current_name(out_dir)
+        if name is None:
+            raise ArtifactError(f"no published build in {out_dir} (run knowl build first)")
+        folder = out_dir / name
+        if folder.is_dir():
+            return folder
+        if name == seen:
+            raise ArtifactError(f"{out_dir / CURRENT} names {name}, which does not exist")
+        # A build may have published and pruned between reading CURRENT and looking: the
+        # CURRENT it wrote names a folder that exists. Read it again.
+        seen = name
+    raise ArtifactError(f"{out_dir / CURRENT} keeps naming folders that do not exist")
 
 
 def successor(folder: Path) -> Path | None:

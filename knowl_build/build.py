@@ -359,7 +359,7 @@ def _save_memo(path: Path, key: str, result: CheckResult, outside: dict[str, str
     memo = {
         "format": MEMO_FORMAT,
         "key": key,
-        "diagnostics": [d.to_json() for d in result.diagnostics],
+        "diagnostics": [{**d.to_json(), "subject": d.subject} for d in result.diagnostics],
         "pages": result.page_count,
         "semantic_files": result.semantic_file_count,
         "outside": outside,

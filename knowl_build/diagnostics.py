@@ -44,9 +44,17 @@ class Diagnostic:
     hint: str | None = None
     end_line: int | None = None
     end_column: int | None = None
+    # What the finding is about, in words that stay when lines move and details change (an
+    # entity, a link, a key): with the code and path, its identity across versions.
+    subject: str | None = None
 
     def __post_init__(self) -> None:
         _redact_texts(self)
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        """(code, path, subject): the same finding in another version of the project."""
+        return (self.code, self.path, self.subject or self.message)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,6 +81,7 @@ class Diagnostic:
             hint=data.get("hint"),
             end_line=data.get("end_line"),
             end_column=data.get("end_column"),
+            subject=data.get("subject"),
         )
 
 
@@ -87,6 +96,7 @@ class Finding:
     hint: str | None = None
     end_line: int | None = None
     end_column: int | None = None
+    subject: str | None = None  # see Diagnostic.subject
 
     def __post_init__(self) -> None:
         _redact_texts(self)
@@ -102,6 +112,7 @@ class Finding:
             self.hint,
             self.end_line,
             self.end_column,
+            self.subject,
         )
 
     def to_list(self) -> list[Any]:
@@ -113,6 +124,7 @@ class Finding:
             self.hint,
             self.end_line,
             self.end_column,
+            self.subject,
         ]
 
     @classmethod
@@ -123,6 +135,10 @@ class Finding:
 def _redact_texts(finding: Finding | Diagnostic) -> None:
     """Messages quote what pages say (a link, a key, a value); whatever in them looks like a
     secret is replaced where the message is made, so no output format can carry it."""
+    if finding.subject is not None:
+        subject = redact(finding.subject)
+        if subject is not finding.subject:
+            object.__setattr__(finding, "subject", subject)
     message = redact(finding.message)
     if message is not finding.message:
         object.__setattr__(finding, "message", message)

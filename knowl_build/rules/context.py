@@ -17,11 +17,19 @@ from knowl_build.rules.fields import did_you_mean
 Emitted = Iterator[tuple[str, Finding]]
 
 
-def finding_at(code: str, span: Span | None, message: str, hint: str | None = None) -> Finding:
+def finding_at(
+    code: str,
+    span: Span | None,
+    message: str,
+    hint: str | None = None,
+    subject: str | None = None,
+) -> Finding:
     """A finding at `span`, or at 1:1 (the whole file) when there is none."""
     if span is None:
-        return Finding(code, 1, 1, message, hint)
-    return Finding(code, span.line, span.column, message, hint, span.end_line, span.end_column)
+        return Finding(code, 1, 1, message, hint, subject=subject)
+    return Finding(
+        code, span.line, span.column, message, hint, span.end_line, span.end_column, subject
+    )
 
 
 @dataclass(slots=True)

@@ -18,6 +18,7 @@ from knowl_build.rules.context import Emitted, RuleContext, finding_at
 
 ORDER = {"fresh": 0, "stale": 1, "needs_review": 2}
 _REVIEW = "after checking the page against the live definitions, run: knowl review "
+_VALIDATED = "meta.last_validated_at"  # the subject of KB202, whose message holds an age
 
 
 @dataclass(slots=True)
@@ -109,7 +110,7 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
         )
         result.add(
             ctx,
-            finding_at("KB201", bound.key_span, message, _REVIEW + page.id),
+            finding_at("KB201", bound.key_span, message, _REVIEW + page.id, bound.entity),
             "needs_review",
             entity=bound.entity,
         )
@@ -120,7 +121,13 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
     if validated is None:
         result.add(
             ctx,
-            finding_at("KB202", anchor, "page has no meta.last_validated_at", _REVIEW + page.id),
+            finding_at(
+                "KB202",
+                anchor,
+                "page has no meta.last_validated_at",
+                _REVIEW + page.id,
+                _VALIDATED,
+            ),
             "stale",
         )
     else:
@@ -133,6 +140,7 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
                     anchor,
                     f"last validated {age} days ago, more than staleness_days ({ctx.config.staleness_days})",
                     _REVIEW + page.id,
+                    _VALIDATED,
                 ),
                 "stale",
             )
@@ -153,6 +161,7 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
                         ref.span,
                         f"'{ref.value}' changed after the page was last validated ({validated[:10]}): {where}",
                         _REVIEW + page.id,
+                        ref.value,
                     ),
                     "needs_review",
                     entity=ref.value,
@@ -168,6 +177,7 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
                     fields.anchors.get("source_commit:value"),
                     f"source_commit '{fields.source_commit}' is not a commit reachable from HEAD",
                     "fix the commit id, or remove source_commit",
+                    "source_commit",
                 )
             )
         else:
@@ -180,6 +190,7 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
                             item.span,
                             f"affected path '{item.value}' changed since source_commit {full[:12]}",
                             "re-read the file and update the page, then set source_commit to HEAD",
+                            item.value,
                         ),
                         "needs_review",
                         path=item.value,

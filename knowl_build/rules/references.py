@@ -37,7 +37,7 @@ def _sl_refs(ctx: RuleContext, page: Page) -> Emitted:
                     f'"{commit.subject}")'
                 )
             hint = "run knowl fix to propose removing it (knowl fix --apply writes the change)"
-        yield page.path, finding_at("KB101", ref.span, message, hint)
+        yield page.path, finding_at("KB101", ref.span, message, hint, subject=ref.value)
 
 
 def _hidden_message(item: str, hidden: list[Page], scope: str) -> str:

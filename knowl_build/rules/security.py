@@ -24,8 +24,12 @@ _SECRET_HINT = "remove the value from the page (and rotate it); knowl never prin
 _KEY_SECRET_HINT = "rename the key (and rotate the secret it holds); knowl never prints it"
 
 
-def _finding(code: str, span: Span, message: str, hint: str | None = None) -> Finding:
-    return Finding(code, span.line, span.column, message, hint, span.end_line, span.end_column)
+def _finding(
+    code: str, span: Span, message: str, hint: str | None = None, subject: str | None = None
+) -> Finding:
+    return Finding(
+        code, span.line, span.column, message, hint, span.end_line, span.end_column, subject
+    )
 
 
 def _strings(node: YNode, key: str) -> Iterator[tuple[str, YScalar]]:
@@ -85,6 +89,7 @@ def check_frontmatter(
                     "KB403",
                     key_spans.get(key) or locate(node.start, node.end),
                     f"'{redact(key, scanner)}' is {len(value)} characters long, more than max_field_chars ({config.max_field_chars})",
+                    subject=f"{redact(key, scanner)} too long",
                 )
             )
         if config.reject_secrets:
@@ -118,6 +123,7 @@ def check_body(
                 1,
                 1,
                 f"body is {body_chars} characters long, more than max_body_chars ({config.max_body_chars})",
+                subject="body too long",
             )
         )
     if config.reject_secrets:
