@@ -24,7 +24,7 @@ from knowl_build.discover import Discovery, discover, shown_path
 from knowl_build.errors import KnowlError, UsageError
 from knowl_build.files import atomic_write
 from knowl_build.history import History
-from knowl_build.model import Page, ParsedPage
+from knowl_build.model import Page, ParsedPage, Suppression
 from knowl_build.parse.page import not_text, parse_page
 from knowl_build.parse.semantics import SemanticLayer, load_semantic_layer
 from knowl_build.resolve import PageIndex, misplaced, place
@@ -269,7 +269,8 @@ def analyse(
     analysis = Analysis(
         root, config, discovery, layer, pages, index, facts.history if facts else None, assessments
     )
-    analysis.diagnostics = apply_severities(found, config)
+    suppressions = {p.path: p.parsed.suppressions for p in text_pages if p.parsed.suppressions}
+    analysis.diagnostics = apply_severities(found, config, suppressions)
     return analysis
 
 
@@ -315,12 +316,45 @@ def gather_git_facts(
     return facts
 
 
-def apply_severities(found: list[tuple[str, Finding]], config: Config) -> list[Diagnostic]:
+def apply_severities(
+    found: list[tuple[str, Finding]],
+    config: Config,
+    suppressions: dict[str, tuple[Suppression, ...]] | None = None,
+) -> list[Diagnostic]:
+    """Findings at their configured severity ([rules], then [rules.per-path]), without those
+    an inline comment suppresses; a suppression that hid nothing is KB011."""
+    suppressions = suppressions or {}
+    used: set[tuple[str, int]] = set()
     diagnostics = []
     for path, finding in found:
-        severity = config.severity(finding.code)
+        hiding = suppressions.get(path, ())
+        hidden = [i for i, s in enumerate(hiding) if s.covers(finding.code, finding.line)]
+        if hidden:
+            used.update((path, i) for i in hidden)
+            continue
+        severity = config.severity(finding.code, path)
         if severity != "off":
             diagnostics.append(finding.at(path, severity))
+    for path, hiding in suppressions.items():
+        severity = config.severity("KB011", path)
+        for i, comment in enumerate(hiding):
+            if (path, i) in used or severity == "off":
+                continue
+            codes = " ".join(comment.codes) or "every code"
+            span = comment.span
+            diagnostics.append(
+                Finding(
+                    "KB011",
+                    span.line,
+                    span.column,
+                    f"suppression of {codes} hides no finding",
+                    "remove the comment (the finding it silenced is gone, or the code or line "
+                    "is wrong)",
+                    span.end_line,
+                    span.end_column,
+                    subject=f"suppression of {codes}",
+                ).at(path, severity)
+            )
     diagnostics.sort()
     return diagnostics
 

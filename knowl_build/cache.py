@@ -22,7 +22,7 @@ from typing import Any
 from knowl_build.files import atomic_write
 from knowl_build.model import ParsedPage
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 
 def ensure_knowl_dir(root: Path) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 import re
@@ -18,6 +19,38 @@ from knowl_build.rules.registry import RULES_BY_CODE
 from knowl_build.secrets import use_extra_patterns
 
 BOOST_FIELDS = ("summary", "tags", "title", "body")
+PER_PATH = "per-path"
+
+
+@functools.lru_cache(maxsize=256)
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """A path glob as a regular expression over project-relative paths: `*` and `?` stay in
+    one folder, `**` spans folders (`knowledge/**/drafts/*.md`), `[abc]` is a class."""
+    out, i = [], 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif glob[i] == "[" and "]" in glob[i + 2 :]:
+            end = glob.index("]", i + 2)
+            body = glob[i + 1 : end]
+            negate = body.startswith("!")
+            body = re.escape(body[1:] if negate else body).replace("\\-", "-")
+            out.append(f"[{'^' if negate else ''}{body}]")
+            i = end + 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return re.compile("".join(out))
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +80,8 @@ class Config:
     keep_builds: int = 3
     repo_name: str | None = None
     rules: Mapping[str, str] = field(default_factory=dict)
+    # [rules.per-path]: (glob, {code: severity}) in the order written; a later glob wins.
+    per_path: tuple[tuple[str, Mapping[str, str]], ...] = ()
     search: SearchConfig = field(default_factory=SearchConfig)
     security: SecurityConfig = field(default_factory=SecurityConfig)
     peer_paths: tuple[str, ...] = ()
@@ -54,8 +89,14 @@ class Config:
     dbt_connection: str | None = None  # [semantics.dbt] connection
     source: str | None = None
 
-    def severity(self, code: str) -> str:
-        return self.rules.get(code, RULES_BY_CODE[code].default)
+    def severity(self, code: str, path: str | None = None) -> str:
+        """The severity of `code`: [rules], then the [rules.per-path] globs matching `path`."""
+        severity = self.rules.get(code, RULES_BY_CODE[code].default)
+        if path is not None:
+            for glob, table in self.per_path:
+                if code in table and glob_regex(glob).fullmatch(path):
+                    severity = table[code]
+        return severity
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +107,7 @@ class Config:
             "keep_builds": self.keep_builds,
             "repo_name": self.repo_name,
             "rules": dict(sorted(self.rules.items())),
+            "rules_per_path": [[glob, dict(sorted(t.items()))] for glob, t in self.per_path],
             "search": {
                 "boosts": dict(sorted(self.search.boosts.items())),
                 "max_caveats": self.search.max_caveats,
@@ -188,20 +230,18 @@ def _check_out_dir(top: _Reader, out_dir: str, *guarded: str) -> None:
             )
 
 
-def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
-    """Validate a parsed table (knowl.toml's root or pyproject's [tool.knowl])."""
-    top = _Reader(source, data, "", TOP_KEYS)
-
-    rules_table = top.table_of("rules")
-    rules: dict[str, str] = {}
-    for code, severity in rules_table.items():
+def _severities(top: _Reader, prefix: str, table: Mapping[str, Any]) -> dict[str, str]:
+    """A table of rule codes to severities, each checked."""
+    severities: dict[str, str] = {}
+    for code, severity in table.items():
         if code not in RULES_BY_CODE:
             raise top.error(
-                f"rules.{code}", f"unknown rule code{_did_you_mean(code, list(RULES_BY_CODE))}"
+                f"{prefix}{code}",
+                f"unknown rule code{_did_you_mean(code, [*RULES_BY_CODE, PER_PATH])}",
             )
         if not isinstance(severity, str) or severity not in SEVERITY_CHOICES:
             raise top.error(
-                f"rules.{code}",
+                f"{prefix}{code}",
                 f"severity must be one of {', '.join(SEVERITY_CHOICES)}, got {severity!r}"
                 + (
                     _did_you_mean(severity, list(SEVERITY_CHOICES))
@@ -209,7 +249,27 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
                     else ""
                 ),
             )
-        rules[code] = severity
+        severities[code] = severity
+    return severities
+
+
+def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
+    """Validate a parsed table (knowl.toml's root or pyproject's [tool.knowl])."""
+    top = _Reader(source, data, "", TOP_KEYS)
+
+    rules_table = dict(top.table_of("rules"))
+    per_path_table = rules_table.pop(PER_PATH, {})
+    rules = _severities(top, "rules.", rules_table)
+    if not isinstance(per_path_table, dict):
+        raise top.error(f"rules.{PER_PATH}", "expected a table of globs")
+    per_path: list[tuple[str, Mapping[str, str]]] = []
+    for glob, table in per_path_table.items():
+        where = f"rules.{PER_PATH}.{glob}"
+        if not glob.strip():
+            raise top.error(where, "a glob must not be empty")
+        if not isinstance(table, dict):
+            raise top.error(where, 'expected a table of rule codes, e.g. { KB202 = "off" }')
+        per_path.append((glob, _severities(top, f"{where}.", table)))
 
     search = _Reader(source, top.table_of("search"), "search.", ["boosts", "max_caveats"])
     boosts_table = search.table_of("boosts")
@@ -265,6 +325,7 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         keep_builds=top.positive_int("keep_builds", 3, 1),
         repo_name=repo_name,
         rules=rules,
+        per_path=tuple(per_path),
         search=SearchConfig(boosts=boosts, max_caveats=search.positive_int("max_caveats", 3, 0)),
         security=SecurityConfig(
             reject_secrets=security.get("reject_secrets", bool, True),

@@ -197,6 +197,32 @@ _FIELD_NAMES = tuple(f.name for f in fields_of(Fields))
 _DEFAULTS = {name: getattr(Fields(), name) for name in _FIELD_NAMES}
 
 
+class Suppression(NamedTuple):
+    """An inline suppression comment: `<!-- knowl: disable-next-line CODE... -->` hides the
+    listed findings (every code when none is listed) on the line after the comment; `disable`
+    hides them from the comment's line to the end of the file, or in the whole file when the
+    comment is in the frontmatter (`# knowl: disable CODE`)."""
+
+    next_line: bool
+    codes: tuple[str, ...]  # empty: every code
+    span: Span  # the comment itself (where KB011 points when it hides nothing)
+    whole_file: bool = False
+
+    def covers(self, code: str, line: int) -> bool:
+        if self.codes and code not in self.codes:
+            return False
+        if self.next_line:
+            return line == self.span.end_line + 1
+        return self.whole_file or line >= self.span.line
+
+    def to_list(self) -> list[Any]:
+        return [self.next_line, list(self.codes), *self.span.to_list(), self.whole_file]
+
+    @classmethod
+    def from_list(cls, row: list[Any]) -> Suppression:
+        return cls(row[0], tuple(row[1]), Span(*row[2:6]), row[6])
+
+
 class Heading(NamedTuple):
     level: int
     text: str  # inline markup removed
@@ -216,6 +242,7 @@ class ParsedPage:
     h1: str | None  # text of the first level-1 ATX heading outside code
     findings: tuple[Finding, ...]  # page-local findings (syntax, fields, secrets, sizes)
     text_ok: bool = True  # False: KB007, the file is not UTF-8 text
+    suppressions: tuple[Suppression, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -228,6 +255,7 @@ class ParsedPage:
             "h1": self.h1,
             "findings": [f.to_list() for f in self.findings],
             "text_ok": self.text_ok,
+            "suppressions": [x.to_list() for x in self.suppressions],
         }
 
     @classmethod
@@ -242,6 +270,7 @@ class ParsedPage:
             h1=d["h1"],
             findings=tuple(Finding.from_list(f) for f in d["findings"]),
             text_ok=d["text_ok"],
+            suppressions=tuple(Suppression.from_list(x) for x in d["suppressions"]),
         )
 
 

@@ -66,6 +66,25 @@ def rules_table(config: Config, out: Console) -> None:
             Text(rule.summary),
         )
     out.print(table)
+    if config.per_path:
+        out.print()
+        out.print(Text("per path ([rules.per-path], a later glob wins):", style="bold"))
+        paths = Table(show_lines=False, box=None, pad_edge=False)
+        for column in ("glob", "severities"):
+            paths.add_column(column, overflow="fold")
+        for glob, severities in config.per_path:
+            paths.add_row(Text(glob), Text(", ".join(f"{c} = {v}" for c, v in severities.items())))
+        out.print(paths)
+    out.print()
+    out.print(
+        Text(
+            "Suppress findings inline: <!-- knowl: disable-next-line KB401 --> (the next line) "
+            "or <!-- knowl: disable KB103 --> (to the end of the file); in frontmatter, "
+            "# knowl: disable-next-line KB006 or # knowl: disable KB202 (the whole page). "
+            "A suppression that hides nothing is KB011.",
+            style="dim",
+        )
+    )
 
 
 class _Stages:

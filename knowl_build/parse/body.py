@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
 
-from knowl_build.model import Directive, Heading, Link, Span, TextIndex
+from knowl_build.model import Directive, Heading, Link, Span, Suppression, TextIndex
 
 WIKI_LINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
 DIRECTIVE = re.compile(
@@ -26,12 +26,44 @@ _BLOCK_MARKS = ("`", "~", "#", "\t", "=", "-", "\n ")
 _md = MarkdownIt("commonmark").disable(["inline", "text_join"], ignoreInvalid=True)
 
 
+# `<!-- knowl: disable-next-line KB401 KB103 -- a reason -->`; bounded, so that a page of
+# unclosed comments costs linear time.
+SUPPRESSION = re.compile(
+    r"<!--[ \t\r\n]{0,20}knowl:[ \t]{0,20}(disable-next-line|disable)(?![\w-])([^>]{0,400}?)-->"
+)
+# The same in frontmatter, as a YAML comment: `# knowl: disable KB006`.
+FM_SUPPRESSION = re.compile(
+    r"(?:^|[ \t])#[ \t]{0,20}knowl:[ \t]{0,20}(disable-next-line|disable)(?![\w-])([^\n]{0,400})",
+    re.MULTILINE,
+)
+_CODE_TOKEN = re.compile(r"[A-Za-z]{2}[0-9]{3}")
+
+
 @dataclass(frozen=True, slots=True)
 class BodyScan:
     links: tuple[Link, ...]
     directives: tuple[Directive, ...]
     headings: tuple[Heading, ...]
     h1: str | None
+    suppressions: tuple[Suppression, ...] = ()
+
+
+def suppression(
+    match: re.Match[str], base: int, index: TextIndex, *, frontmatter: bool = False
+) -> Suppression:
+    """A suppression comment from its match (`base`: offset of the matched text)."""
+    kind, rest = match.group(1), match.group(2)
+    words = [w for w in re.split(r"[\s,]+", rest.split("--", 1)[0]) if w]
+    # Words that are not rule codes make a suppression that matches nothing (KB011), never
+    # one that silently hides every code.
+    codes = tuple(w.upper() if _CODE_TOKEN.fullmatch(w) else w for w in words)
+    start = base + match.start() + (match.group(0).find("#") if frontmatter else 0)
+    return Suppression(
+        next_line=kind == "disable-next-line",
+        codes=codes,
+        span=_span(index, start, base + match.end()),
+        whole_file=frontmatter and kind == "disable",
+    )
 
 
 def _code_spans(text: str, base: int, out: list[tuple[int, int]]) -> None:
@@ -145,7 +177,15 @@ def scan_body(text: str, body_offset: int, index: TextIndex) -> BodyScan:
                     span=_span(index, start, end),
                 )
             )
-    return BodyScan(tuple(links), tuple(directives), tuple(headings), h1)
+    suppressions: list[Suppression] = []
+    if "knowl:" in body:
+        for match in SUPPRESSION.finditer(body):
+            start = match.start()
+            line = _line_of(lines_start, start)
+            if line in excluded_lines or any(lo <= start < hi for lo, hi in spans):
+                continue  # code is text: a comment shown in code suppresses nothing
+            suppressions.append(suppression(match, body_offset, index))
+    return BodyScan(tuple(links), tuple(directives), tuple(headings), h1, tuple(suppressions))
 
 
 def _line_of(starts: list[int], offset: int) -> int:

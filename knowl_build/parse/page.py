@@ -5,7 +5,7 @@ from __future__ import annotations
 from knowl_build.config import SecurityConfig
 from knowl_build.diagnostics import Finding
 from knowl_build.model import Fields, Located, ParsedPage, Span, TextIndex
-from knowl_build.parse.body import scan_body
+from knowl_build.parse.body import FM_SUPPRESSION, scan_body, suppression
 from knowl_build.parse.frontmatter import split
 from knowl_build.parse.yamlnodes import YamlProblem, YMap, compose, json_safe, plain
 from knowl_build.rules import fields as field_rules
@@ -113,6 +113,12 @@ def parse_page(data: bytes, config: SecurityConfig, scanner: security.SecretScan
 
     findings.extend(security.check_body(text, parts.body_offset, index, config, scanner))
     scan = scan_body(text, parts.body_offset, index)
+    suppressions = list(scan.suppressions)
+    if parts.frontmatter is not None and "knowl:" in parts.frontmatter:
+        suppressions[:0] = [
+            suppression(match, parts.fm_offset, index, frontmatter=True)
+            for match in FM_SUPPRESSION.finditer(parts.frontmatter)
+        ]
     return ParsedPage(
         frontmatter=frontmatter,
         fields=fields,
@@ -122,4 +128,5 @@ def parse_page(data: bytes, config: SecurityConfig, scanner: security.SecretScan
         headings=scan.headings,
         h1=scan.h1,
         findings=tuple(sorted(findings, key=lambda f: (f.line, f.column, f.code))),
+        suppressions=tuple(suppressions),
     )

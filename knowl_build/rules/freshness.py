@@ -24,12 +24,13 @@ _VALIDATED = "meta.last_validated_at"  # the subject of KB202, whose message hol
 @dataclass(slots=True)
 class Assessment:
     value: str = "fresh"
+    path: str | None = None  # the page's (per-path severities apply to its reasons)
     reasons: list[dict[str, Any]] = field(default_factory=list)
     drift: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
 
     def add(self, ctx: RuleContext, finding: Finding, value: str, **data: Any) -> None:
-        if ctx.config.severity(finding.code) == "off":
+        if ctx.config.severity(finding.code, self.path) == "off":
             return
         self.findings.append(finding)
         self.reasons.append(
@@ -65,7 +66,7 @@ def _change(ctx: RuleContext, ref: str | None) -> tuple[str, dt.datetime | None]
 
 def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
     fields = page.parsed.fields
-    result = Assessment(value=fields.freshness)
+    result = Assessment(value=fields.freshness, path=page.path)
     if fields.freshness != "fresh":
         result.reasons.append(
             {

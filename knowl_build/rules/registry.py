@@ -113,6 +113,35 @@ RULES: tuple[Rule, ...] = (
           works except the features that read history.""",
     ),
     _rule(
+        "KB010",
+        "shallow-history",
+        "warning",
+        "git history is shallow; history rules cannot see older changes",
+        """The repository is a shallow clone (the default of `actions/checkout` is one
+          commit), so changes before its first commit are unknown: history findings say
+          "unknown (shallow history)" instead of claims they cannot back. Reported once, at
+          the project. Fetch the whole history: `fetch-depth: 0` in `actions/checkout`, or
+          `git fetch --unshallow`.""",
+    ),
+    _rule(
+        "KB011",
+        "unused-suppression",
+        "warning",
+        "a suppression comment suppresses nothing",
+        """A `<!-- knowl: disable-next-line CODE -->` or `<!-- knowl: disable CODE -->`
+          comment (or `# knowl: ...` in frontmatter) that no finding matched: the problem it
+          silenced is gone, or the code or line is wrong. Remove the comment.""",
+    ),
+    _rule(
+        "KB012",
+        "history-incomplete",
+        "warning",
+        "git could not read part of the history",
+        """A git object or command that history rules need failed (a missing or corrupt
+          object, a partial clone without the blob). The finding names what failed; the
+          history rules go on without it, so they may miss a change.""",
+    ),
+    _rule(
         "KB050",
         "semantic-layer",
         "error",
