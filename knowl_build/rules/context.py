@@ -39,6 +39,8 @@ class GitFacts:
     history: History
     changed_paths: set[tuple[str, str]] = field(default_factory=set)  # (source_commit, path)
     reachable: dict[str, str | None] = field(default_factory=dict)  # source_commit -> full id
+    shallow_depth: int | None = None  # commits available when the clone is shallow (KB010)
+    problems: list[str] = field(default_factory=list)  # what git could not read (KB012)
 
 
 @dataclass(slots=True)
