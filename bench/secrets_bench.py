@@ -2,10 +2,13 @@
 
 Adversarial bodies of about 200 kB (the size `max_body_chars` allows), each built to make a
 backtracking pattern quadratic: the issue-10 body (a keyword, whitespace, a long token) that
-took the single-regex scanner 812 s, one long run of word characters, anchors repeated. Each
-is timed in-process (`SecretScanner.scan`, best of N) next to the goal, with a normal page of
-about 300 words for comparison; then `knowl check` end to end, as a process and without the
-parse cache, on a project that holds the issue-10 page, and on one that holds a normal page.
+took the single-regex scanner 812 s, one long run of word characters, anchors repeated, and
+URLs made to be read more than once (issue 11: thousands of URLs, parameters or `?` inside one
+URL, a 200 kB parameter name). Each is timed in-process (`SecretScanner.scan`, best of N) next
+to the goal, with a normal page of about 300 words and a page of the ~400 real URLs of
+`tests/fixtures/urls.txt` for comparison; then `knowl check` end to end, as a process and
+without the parse cache, on a project that holds the issue-10 page, and on one that holds a
+normal page.
 """
 
 from __future__ import annotations
@@ -26,6 +29,13 @@ GOAL_MS = 50.0  # for a 200 kB body (issue 10)
 N = 200_000
 
 ISSUE_BODY = "password" + " " * (199_000 - 60) + "x" * 15 + " " + "y" * 36
+
+
+def links_page() -> str:
+    """The URLs of the precision corpus, one Markdown link each."""
+    corpus = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "urls.txt"
+    urls = [line for line in corpus.read_text().splitlines() if line and not line.startswith("#")]
+    return "# Links\n\n" + "".join(f"- [link {i}]({url})\n" for i, url in enumerate(urls))
 
 
 def normal_page() -> str:
@@ -50,7 +60,20 @@ INPUTS: list[tuple[str, str]] = [
     ("keyword and a run of '='", "secret " + "=" * N),
     ("keyword repeated", "secret " * (N // 7)),
     ("UUIDs, one run", "123e4567-e89b-12d3-a456-426614174000" * (N // 36)),
+    ("URL: 50,000 parameters", "https://x.io/?" + "a=b&" * (N // 4)),
+    ("URL: 'key=?' repeated (nested values)", "https://x.io/?" + "key=?" * (N // 5)),
+    ("URL: '&access_token=' repeated, empty", "https://x.io/#" + "&access_token=" * (N // 14)),
+    ("URL: one 200 kB parameter name", "https://x.io/?" + "a" * N + "_token=" + "b1" * 10),
+    ("URL: 'https://' repeated in a query", "https://x.io/?next=" + "https://" * (N // 8)),
+    ("'a:// ' repeated (40,000 URLs)", "a:// " * (N // 5)),
+    ("'_://' repeated, then a www. link", "_://" * (N // 4) + " www.x.io/?sig=" + "b1" * 10),
+    ("'www.a ' repeated (33,000 URLs)", "www.a " * (N // 6)),
+    ("4,400 URLs: userinfo and a token", ("https://u:p@x.io/?token=" + "b1" * 10 + " ") * (N // 45)),
+    ("5,700 www. links with a signature", ("www.x.io/?sig=" + "b1" * 10 + " ") * (N // 35)),
+    ("long words in and out of 2,400 URLs", ("aB3" * 11 + " https://x.io/" + "aB3" * 11 + " ") * (N // 81)),
+    ("5,700 Slack webhook URLs", "https://hooks.slack.com/services/a " * (N // 35)),
     ("normal page (~300 words)", normal_page()),
+    ("page of ~400 real links (URL corpus)", links_page()),
 ]
 
 

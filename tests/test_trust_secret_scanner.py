@@ -1,13 +1,16 @@
 """The secret scanner is linear and finds what the single regular expression found (issue 10,
-items 5 and 6): a property test against the old implementation, adversarial 200 kB inputs
-with their exact findings (each would take minutes if a pattern were quadratic), `redact`,
-and secrets in frontmatter keys."""
+items 5 and 6) outside URLs, and inside URLs only credentials where they live (issue 11,
+item 7): property tests against the old implementation (on text without URLs) and against a
+naive reference of the URL rule (on any text), adversarial 200 kB inputs with their exact
+findings (each would take minutes if a pattern were quadratic), `redact`, and secrets in
+frontmatter keys."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Callable
+from urllib.parse import unquote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -115,6 +118,137 @@ class SpecifiedScanner(OldSecretScanner):
             pos = m.end()
 
 
+# --- The reference for URLs (issue 11): naive and quadratic, written from the module notes. ---
+
+PARAM = "credential in a URL parameter"
+WEBHOOK = "credential in a webhook URL"
+NAMED = "named secret"
+HE = "high-entropy string"
+URL_START = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://|(?<![^\s(\[<>\"'`*_~|])www\.(?=[A-Za-z0-9])")
+URL_BODY = re.compile(r"[^\s<>\"'`)\]|]*")
+NAME_WORDS = re.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+CREDENTIAL_WORDS = {"token", "key", "secret", "password", "passwd", "pwd", "pass", "passphrase", "sig",
+                    "signature", "auth", "jwt"}
+GLUED_WORDS = ["token", "key", "secret", "password", "passwd", "pwd", "signature"]
+GLUED_PREFIXES = ["api", "access", "auth", "client", "app", "secret", "private", "id", "refresh", "session",
+                  "security", "bearer", "oauth", "subscription", "master", "account", "storage", "sas",
+                  "signing", "shared", "consumer", "user", "bot", "admin", "service", "db", "root", "x", "xapi"]
+NOT_CREDENTIAL = {"page", "next", "prev", "previous", "continuation", "sync", "resumption", "pagination",
+                  "cursor", "sort", "partition", "row", "range", "primary", "foreign", "public", "pub",
+                  "space", "project", "issue", "idempotency", "cache", "object", "hot", "shortcut"}
+WEBHOOKS = re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/"
+                      r"|(?:ptb\.|canary\.)?discord(?:app)?\.com/api/(?:v[0-9]+/)?webhooks/"
+                      r"|api\.telegram\.org/(?:file/)?bot|outlook\.office\.com/webhook/"
+                      r"|[a-z0-9-]+\.webhook\.office\.com/webhookb2/")
+URL_CREDENTIALS = r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:[^\s/@]+@"
+Url = tuple[int, int, int]  # start, end, where the part after `scheme://` (or `www.`) starts
+
+
+def url_spans(text: str) -> list[Url]:
+    urls: list[Url] = []
+    pos = 0
+    while (m := URL_START.search(text, pos)) is not None:
+        body = URL_BODY.match(text, m.end())
+        assert body is not None
+        end = body.end()
+        while end > m.end() and text[end - 1] in ".,:;!?*":
+            end -= 1
+        urls.append((m.start(), end, m.end() if m.group().endswith("://") else m.start()))
+        pos = end
+    return urls
+
+
+def credential_name(name: str) -> bool:
+    words = [word.lower() for word in NAME_WORDS.split(unquote(name)) if word]
+    if not words:
+        return False
+    last = words[-1]
+    glued = any(last == prefix + word for prefix in GLUED_PREFIXES for word in GLUED_WORDS)
+    return (last in CREDENTIAL_WORDS or glued) and (len(words) == 1 or words[-2] not in NOT_CREDENTIAL)
+
+
+def trivial(value: str) -> bool:
+    return (len(value) < 16 or not re.search("[a-z0-9]", value) or "{" in value or "}" in value
+            or len(set(value)) == 1)
+
+
+def url_credentials(text: str, url: Url) -> tuple[dict[int, int], dict[int, int]]:
+    """Where each credential parameter's value, and the secret part of a webhook's path, start
+    and end."""
+    _, end, host = url
+    marks = [i for i in range(host, end) if text[i] in "?#"]
+    params: dict[int, int] = {}
+    for i in range(marks[0] if marks else end, end):
+        if text[i] not in "?&#;":
+            continue
+        j = i + 1
+        while j < end and text[j] not in "?&#;=":
+            j += 1
+        if j < end and text[j] == "=":
+            k = j + 1
+            while k < end and text[k] not in "&#;":
+                k += 1
+            if credential_name(text[i + 1 : j]) and not trivial(text[j + 1 : k]):
+                params[j + 1] = k
+    hooks: dict[int, int] = {}
+    path_end = marks[0] if marks else end
+    slash = text.find("/", host, path_end)
+    if slash != -1:
+        at = text.rfind("@", host, slash)
+        name = host if at == -1 else at + 1
+        m = WEBHOOKS.match(text[name:path_end])
+        if m is not None and not trivial(text[name + m.end() : path_end]):
+            hooks[name + m.end()] = path_end
+    return params, hooks
+
+
+class UrlRuleScanner:
+    """SPEC 9's kinds (the URL-with-credentials user may be empty), kind by kind: at each place
+    the first kind that matches there wins. Named secrets and high-entropy words do not count
+    where they start inside a URL; credential parameters and webhook paths are URL kinds."""
+
+    def __init__(self, extra_patterns: tuple[str, ...] = ()) -> None:
+        kinds = [(kind, URL_CREDENTIALS if kind == "URL with credentials" else rx) for kind, rx in _KINDS]
+        kinds[6:6] = [(PARAM, ""), (WEBHOOK, "")]
+        if extra_patterns:
+            kinds.append(("configured secret pattern", f"(?i:{'|'.join(re.escape(p) for p in extra_patterns)})"))
+        self.kinds = [(kind, re.compile(rx)) for kind, rx in kinds]
+
+    def scan(self, text: str) -> Found:
+        urls = url_spans(text)
+        places: dict[str, dict[int, int]] = {PARAM: {}, WEBHOOK: {}}
+        for url in urls:
+            params, hooks = url_credentials(text, url)
+            places[PARAM].update(params)
+            places[WEBHOOK].update(hooks)
+        matches: Found = []
+        pos = 0
+        while True:
+            best: tuple[int, int, str] | None = None
+            for kind, rx in self.kinds:
+                found = self._first(kind, rx, text, pos, urls, places)
+                if found is not None and (best is None or found[0] < best[0]):
+                    best = (*found, kind)
+            if best is None:
+                return matches
+            matches.append((best[2], best[0], best[1]))
+            pos = best[1]
+
+    @staticmethod
+    def _first(kind: str, rx: re.Pattern[str], text: str, pos: int, urls: list[Url],
+               places: dict[str, dict[int, int]]) -> tuple[int, int] | None:
+        if kind in places:
+            starts = [start for start in places[kind] if start >= pos]
+            return (min(starts), places[kind][min(starts)]) if starts else None
+        while (m := rx.search(text, pos)) is not None:
+            inside = any(start <= m.start() < end for start, end, _ in urls)
+            if (kind in (NAMED, HE) and inside) or (kind == HE and not _high_entropy(m.group())):
+                pos = m.start() + 1
+                continue
+            return m.start(), m.end()
+        return None
+
+
 def scan(scanner: SecretScanner, text: str) -> Found:
     return [(m.kind, m.start, m.end) for m in scanner.scan(text)]
 
@@ -157,8 +291,52 @@ fragment = st.one_of(
               st.lists(st.sampled_from(["RSA", "EC", "A1", "", "PRIVATE", "x", "KEY-----"]), max_size=4)),
 )
 texts = st.lists(fragment, max_size=14).map("".join)
-EXTRAS = ["acme", "acme-internal", "b", "KEY", "p@", "-x-", "\u017fecret", "00"]
+EXTRAS = ["acme", "acme-internal", "b", "KEY", "p@", "-x-", "\u017fecret", "00", "token"]
 extra_patterns = st.lists(st.sampled_from(EXTRAS), min_size=1, max_size=3, unique=True).map(tuple)
+
+# URLs: where they start and end, parameters (credential names or not, separators, values
+# trivial or not), webhook hosts, userinfo, and what URLs hide (named secrets, long words).
+URL_FRAGMENTS = [
+    "https://", "http://", "s3://", "git+ssh://", "a.b-c://", "_://", "1://", "www.", "www.a", "xwww.b", "(www.c",
+    "?", "&", "#", ";", "&amp;", "=", "/", "@", ":", ")", "(", ">", "<", "]", "[", "|", "'", '"', "`", ".",
+    ",", "!", "*", "{", "}", "%2F", "%5B", "sig=", "token=", "?api_key=", "&X-Amz-Signature=",
+    "#access_token=", "?pageToken=", "&monkey=", ";publicKey=", "?apikey=", "&user%5Bpassword%5D=",
+    "&clientSecret=", "?X-Amz-Credential=", "hooks.slack.com/services/", "discord.com/api/webhooks/",
+    "api.telegram.org/bot", "x.webhook.office.com/webhookb2/", "u:p@", ":p@", "/password=", "/secret ",
+]
+NAMES = ["token", "sig", "key", "api_key", "apiKey", "X-Amz-Signature", "client_secret", "apikey", "pwd",
+         "auth", "pageToken", "publicKey", "monkey", "X-Amz-Credential", "v", "usp", "user[password]",
+         "user%5Bpassword%5D", "x-api-key", "sortKey", "hotKey", "tokens", "", "Signature", "id_token"]
+VALUES = ["aB3" * 11, "ghp_" + "a" * 36, "YOUR_API_KEY_HERE", "{token}", "x" * 20, "0123456789abcdef",
+          "0123456789abcde", "Qa%2FVd8lR%2BzT0%3D" * 2, "a?token=" + "b1" * 9, "AKIAABCDEFGHIJKLMNOP"]
+parameter = st.builds("{}{}={}".format, st.sampled_from("?&#;"),
+                      st.one_of(st.sampled_from(NAMES), st.text(alphabet="aZk_-[]%5BT", max_size=10)),
+                      st.one_of(st.sampled_from(VALUES), st.text(alphabet="aZ9%-_.~+/=X{}?:@", max_size=24),
+                                st.builds(lambda c, n: c * n, st.sampled_from("xX*a9"), st.integers(14, 18))))
+url = st.builds(
+    "{}{}{}{}{}{}".format,
+    st.sampled_from(["https://", "http://", "s3://", "www.", "postgres://u:p@", "redis://:pw@", "a.b-c+d://",
+                     "x://", "-https://", "\u00e9https://"]),
+    st.sampled_from(["hooks.slack.com", "discord.com", "api.telegram.org", "docs.google.com", "a", "u:p@h",
+                     "", "A.webhook.office.com"]),
+    st.one_of(st.sampled_from(["/services/", "/api/webhooks/", "/bot", "/webhookb2/", "/", ""]),
+              st.text(alphabet="/aZq09_-", max_size=12)),
+    st.one_of(st.just(""), st.sampled_from(VALUES), st.text(alphabet="aZq09_-/", max_size=40)),
+    st.lists(parameter, max_size=4).map("".join),
+    st.sampled_from(["", ".", "*", "!?", ",:;", ")", "> ", "]", "|", "'", '"', "`", " ", "\n", "...", ".x"]),
+)
+webhook = st.builds(
+    "{}{}{}{}".format,
+    st.sampled_from(["https://", "https://u:p@", "www.", "http://x/"]),
+    st.sampled_from(["hooks.slack.com/services/", "hooks.SLACK.com/workflows/", "hooks.slack.com/workflows/", "hooks.slack.com:443/services/",
+                     "discord.com/api/v10/webhooks/", "ptb.discordapp.com/api/webhooks/", "api.telegram.org/bot",
+                     "api.telegram.org/file/bot", "outlook.office.com/webhook/", "a-1.webhook.office.com/webhookb2/",
+                     "hooks.slack.com.evil.io/services/", "hooks.slack.com/", "evilhooks.slack.com/services/"]),
+    st.one_of(st.sampled_from(VALUES), st.text(alphabet="aZ9/-_X{", max_size=30)),
+    st.sampled_from(["", "?x=1", "#a", " ", ").", "/"]),
+)
+url_fragment = st.one_of(fragment, url, webhook, st.sampled_from(URL_FRAGMENTS))
+url_texts = st.lists(url_fragment, max_size=10).map("".join)
 
 _SCANNER = SecretScanner()
 
@@ -167,19 +345,29 @@ _SCANNER = SecretScanner()
 @given(texts)
 def test_scanner_matches_the_old_regex(text: str) -> None:
     found = scan(_SCANNER, text)
-    assert found == SpecifiedScanner().scan(text)
-    if _MAYBE.search(text):  # past the old pre-check, the two are the same scan
-        assert found == OldSecretScanner().scan(text)
+    assert found == UrlRuleScanner().scan(text)
+    if not url_spans(text):  # outside URLs, SPEC 9's kinds as they were
+        assert found == SpecifiedScanner().scan(text)
+        if _MAYBE.search(text):  # past the old pre-check, the two are the same scan
+            assert found == OldSecretScanner().scan(text)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(url_texts)
+def test_scanner_matches_the_url_rule(text: str) -> None:
+    assert scan(_SCANNER, text) == UrlRuleScanner().scan(text)
 
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(texts, extra_patterns)
+@given(st.one_of(texts, url_texts), extra_patterns)
 def test_scanner_with_extra_patterns_matches_the_old_regex(text: str, extras: tuple[str, ...]) -> None:
     found = scan(SecretScanner(extras), text)
-    specified = SpecifiedScanner(extras)
-    assert found == specified.scan(text)
-    if not specified.rescued:
-        assert found == OldSecretScanner(extras).scan(text)
+    assert found == UrlRuleScanner(extras).scan(text)
+    if not url_spans(text):
+        specified = SpecifiedScanner(extras)
+        assert found == specified.scan(text)
+        if not specified.rescued:
+            assert found == OldSecretScanner(extras).scan(text)
 
 
 def test_the_two_documented_differences() -> None:
@@ -196,7 +384,6 @@ def test_the_two_documented_differences() -> None:
 # --- Adversarial inputs of about 200 kB: exact findings; quadratic scanning would hang. --------
 
 N = 200_000
-HE = "high-entropy string"
 ADVERSARIAL: list[tuple[str, str, Found]] = [
     # the input of the issue: a keyword, whitespace, then a value too short, then a long token
     ("keyword-whitespace-token", "password" + " " * (N - 60) + "x" * 15 + " " + "y" * 36, []),
@@ -231,6 +418,34 @@ ADVERSARIAL: list[tuple[str, str, Found]] = [
     ("slash-plus-run", "bearer:" + "/+" * (N // 2), [("named secret", 0, 7 + N)]),
     ("keyword-repeated", "secret " * (N // 7), []),
     ("keyword-equals-repeated", "password=" * (N // 9), [("named secret", 0, 9 * (N // 9))]),
+    # URLs (issue 11): each URL is found once, its end and its parameters read once
+    ("url-parameters-repeated", "https://x.io/?" + "a=b&" * (N // 4), []),
+    ("url-credential-names-repeated", "https://x.io/?" + "token=" * (N // 6), [(PARAM, 20, 14 + 6 * (N // 6))]),
+    ("url-question-marks", "https://x.io/?" + "key=?" * (N // 5), [(PARAM, 18, 13 + 5 * (N // 5))]),
+    ("url-empty-credential-values", "https://x.io/#" + "&access_token=" * (N // 14), []),
+    ("url-placeholder-value", "https://x.io/?api_key=" + "X" * N, []),
+    ("url-long-value", "https://x.io/?api_key=" + "%2F" * (N // 3), [(PARAM, 22, 22 + 3 * (N // 3))]),
+    ("url-long-parameter-name", "https://x.io/?" + "a" * N + "_token=" + "b1" * 10,
+     [(PARAM, 21 + N, 41 + N)]),
+    ("url-trailing-dots", "https://x.io/?sig=" + "a1" * 10 + "." * N, [(PARAM, 18, 38)]),
+    ("url-many-short-urls", "a:// " * (N // 5), []),
+    ("url-no-scheme-letter", "1://" * (N // 4), []),
+    ("url-nested-schemes", "https://x.io/?next=" + "https://" * (N // 8), []),
+    ("url-closing-brackets", "https://x.io/" + ")" * N, []),
+    ("url-www-repeated", "www." * (N // 4), []),
+    ("url-www-spaced", "www.a " * (N // 6), []),
+    ("url-www-after-failed-schemes", "_://" * (N // 4) + " www.x.io/?sig=" + "b1" * 10,
+     [(PARAM, N + 15, N + 35)]),
+    ("url-high-entropy-path", "https://x.io/" + "aB3-" * (N // 4), []),
+    ("url-named-secrets-in-paths", ("https://x.io/password=" + "a" * 20 + " ") * (N // 43), []),
+    ("url-entropy-between-urls", ("aB3" * 11 + " https://x.io/" + "aB3" * 11 + " ") * (N // 81),
+     [(HE, 81 * i, 81 * i + 33) for i in range(N // 81)]),
+    ("url-userinfo-and-parameters", ("https://u:p@x.io/?token=" + "b1" * 10 + " ") * (N // 45),
+     [f for i in range(N // 45) for f in (("URL with credentials", 45 * i, 45 * i + 12), (PARAM, 45 * i + 24, 45 * i + 44))]),
+    ("url-www-parameters", ("www.x.io/?sig=" + "b1" * 10 + " ") * (N // 35),
+     [(PARAM, 35 * i + 14, 35 * i + 34) for i in range(N // 35)]),
+    ("url-webhook-long", "https://hooks.slack.com/services/" + "a1" * (N // 2), [(WEBHOOK, 33, 33 + N)]),
+    ("url-webhooks-repeated", "https://hooks.slack.com/services/a " * (N // 35), []),
 ]
 
 

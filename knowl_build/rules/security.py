@@ -1,6 +1,10 @@
 """Security rules (SPEC 9): secrets (KB401), sensitive paths (KB402), sizes (KB403).
 
-Findings name the kind of secret and where it is, never the matched text.
+Findings name the kind of secret and where it is, never the matched text. A KB401 finding
+spans the match (`knowl_build.secrets`): inside a URL that is the credential itself, so the
+column points at a parameter's value (the `X-Amz-Signature=`, `sig=` or `access_token=` before
+it stays readable), at the secret part of a webhook's path, or, for a password in userinfo, at
+the URL's scheme (the match runs from the scheme to the `@`, as before).
 """
 
 from __future__ import annotations
@@ -15,13 +19,24 @@ from knowl_build.parse.yamlnodes import YMap, YNode, YScalar, YSeq, key_text
 
 # The scanner lives apart (standard library only) so that messages can be redacted anywhere;
 # the pipeline still builds it from here.
+from knowl_build.secrets import URL_PARAMETER_KIND, WEBHOOK_KIND, redact
 from knowl_build.secrets import SecretScanner as SecretScanner
-from knowl_build.secrets import redact
 
 Locate = Callable[[int, int], Span]
 
 _SECRET_HINT = "remove the value from the page (and rotate it); knowl never prints it"
 _KEY_SECRET_HINT = "rename the key (and rotate the secret it holds); knowl never prints it"
+# A credential in a link: the link itself is usually wanted, without the credential.
+_KIND_HINTS = {
+    URL_PARAMETER_KIND: "link without the credential (drop the parameter, or share an "
+    "unsigned URL) and rotate it; knowl never prints it",
+    WEBHOOK_KIND: "a webhook URL is itself the credential: keep it out of the page (and "
+    "rotate it); knowl never prints it",
+}
+
+
+def _secret_hint(kind: str) -> str:
+    return _KIND_HINTS.get(kind, _SECRET_HINT)
 
 
 def _finding(
@@ -95,7 +110,7 @@ def check_frontmatter(
         if config.reject_secrets:
             for span, kind in _secrets(node, value, fm_text, locate, scanner):
                 message = f"'{redact(key, scanner)}' holds a secret ({kind})"
-                findings.append(_finding("KB401", span, message, _SECRET_HINT))
+                findings.append(_finding("KB401", span, message, _secret_hint(kind)))
     if config.reject_secrets:
         for parent, key_node in _keys(root, ""):
             for span, kind in _secrets(key_node, key_text(key_node), fm_text, locate, scanner):
@@ -136,7 +151,7 @@ def check_body(
                     line,
                     column,
                     f"body holds a secret ({hit.kind})",
-                    _SECRET_HINT,
+                    _secret_hint(hit.kind),
                     end_line,
                     end_column,
                 )
