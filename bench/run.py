@@ -1,9 +1,10 @@
 """The benchmark: `python bench/run.py` (or `--sizes 1000` for a quick run).
 
 Prints the secret-scanner figures on adversarial inputs (see secrets_bench.py; `--suite
-secrets` for only these), then builds synthetic corpora with git history (500 commits by
-default) and prints, per size, in one run, the build figures (see build_bench.py) and, for
-`knowl check`:
+secrets` for only these), the did-you-mean figures on vaults with thousands of broken links
+(see hints_bench.py; `--suite hints` for only these), then builds synthetic corpora with git
+history (500 commits by default) and prints, per size, in one run, the build figures (see
+build_bench.py) and, for `knowl check`:
 - floor: reading and hashing every input file (what any checker must at least do);
 - cold check: `knowl check` as a process with no parse cache;
 - warm check: `knowl check` again, on the unchanged tree (answered from the run memo);
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_bench import bench_build
 from corpus import make_corpus, page_path
 from embeddings_bench import bench_embeddings
+from hints_bench import bench_hints, print_hints
 from reader_bench import bench_reader
 from secrets_bench import bench_secrets, print_secrets
 
@@ -81,8 +83,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--suite", choices=["check", "build", "reader", "secrets", "embeddings", "all"],
-                        default="all", help="all = check, build, reader and secrets; embeddings needs the extra")
+    parser.add_argument("--suite", choices=["check", "build", "reader", "secrets", "hints", "embeddings", "all"],
+                        default="all", help="all = check, build, reader, secrets and hints; embeddings needs the extra")
     parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
     args = parser.parse_args()
@@ -90,6 +92,10 @@ def main() -> None:
     if args.suite in ("secrets", "all"):  # built in memory: no corpus needed
         print_secrets(*bench_secrets(args.repeats), f"({machine})")
         if args.suite == "secrets":
+            return
+    if args.suite in ("hints", "all"):  # its own vaults: broken links, one commit
+        print_hints(bench_hints(args.sizes, args.repeats), f"({machine})")
+        if args.suite == "hints":
             return
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="knowl-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -12,9 +12,12 @@ from knowl_build.history import History
 from knowl_build.model import Page, Span
 from knowl_build.parse.semantics import SemanticLayer
 from knowl_build.resolve import PageIndex
-from knowl_build.rules.fields import did_you_mean
+from knowl_build.rules.fields import suggestion
+from knowl_build.rules.hints import SKIPPED, HintBudget, NearNames
 
 Emitted = Iterator[tuple[str, Finding]]
+
+HINT_CUTOFF = 0.75  # how close a page id or entity name must be to be suggested
 
 
 def finding_at(
@@ -54,14 +57,36 @@ class RuleContext:
     now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     _page_hints: dict[tuple[str, str], str | None] = field(default_factory=dict)
     _entity_hints: dict[str, str | None] = field(default_factory=dict)
+    # Built once per run: the page ids each set of visible scopes offers, the entity names.
+    _page_names: dict[tuple[str, ...], NearNames] = field(default_factory=dict)
+    _entity_names: NearNames | None = None
+    _hint_budget: HintBudget = field(default_factory=HintBudget)
 
     def page_hint(self, target: str, scope: str) -> str | None:
         key = (target, scope)
-        if key not in self._page_hints:
-            self._page_hints[key] = did_you_mean(target, self.index.visible_ids(scope), 0.75)
-        return self._page_hints[key]
+        if key in self._page_hints:
+            return self._page_hints[key]
+        visible = self.index.visible_scopes(scope)
+        names = self._page_names.get(visible)
+        if names is None:
+            names = self._page_names[visible] = NearNames(self.index.visible_ids(scope))
+        self._page_hints[key], hint = self._lookup(names, target)
+        return hint
 
     def entity_hint(self, name: str) -> str | None:
-        if name not in self._entity_hints:
-            self._entity_hints[name] = did_you_mean(name, sorted(self.layer.entities), 0.75)
-        return self._entity_hints[name]
+        if name in self._entity_hints:
+            return self._entity_hints[name]
+        if self._entity_names is None:
+            self._entity_names = NearNames(self.layer.entities)
+        self._entity_hints[name], hint = self._lookup(self._entity_names, name)
+        return hint
+
+    def _lookup(self, names: NearNames, name: str) -> tuple[str | None, str | None]:
+        """The hint to keep for `name`, and the hint for this finding. A lookup over the run's
+        budget keeps none; the first such finding gets the notice that hints stop there
+        (see rules/hints.py)."""
+        found = names.closest(name, HINT_CUTOFF, self._hint_budget)
+        if found is SKIPPED:
+            return None, self._hint_budget.notice()
+        hint = suggestion(found)
+        return hint, hint

@@ -4,7 +4,6 @@ keys (KB006). Produces the typed Fields the cross-page rules work on."""
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
@@ -13,6 +12,7 @@ from typing import Any
 from knowl_build.diagnostics import Finding
 from knowl_build.model import BoundFingerprint, Conflict, Fields, Located, Span
 from knowl_build.parse.yamlnodes import YMap, YNode, YScalar, YSeq, key_text
+from knowl_build.rules.hints import closest
 
 Locate = Callable[[int, int], Span]
 
@@ -98,8 +98,13 @@ def describe_node(node: YNode) -> str:
 def did_you_mean(
     name: str, choices: list[str] | tuple[str, ...], cutoff: float = 0.6
 ) -> str | None:
-    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=cutoff)
-    return f"did you mean '{close[0]}'?" if close else None
+    """The hint naming what `difflib.get_close_matches(name, choices, n=1, cutoff)` finds
+    (see rules/hints.py for how it is found cheaply), or None."""
+    return suggestion(closest(name, choices, cutoff))
+
+
+def suggestion(close: str | None) -> str | None:
+    return f"did you mean '{close}'?" if close is not None else None
 
 
 def to_utc_iso(value: Any) -> str | None:
