@@ -1,9 +1,14 @@
 """Fingerprints against git history (SPEC 5): when each entity was introduced and last
 changed, the expression behind every measure fingerprint ever seen, each page's commits.
 
-The semantic layer is replayed commit by commit from one first-parent `git log` pass; each
-blob is read once through the batch reader and parsed once. Entities are followed by
+The semantic layer is replayed commit by commit from one first-parent `git log` pass; the
+blobs it needs are read in one batch and each is parsed once. Entities are followed by
 identity (connection and name), so a renamed or moved file keeps its entities' history.
+
+What git cannot give is never guessed: in a shallow clone the oldest commit's files were not
+added there (its entities' introduction is unknown); a blob git cannot read leaves its file
+as it was in the last version read (a problem names it, KB012); a log git cannot read at all
+leaves the history unknown (INCOMPLETE).
 """
 
 from __future__ import annotations
@@ -16,7 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from knowl_build.config import Config
-from knowl_build.history import WORKING_TREE, Commit, EntityHistory, GitHistory, History
+from knowl_build.history import (
+    INCOMPLETE,
+    SHALLOW,
+    WORKING_TREE,
+    Commit,
+    EntityHistory,
+    GitFailed,
+    GitHistory,
+    History,
+    history_pathspecs,
+)
 from knowl_build.parse.dbt import DbtProject, read_dbt_file
 from knowl_build.parse.semantics import FileRead, SemanticLayer, combine, read_source_file
 
@@ -25,25 +40,49 @@ from knowl_build.parse.semantics import FileRead, SemanticLayer, combine, read_s
 class _State:
     kind: str
     fingerprint: str
+    # git could not read this version of the entity's file: the fingerprint is the last read
+    stale: bool = False
+    # the first version read of a file whose earlier versions git could not read
+    origin_unknown: bool = False
 
 
 def _layer_at(
     files: dict[str, str],
     parsed: dict[str, FileRead],
-    history: GitHistory,
+    blobs: dict[str, bytes],
+    last: dict[str, FileRead],
+    unread: set[str],
     dbt: DbtProject | None,
     exprs: dict[str, str],
 ) -> dict[str, _State]:
-    """The layer's entities for a set of files (path -> blob id), each blob parsed once."""
+    """The layer's entities for a set of files (path -> blob id), each blob parsed once.
+
+    A file whose blob git could not read keeps the entities of the last version read
+    (`last`), marked stale: the version is neither a removal nor a change, and the next one
+    read says whether something changed in between. A file with no version read yet is left
+    out (`unread`) until one can be read, whose entities' origin is then unknown."""
     reads = []
+    stale: set[str] = set()
+    fresh: set[str] = set()
     for path in sorted(files):
         key = f"{path}\0{files[path]}"
         if key not in parsed:
-            data = history.blob(files[path]) or b"\x00"
+            data = blobs.get(files[path])
+            if data is None:
+                if path in last:
+                    reads.append(last[path])
+                    stale.add(path)
+                else:
+                    unread.add(path)
+                continue
             if dbt is not None and dbt.is_model_file(path):
                 parsed[key] = read_dbt_file(path, data, dbt)
             else:
                 parsed[key] = read_source_file(path, data)
+        if path in unread:
+            unread.discard(path)
+            fresh.add(path)
+        last[path] = parsed[key]
         reads.append(parsed[key])
     layer = combine(reads)
     for kinds in layer.members.values():
@@ -51,7 +90,10 @@ def _layer_at(
             expr = entity.definition.get("expr") if entity.kind == "measure" else None
             if isinstance(expr, str):
                 exprs.setdefault(entity.fingerprint, expr)
-    return {name: _State(e.kind, e.fingerprint) for name, e in layer.entities.items()}
+    return {
+        name: _State(e.kind, e.fingerprint, e.path in stale, e.path in fresh)
+        for name, e in layer.entities.items()
+    }
 
 
 def _live_state(layer: SemanticLayer, exprs: dict[str, str]) -> dict[str, _State]:
@@ -69,22 +111,44 @@ def _apply(
     after: dict[str, _State],
     ref: str,
     entities: dict[str, EntityHistory],
+    boundary: bool = False,
 ) -> None:
+    """Record the step from `before` to `after` made by `ref`.
+
+    What the history cannot show is left unknown (`unknown_past`), never guessed: at a
+    shallow clone's oldest commit (`boundary`) the entities were there already (not
+    introduced there); after a version git could not read, a different fingerprint may have
+    come from that version or from this one, and an entity gone may have gone in either."""
     for name, now in after.items():
         record = entities.get(name)
         if record is None:
-            entities[name] = EntityHistory(ref, None, None, now.kind, now.fingerprint)
+            if boundary or now.origin_unknown:
+                entities[name] = EntityHistory(
+                    None, None, None, now.kind, now.fingerprint, unknown_past=True
+                )
+            else:
+                entities[name] = EntityHistory(ref, None, None, now.kind, now.fingerprint)
             continue
-        if name not in before:  # it was removed earlier and is back
+        if now.stale:
+            continue  # unread: the record stays as last seen
+        previous = before.get(name)
+        if previous is None:  # it was removed earlier and is back
             record.removed_in = None
             if record.fingerprint != now.fingerprint:
                 record.changed_in = ref
-        elif before[name].fingerprint != now.fingerprint:
-            record.changed_in = ref
+        elif previous.fingerprint != now.fingerprint:
+            if previous.stale:
+                record.changed_in, record.unknown_past = None, True
+            else:
+                record.changed_in = ref
         record.kind, record.fingerprint = now.kind, now.fingerprint
-    for name in before:
+    for name, previous in before.items():
         if name not in after:
-            entities[name].removed_in = ref
+            record = entities[name]
+            if previous.stale:
+                record.removed_in, record.unknown_past = None, True
+            else:
+                record.removed_in = ref
 
 
 @dataclass(slots=True)
@@ -107,7 +171,7 @@ class _Replay:
             "exprs": self.exprs,
             "page_commits": self.page_commits,
             "files": self.files,
-            "state": {k: [s.kind, s.fingerprint] for k, s in self.state.items()},
+            "state": {k: [s.kind, s.fingerprint, s.stale] for k, s in self.state.items()},
         }
 
     @classmethod
@@ -119,18 +183,25 @@ class _Replay:
             exprs=dict(d["exprs"]),
             page_commits={k: list(v) for k, v in d["page_commits"].items()},
             files=dict(d["files"]),
-            state={k: _State(kind, fp) for k, (kind, fp) in d["state"].items()},
+            state={k: _State(v[0], v[1], bool(v[2:3] and v[2])) for k, v in d["state"].items()},
         )
 
 
-def _cache_key(config: Config, dbt: DbtProject | None) -> str:
+REPLAY_FORMAT = 2  # 2: entities record unknown_past; the key holds the shallow boundary
+
+
+def _cache_key(config: Config, dbt: DbtProject | None, boundary: str | None) -> str:
+    """What a cached replay depends on. A shallow clone's boundary is part of it: after
+    `git fetch --unshallow` (or `--deepen`) the history is replayed again."""
     from knowl_build import __version__
 
     parts = [
         __version__,
+        REPLAY_FORMAT,
         config.knowledge_dir,
         config.semantics_dir,
         [dbt.project_dir, dbt.connection, list(dbt.model_paths)] if dbt else None,
+        boundary,
     ]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
@@ -157,33 +228,61 @@ def trace(
     """Replay the first-parent history of HEAD over the project's knowledge and semantics.
 
     With a `cache` file, a replay saved at an earlier HEAD on the same first-parent line is
-    continued with only the newer commits."""
+    continued with only the newer commits. What git could not read is in `git.problems`
+    (such a replay is not cached: the next run reads it again)."""
     semantics_prefix = config.semantics_dir + "/"
     knowledge_prefix = config.knowledge_dir + "/"
-    folders = [config.knowledge_dir, config.semantics_dir]
-    if dbt is not None:
-        folders.append(dbt.project_dir or ".")
-    key = _cache_key(config, dbt)
+    pathspecs = history_pathspecs(
+        config.knowledge_dir, config.semantics_dir, dbt.folders if dbt is not None else None
+    )
+    problems = len(git.problems)
+    boundary = git.boundary()
+    key = _cache_key(config, dbt, boundary)
     head = git.repo.head()
     replay = _load(cache, key)
-    if (
-        replay is not None
-        and replay.head != head
-        and (replay.head is None or replay.head not in git.first_parent_chain())
-    ):
-        replay = None  # history was rewritten: replay it all
+    if replay is not None and replay.head != head:
+        try:
+            chain = git.first_parent_chain() if replay.head is not None else []
+        except GitFailed:
+            chain = []  # the log below says what git cannot read
+        if replay.head is None or replay.head not in chain:
+            replay = None  # history was rewritten: replay it all
     if replay is None:
         replay = _Replay()
     since = replay.head
-    log = [] if since == head else git.log(folders, since=since)
-    parsed: dict[str, FileRead] = {}
+    log = [] if since == head else git.log(pathspecs, since=since)
+    if log is None:
+        # No history at all: every claim about it is unknown, none is made.
+        exprs: dict[str, str] = {}
+        _live_state(layer, exprs)
+        return History(head, {}, {}, exprs, {}, boundary, INCOMPLETE)
 
     def semantic(path: str) -> bool:
         if dbt is not None and dbt.is_model_file(path):
             return True
         return path.startswith(semantics_prefix) and path.endswith((".yaml", ".yml"))
 
+    # Every blob the replay reads, in one batch; where each was first seen, for messages.
+    wanted = {blob: (path, replay.head or "") for path, blob in replay.files.items()}
+    for commit, changes in reversed(log):
+        for change in changes:
+            if change.new and semantic(change.new):
+                wanted.setdefault(change.blob, (change.new, commit.sha))
+    blobs = git.read_blobs(wanted)
+    gaps = False  # a version the replay could not read: what it says may be incomplete
+    for blob, (path, sha) in wanted.items():
+        if blob in git.unreadable:
+            gaps = True
+            git.problem(
+                f"git could not read {path} in commit {sha[:12]} (blob {blob}: "
+                f"{git.unreadable[blob]}); the history rules go on without that version"
+            )
+
+    parsed: dict[str, FileRead] = {}
+    last: dict[str, FileRead] = {}
+    unread: set[str] = set()
     for commit, changes in reversed(log):  # oldest first
+        at_boundary = commit.sha == boundary
         replay.commits[commit.sha] = commit
         touched_semantics = False
         for change in changes:
@@ -194,16 +293,18 @@ def trace(
                 replay.files.pop(change.old, None)
             if change.new and semantic(change.new):
                 replay.files[change.new] = change.blob
+            if at_boundary:
+                continue  # the clone starts here: its pages were not touched by it
             if change.new.startswith(knowledge_prefix) and change.new.endswith(".md"):
                 pages = replay.page_commits.pop(change.old, []) if change.old else []
                 pages.append(commit.sha)
                 replay.page_commits[change.new] = pages
         if touched_semantics:
-            after = _layer_at(replay.files, parsed, git, dbt, replay.exprs)
-            _apply(replay.state, after, commit.sha, replay.entities)
+            after = _layer_at(replay.files, parsed, blobs, last, unread, dbt, replay.exprs)
+            _apply(replay.state, after, commit.sha, replay.entities, boundary=at_boundary)
             replay.state = after
     replay.head = head
-    if cache is not None and log:
+    if cache is not None and log and len(git.problems) == problems:
         try:
             from knowl_build.files import atomic_write
 
@@ -221,4 +322,13 @@ def trace(
     exprs = dict(replay.exprs)
     _apply(replay.state, _live_state(layer, exprs), WORKING_TREE, entities)
     page_commits = {path: list(reversed(shas)) for path, shas in replay.page_commits.items()}
-    return History(head, dict(replay.commits), entities, exprs, page_commits)
+    return History(
+        head,
+        dict(replay.commits),
+        entities,
+        exprs,
+        page_commits,
+        boundary,
+        # A shallow clone whose first-parent line reaches the first commit misses nothing here.
+        INCOMPLETE if gaps else SHALLOW if boundary is not None else None,
+    )

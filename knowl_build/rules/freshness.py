@@ -3,6 +3,12 @@
 
 `assess()` computes each page's freshness with every reason as data; the findings are the
 same reasons, at their places. Reasons of rules configured "off" do not count.
+
+A claim the history cannot back is not made: in a shallow clone a drift message says
+"unknown (shallow history)" where it would name an old expression or a commit it cannot see
+("unknown (history incomplete)" when git could not read part of the history); KB203 only
+names changes it saw; KB204 and KB205 stay quiet for a source_commit git cannot answer for.
+KB010 and KB012 say why, once, at the project.
 """
 
 from __future__ import annotations
@@ -84,15 +90,24 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
         entity = entities.get(bound.entity)
         if entity is None or bound.entity not in refs or entity.fingerprint == bound.fingerprint:
             continue
-        changed = (
-            history.entities[bound.entity].changed_in
-            if history and bound.entity in history.entities
-            else None
-        )
+        record = history.entities.get(bound.entity) if history else None
+        changed = record.changed_in if record is not None else None
         where, _ = _change(ctx, changed)
+        if (
+            not where
+            and history is not None
+            and history.unknown is not None
+            and (record is None or record.unknown_past)
+        ):
+            where = history.unknown_text  # the change may lie before what git has
         if entity.kind == "measure":
             old = history.exprs.get(bound.fingerprint) if history else None
-            then = f"`{old}`" if old is not None else "an expression not found in history"
+            if old is not None:
+                then = f"`{old}`"
+            elif history is not None and history.unknown is not None:
+                then = history.unknown_text
+            else:
+                then = "an expression not found in history"
             live = entity.definition.get("expr")
             what = f"written against {then}, now `{live}`"
         else:
@@ -169,8 +184,14 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
                 )
 
     # KB204 / KB205: the knowledge was derived at source_commit.
-    if ctx.git is not None and fields.source_commit is not None:
-        full = ctx.git.reachable.get(fields.source_commit)
+    # A source_commit missing from `reachable` is unknown: git failed on it, or the clone is
+    # shallow and the commit may be older than its oldest commit. Nothing is claimed then.
+    if (
+        ctx.git is not None
+        and fields.source_commit is not None
+        and fields.source_commit in ctx.git.reachable
+    ):
+        full = ctx.git.reachable[fields.source_commit]
         if full is None:
             result.findings.append(
                 finding_at(

@@ -25,7 +25,7 @@ def _sl_refs(ctx: RuleContext, page: Page) -> Emitted:
         if ref.value in ctx.layer.entities:
             continue
         message = f"sl_ref '{ref.value}' resolves to no live semantic entity"
-        hint = ctx.entity_hint(ref.value)
+        hint: str | None = None
         record = ctx.git.history.entities.get(ref.value) if ctx.git is not None else None
         if ctx.git is not None and record is not None and record.removed_in is not None:
             if record.removed_in == WORKING_TREE:
@@ -37,6 +37,12 @@ def _sl_refs(ctx: RuleContext, page: Page) -> Emitted:
                     f'"{commit.subject}")'
                 )
             hint = "run knowl fix to propose removing it (knowl fix --apply writes the change)"
+        elif ctx.git is not None and ctx.git.history.unknown is not None:
+            # It may have been removed where git cannot see (before a shallow clone's oldest
+            # commit, in a version git could not read): say so, claim nothing.
+            message += f"; whether and when it was removed is {ctx.git.history.unknown_text}"
+        if hint is None:  # looked up only when shown: lookups count against the hint budget
+            hint = ctx.entity_hint(ref.value)
         yield page.path, finding_at("KB101", ref.span, message, hint, subject=ref.value)
 
 
