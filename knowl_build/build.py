@@ -54,6 +54,9 @@ class Inputs:
             config.sha256,
             today.isoformat(),
             self.discovery.git is not None,
+            # History findings change with a new commit (a change no longer uncommitted) and
+            # with `git fetch --unshallow` (KB010 goes, claims come back).
+            [git.head(), git.shallow] if (git := self.discovery.git) is not None else None,
             self.discovery.knowledge_exists,
             sorted(self.discovery.other_files),
             # The findings themselves: a symlink's target can change what is refused while
@@ -265,6 +268,7 @@ def analyse(
                 ),
             )
         )
+    found.extend((NO_GIT_PATH, finding) for finding in history_findings(facts))
 
     analysis = Analysis(
         root, config, discovery, layer, pages, index, facts.history if facts else None, assessments
@@ -284,7 +288,8 @@ def gather_git_facts(
 ) -> GitFacts | None:
     """History and the batched git answers the history rules need (None without git).
 
-    `cache` is the history replay's cache file (None: replay without one)."""
+    `cache` is the history replay's cache file (None: replay without one). Git failures do
+    not stop the run: they are in `problems` (KB012) and the rules go on without them."""
     if discovery.git is None:
         return None
     from knowl_build.fingerprints import trace
@@ -301,8 +306,10 @@ def gather_git_facts(
                 cache=cache,
             )
         )
+        facts.shallow_depth = reader.depth()
         sources = {p.parsed.fields.source_commit for p in pages if p.parsed.fields.source_commit}
         if sources:
+            # A source_commit left out of `reachable` is unknown (KB204 and KB205 stay quiet).
             facts.reachable = reader.reachable_from_head({s for s in sources if s})
             pairs = {
                 (full, item.value)
@@ -313,7 +320,60 @@ def gather_git_facts(
             facts.changed_paths = reader.head_paths_differ(pairs, discovery.git.toplevel)
     finally:
         reader.close()
+    facts.problems = list(reader.problems)
     return facts
+
+
+# Past this many, git's problems are counted in one more finding instead of listed.
+MAX_HISTORY_PROBLEMS = 10
+
+
+def history_findings(facts: GitFacts | None) -> list[Finding]:
+    """KB010 for a shallow clone, KB012 for each thing git could not read: at the project
+    (path `.`, 1:1), like KB009."""
+    if facts is None:
+        return []
+    found: list[Finding] = []
+    if facts.shallow_depth is not None:
+        depth = facts.shallow_depth
+        available = (
+            f"{depth} commit{'' if depth == 1 else 's'} available" if depth else "depth unknown"
+        )
+        boundary = facts.history.boundary
+        if boundary is not None:
+            available += f", the oldest {boundary[:12]}"
+        found.append(
+            Finding(
+                "KB010",
+                1,
+                1,
+                f"git history is shallow ({available}): history rules cannot see older "
+                'changes; where that matters they say "unknown (shallow history)"',
+                "fetch the whole history: fetch-depth: 0 in actions/checkout, or run "
+                "git fetch --unshallow",
+                subject="shallow history",
+            )
+        )
+    problems = facts.problems
+    if len(problems) > MAX_HISTORY_PROBLEMS:
+        more = len(problems) - (MAX_HISTORY_PROBLEMS - 1)
+        problems = [
+            *problems[: MAX_HISTORY_PROBLEMS - 1],
+            f"git could not read {more} more objects or commands of the history",
+        ]
+    for problem in problems:
+        found.append(
+            Finding(
+                "KB012",
+                1,
+                1,
+                problem,
+                "repair the repository (git fsck) or fetch what is missing (git fetch); "
+                "history findings may be missing until then",
+                subject=problem,
+            )
+        )
+    return found
 
 
 def apply_severities(
@@ -390,6 +450,8 @@ def _load_memo(path: Path, key: str, toplevel: Path | None) -> dict[str, Any] | 
 
 
 def _save_memo(path: Path, key: str, result: CheckResult, outside: dict[str, str | None]) -> None:
+    if any(d.code == "KB012" for d in result.diagnostics):
+        return  # git could not read the history: read it again next time (it may be repaired)
     memo = {
         "format": MEMO_FORMAT,
         "key": key,

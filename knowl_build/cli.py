@@ -5,11 +5,12 @@ Heavy imports happen inside the commands so `knowl --help` stays instant.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,6 +23,44 @@ from knowl_build.errors import KnowlError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+PROJECT_MARKERS = "knowl.toml, [tool.knowl] in pyproject.toml or a knowledge/ folder"
+
+
+def _declares_knowl(pyproject: Path) -> bool:
+    import tomllib
+
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        tool = tomllib.loads(text).get("tool")
+    except tomllib.TOMLDecodeError:
+        # Still the project when it means to be: loading its configuration then names the
+        # syntax error, instead of a search that walks past it.
+        return "[tool.knowl" in text
+    return isinstance(tool, dict) and "knowl" in tool
+
+
+def find_project_root(start: Path) -> Path | None:
+    """The first folder from `start` upward (itself included) holding knowl.toml, a
+    pyproject.toml with [tool.knowl], or a knowledge/ folder, as git and ruff find theirs.
+
+    The search stops at the top of the git repository it starts in (a folder holding `.git`):
+    a project never spans repositories, and a `knowledge/` folder above the repository (a
+    home folder's notes) is not this project."""
+    for folder in (start, *start.parents):
+        if (
+            (folder / "knowl.toml").is_file()
+            or (folder / "knowledge").is_dir()
+            or _declares_knowl(folder / "pyproject.toml")
+        ):
+            return folder
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
 class Settings:
     """Global options, accepted before or after the command name."""
 
@@ -30,15 +69,46 @@ class Settings:
         self.config: Path | None = None
         self.quiet = 0
         self.verbose = 0
+        self._found: tuple[Path | None] | None = None
+
+    def project_root(self) -> Path | None:
+        """--repo as given (no search), else the project found upward from the current
+        folder, else None."""
+        if self.repo is not None:
+            return self.repo.resolve()
+        if self._found is None:
+            self._found = (find_project_root(Path.cwd().resolve()),)
+        return self._found[0]
 
     @property
     def root(self) -> Path:
-        return (self.repo or Path.cwd()).resolve()
+        """The project's root: commands that analyse the project stop here without one."""
+        from knowl_build.errors import UsageError
+
+        root = self.project_root()
+        if root is None:
+            raise UsageError(
+                f"{Path.cwd()}: no knowl project here or in a parent folder (looked for "
+                f"{PROJECT_MARKERS}); run knowl inside the project or pass --repo DIR"
+            )
+        return root
 
     def load_config(self) -> Any:
         from knowl_build.config import load_config
 
         return load_config(self.root, self.config)
+
+    def load_config_if_any(self) -> Any:
+        """The project's configuration when there is a project, else --config, else the
+        defaults: for commands that can run without a project (rules, mcp --artifact)."""
+        from knowl_build.config import Config, load_config
+
+        root = self.project_root()
+        if root is not None:
+            return load_config(root, self.config)
+        if self.config is not None:
+            return load_config(Path.cwd(), self.config)
+        return Config()
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -69,7 +139,7 @@ def global_options(func: F) -> F:
             expose_value=False,
             is_eager=True,
             callback=_store("repo"),
-            help="Project root (default: the current directory).",
+            help="Project root (default: found upward from the current folder).",
         ),
         click.option(
             "--config",
@@ -188,19 +258,89 @@ def _default_format(fmt: str | None) -> str:
     return fmt
 
 
-def _render_findings(fmt: str, diagnostics: list[Any], config: Any, title: str) -> None:
+SARIF_OPTION = click.option(
+    "--sarif",
+    "sarif_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Also write the findings as a SARIF log to FILE (for a code-scanning upload), "
+    "whatever --format prints.",
+)
+
+
+def _repo_prefix(root: Path) -> str:
+    """The project's folder inside its git repository ("" at the root or outside git): CI
+    resolves annotation and SARIF paths from the repository's root."""
+    from knowl_build.history import GitRepo
+
+    git = GitRepo.find(root)
+    return git.prefix if git is not None else ""
+
+
+def _write_sarif(path: Path, log: str) -> None:
+    from knowl_build.errors import UsageError
+    from knowl_build.files import atomic_write
+
+    try:
+        atomic_write(path, log.encode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write the SARIF log ({exc.strerror or exc})") from None
+
+
+@contextlib.contextmanager
+def _sarif_on_failure(fmt: str, sarif_file: Path | None) -> Iterator[None]:
+    """A run that stops (exit 2) still leaves a valid SARIF log where one was asked for, with
+    the error as a tool notification, so a code-scanning upload reports the failure instead
+    of a missing or unreadable file. The one-line error and exit 2 follow as for any run."""
+    if fmt != "sarif" and sarif_file is None:
+        yield
+        return
+    try:
+        yield
+    except (click.exceptions.Exit, click.exceptions.Abort, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        from knowl_build.errors import KnowlError
+        from knowl_build.output import sarif
+        from knowl_build.secrets import redact
+
+        message = (
+            str(exc)
+            if isinstance(exc, KnowlError)
+            else f"internal error: {type(exc).__name__}: {exc}"
+        )
+        log = sarif.render([], None, failure=redact(message))
+        if sarif_file is not None:
+            # Best effort: the error that stops the run may be this very file.
+            with contextlib.suppress(OSError):
+                from knowl_build.files import atomic_write
+
+                atomic_write(sarif_file, log.encode("utf-8"))
+        if fmt == "sarif":
+            sys.stdout.write(log)
+        raise
+
+
+def _render_findings(
+    fmt: str,
+    diagnostics: list[Any],
+    config: Any,
+    title: str,
+    repo_prefix: str,
+) -> None:
     from knowl_build.output import github, json_format, sarif, text
 
     if fmt == "json":
-        sys.stdout.write(json_format.render(diagnostics))
+        sys.stdout.write(json_format.render(diagnostics, repo_prefix))
     elif fmt == "sarif":
-        sys.stdout.write(sarif.render(diagnostics, config))
+        sys.stdout.write(sarif.render(diagnostics, config, repo_prefix))
     elif fmt == "github":
-        sys.stdout.write(github.render(diagnostics))
+        sys.stdout.write(github.render(diagnostics, repo_prefix))
         summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_file:
             with open(summary_file, "a", encoding="utf-8") as handle:
-                handle.write(github.step_summary(diagnostics, title))
+                handle.write(github.step_summary(diagnostics, title, repo_prefix))
     else:
         text.render(diagnostics, text.console())
 
@@ -217,29 +357,43 @@ def _render_findings(fmt: str, diagnostics: list[Any], config: Any, title: str) 
 @click.option(
     "--no-cache", is_flag=True, help="Parse every page again instead of using .knowl/cache."
 )
+@SARIF_OPTION
 @global_options
 @click.pass_context
 def check(
-    ctx: click.Context, fmt: str | None, strict: bool, changed_only: bool, no_cache: bool
+    ctx: click.Context,
+    fmt: str | None,
+    strict: bool,
+    changed_only: bool,
+    no_cache: bool,
+    sarif_file: Path | None,
 ) -> None:
     """Validate every page, reference and semantic file; write nothing but .knowl/cache.
 
-    Exit 0 when there is no error (with --strict: no warning either), 1 when there is,
-    2 for usage or configuration problems.
+    Without --repo, the project is the first folder upward from the current one holding
+    knowl.toml, [tool.knowl] in pyproject.toml or knowledge/. Exit 0 when there is no error
+    (with --strict: no warning either), 1 when there is, 2 for usage or configuration
+    problems. github and sarif paths start at the git repository's root.
 
     \b
     Examples:
       knowl check
       knowl check --repo path/to/project --format json
       knowl check --changed-only --strict
+      knowl check --format github --sarif knowl.sarif
     """
     from knowl_build.build import check as run_check
     from knowl_build.diagnostics import exit_code_for, summarize
-    from knowl_build.output import text
+    from knowl_build.output import sarif, text
 
     settings = _settings(ctx)
-    config = settings.load_config()
-    result = run_check(settings.root, config, changed_only=changed_only, use_cache=not no_cache)
+    fmt = _default_format(fmt)
+    with _sarif_on_failure(fmt, sarif_file):
+        config = settings.load_config()
+        result = run_check(settings.root, config, changed_only=changed_only, use_cache=not no_cache)
+        prefix = _repo_prefix(settings.root) if fmt != "text" or sarif_file else ""
+        if sarif_file is not None:
+            _write_sarif(sarif_file, sarif.render(result.diagnostics, config, prefix))
     err = text.console(sys.stderr)
     for notice in [] if settings.quiet else result.notices:
         err.print(f"knowl: notice: {notice}", markup=False)
@@ -249,7 +403,7 @@ def check(
             "checked (point --repo at the project)",
             markup=False,
         )
-    _render_findings(_default_format(fmt), result.diagnostics, config, "knowl check")
+    _render_findings(fmt, result.diagnostics, config, "knowl check", prefix)
     if not settings.quiet:
         err.print(
             text.summary_line(
@@ -274,6 +428,7 @@ def check(
     default=None,
     help="Output folder (default: out_dir from the configuration, .knowl/build).",
 )
+@SARIF_OPTION
 @global_options
 @click.pass_context
 def build(
@@ -283,6 +438,7 @@ def build(
     allow_errors: bool,
     full: bool,
     out: Path | None,
+    sarif_file: Path | None,
 ) -> None:
     """Validate, render, fingerprint, index and publish a versioned build artifact.
 
@@ -295,25 +451,36 @@ def build(
       knowl build
       knowl build --format github --allow-errors
       knowl build --full --out /tmp/kb-artifact
+      knowl build --format github --sarif knowl.sarif
     """
     import time
 
     from knowl_build.build import build as run_build
     from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK, exit_code_for
-    from knowl_build.output import text
+    from knowl_build.output import sarif, text
 
     settings = _settings(ctx)
-    config = settings.load_config()
+    fmt = _default_format(fmt)
     err = text.console(sys.stderr)
     started = time.perf_counter()
     show = err.is_terminal and not settings.quiet and os.environ.get("CI") != "true"
-    with text.stage_progress(err, enabled=show) as progress:
-        result = run_build(
-            settings.root, config, full=full, allow_errors=allow_errors, out=out, progress=progress
-        )
+    with _sarif_on_failure(fmt, sarif_file):
+        config = settings.load_config()
+        with text.stage_progress(err, enabled=show) as progress:
+            result = run_build(
+                settings.root,
+                config,
+                full=full,
+                allow_errors=allow_errors,
+                out=out,
+                progress=progress,
+            )
+        prefix = _repo_prefix(settings.root) if fmt != "text" or sarif_file else ""
+        if sarif_file is not None:
+            _write_sarif(sarif_file, sarif.render(result.diagnostics, config, prefix))
     for notice in [] if settings.quiet else result.notices:
         err.print(f"knowl: notice: {notice}", markup=False)
-    _render_findings(_default_format(fmt), result.diagnostics, config, "knowl build")
+    _render_findings(fmt, result.diagnostics, config, "knowl build", prefix)
     if not settings.quiet:
         text.build_summary(err, result, time.perf_counter() - started)
     if result.status == "refused":
@@ -964,7 +1131,15 @@ def mcp(ctx: click.Context, artifact: Path | None, allow_writes: bool) -> None:
 
     settings = _settings(ctx)
     repo = settings.root if settings.repo is not None else None
-    config = settings.load_config()
+    if repo is None and artifact is not None:
+        # Serving a given artifact needs no project: its configuration only when there is one.
+        config = settings.load_config_if_any()
+    else:
+        config = settings.load_config()
+        if repo is None:
+            # The project found from the current folder: serve its current build (only
+            # --repo adds the tools that read the tree and git).
+            artifact = settings.root / config.out_dir
     server = make_server(artifact=artifact, repo=repo, config=config, allow_writes=allow_writes)
     server.run("stdio")
 
@@ -975,13 +1150,16 @@ def mcp(ctx: click.Context, artifact: Path | None, allow_writes: bool) -> None:
 def rules(ctx: click.Context) -> None:
     """Print the rule table: codes, names, default and configured severities.
 
+    The configured severities are the project's (found as for check); outside a project,
+    the defaults.
+
     \b
     Example:
       knowl rules
     """
     from knowl_build.output import text
 
-    config = _settings(ctx).load_config()
+    config = _settings(ctx).load_config_if_any()
     text.rules_table(config, text.console())
 
 

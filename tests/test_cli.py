@@ -51,7 +51,8 @@ def test_machine_formats_keep_stdout_pure(project: Callable[..., Project]) -> No
     document = json.loads(result.stdout)
     assert document["version"] == 1
     assert set(document["summary"]) == {"error", "warning", "info"}
-    keys = {"code", "severity", "path", "line", "column", "end_line", "end_column", "message", "hint"}
+    keys = {"code", "severity", "path", "repo_path", "line", "column", "end_line", "end_column",
+            "message", "hint", "subject"}
     assert all(set(d) == keys for d in document["diagnostics"])
     order = [(d["path"], d["line"], d["column"], d["code"]) for d in document["diagnostics"]]
     assert order == sorted(order)

@@ -1,18 +1,24 @@
-"""The published `knowl-check` hook, run by the real pre-commit tool in a temp repository."""
+"""The published `knowl-check` hook, run by the real pre-commit tool in temp repositories:
+it runs on every commit, so a change outside knowledge/ and semantics/ (a dbt metric rename)
+is checked too."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.helpers import AUTHOR, SEMANTICS, Project
+from tests.test_dbt import DBT_PROJECT, LEGACY, TOML
 
 ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = ROOT.parent / "shared" / "schemas" / "pre-commit-hooks.schema.json"
 
 
 def test_hook_definition_matches_the_spec() -> None:
@@ -22,22 +28,37 @@ def test_hook_definition_matches_the_spec() -> None:
     assert hook["language"] == "python"
     assert hook["pass_filenames"] is False
     assert hook["require_serial"] is True
-    import re
+    # Any input can change a finding: pages, semantic files, a dbt project's YAML, knowl.toml,
+    # pyproject.toml, custom folders. No `files` pattern can name them all; the hook always
+    # runs (a warm check answers from its memo).
+    assert hook["always_run"] is True
+    assert "files" not in hook and "types" not in hook and "exclude" not in hook
 
-    pattern = re.compile(hook["files"])
-    assert pattern.search("knowledge/global/a.md") and pattern.search("semantics/x/orders.yaml")
-    assert pattern.search("sub/project/knowledge/global/a.md")
-    assert not pattern.search("src/app.py")
+
+def test_hooks_file_matches_the_schema() -> None:
+    if not SCHEMA.is_file():
+        pytest.skip(f"SchemaStore's pre-commit hooks schema is not here: {SCHEMA} (../shared is absent)")
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(SCHEMA.read_text())
+    validator = jsonschema.validators.validator_for(schema)(
+        schema, format_checker=jsonschema.FormatChecker())
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(hooks)]
+    assert not errors, "\n".join(errors)
 
 
-@pytest.mark.skipif(shutil.which("pre-commit") is None, reason="pre-commit is a test dependency")
-def test_precommit_hook_blocks_a_broken_link(tmp_path: Path) -> None:
-    # pre-commit installs the hook from a git revision: use this checkout's HEAD (with the
-    # working tree's changes when there are any, as `try-repo` does).
+@pytest.fixture(scope="module")
+def hook_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path]:
+    """This checkout as a hook repository (a clone with the working tree's changes, as
+    `try-repo` does), its revision, and one pre-commit home so the hook's environment is
+    built once for the module."""
+    if shutil.which("pre-commit") is None:
+        pytest.skip("pre-commit is a test dependency")
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     if head.returncode != 0:
         pytest.skip("the project checkout has no commit")
-    source = tmp_path / "knowl-build"
+    tmp = tmp_path_factory.mktemp("hook-source")
+    source = tmp / "knowl-build"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(source)], check=True)
     shutil.copytree(ROOT, source, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns(".git", ".knowl", "*.egg-info", "__pycache__",
@@ -47,18 +68,23 @@ def test_precommit_hook_blocks_a_broken_link(tmp_path: Path) -> None:
                    env={**os.environ, **AUTHOR})
     rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True,
                          check=True).stdout.strip()
+    return source, rev, tmp / "pre-commit-home"
 
-    repo = Project(tmp_path / "kb")
+
+def hooked_repo(root: Path, hook_source: tuple[Path, str, Path], files: dict[str, str | bytes]
+                ) -> tuple[Project, Callable[[], subprocess.CompletedProcess[str]]]:
+    """A repository whose first commit holds `files` and the hook's configuration, with the
+    hook installed; returns it and a function that commits everything through the hook."""
+    source, rev, home = hook_source
+    repo = Project(root)
     repo.write({
-        **SEMANTICS,
-        "knowl.toml": "[rules]\nKB202 = 'off'\n",
+        **files,
         ".pre-commit-config.yaml": (
             f"repos:\n  - repo: {source}\n    rev: {rev}\n    hooks:\n      - id: knowl-check\n"
         ),
-        "knowledge/global/a.md": "# A\n",
     })
     repo.commit("start")
-    env = {**os.environ, **AUTHOR, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+    env = {**os.environ, **AUTHOR, "PRE_COMMIT_HOME": str(home)}
     env.pop("GITHUB_ACTIONS", None)
     subprocess.run(["pre-commit", "install"], cwd=repo.root, check=True, env=env, capture_output=True)
 
@@ -67,12 +93,51 @@ def test_precommit_hook_blocks_a_broken_link(tmp_path: Path) -> None:
         return subprocess.run(["git", "commit", "-m", "edit"], cwd=repo.root, env=env,
                               capture_output=True, text=True)
 
+    return repo, commit
+
+
+def test_precommit_hook_blocks_a_broken_link(tmp_path: Path,
+                                            hook_source: tuple[Path, str, Path]) -> None:
+    repo, commit = hooked_repo(tmp_path / "kb", hook_source, {
+        **SEMANTICS,
+        "knowl.toml": "[rules]\nKB202 = 'off'\n",
+        "knowledge/global/a.md": "# A\n",
+    })
     repo.write({"knowledge/global/b.md": "See [[a]] and [[missing-page]].\n"})
     refused = commit()
     assert refused.returncode != 0, refused.stdout + refused.stderr
     assert "KB103" in refused.stdout + refused.stderr
 
     repo.write({"knowledge/global/b.md": "See [[a]].\n"})
+    accepted = commit()
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+
+
+def test_precommit_hook_blocks_a_dbt_metric_rename(tmp_path: Path,
+                                                  hook_source: tuple[Path, str, Path]) -> None:
+    # The commit touches only the dbt project's YAML (outside knowledge/ and semantics/): a
+    # hook limited to those folders let it through while `knowl check` failed.
+    page = "---\nsl_refs: [shop_dbt.metrics.total_revenue]\n---\n# Revenue\n"
+    repo, commit = hooked_repo(tmp_path / "dbt-kb", hook_source, {
+        **SEMANTICS,
+        "knowl.toml": TOML,
+        "analytics_dbt/dbt_project.yml": DBT_PROJECT,
+        "analytics_dbt/models/marts/orders.yml": LEGACY,
+        "knowledge/global/revenue.md": page,
+    })
+    renamed = LEGACY.replace("  - name: total_revenue\n", "  - name: gross_revenue\n")
+    assert renamed != LEGACY
+    repo.write({"analytics_dbt/models/marts/orders.yml": renamed})
+    staged = subprocess.run(["git", "status", "--porcelain"], cwd=repo.root, capture_output=True,
+                            text=True, check=True).stdout.split()
+    assert staged == ["M", "analytics_dbt/models/marts/orders.yml"]
+    refused = commit()
+    assert refused.returncode != 0, refused.stdout + refused.stderr
+    output = refused.stdout + refused.stderr
+    assert "KB101" in output and "shop_dbt.metrics.total_revenue" in output
+
+    # Renaming the page's reference too makes the commit pass.
+    repo.write({"knowledge/global/revenue.md": page.replace("total_revenue", "gross_revenue")})
     accepted = commit()
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
 

@@ -232,7 +232,8 @@ def test_non_utf8_file_names_print_in_every_format(bad_names: Project, fmt: str)
     elif fmt == "sarif":
         results = json.loads(out)["runs"][0]["results"]
         uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results]
-        assert uris == [path for path, *_ in EXPECTED_BAD]
+        # SARIF URIs are percent-encoded (issue 11): the escaped name's backslash is %5C.
+        assert uris == [path.replace("\\", "%5C") for path, *_ in EXPECTED_BAD]
     elif fmt == "github":
         assert "::error file=knowledge/global/\\xff.md,line=1,col=1,title=KB007::" in out
     else:

@@ -1,10 +1,15 @@
-"""The `github` finding format: workflow commands, and a step summary table."""
+"""The `github` finding format: workflow commands, and a step summary table.
+
+GitHub resolves an annotation's `file` from the repository's root, so paths are given from
+there (`repo_prefix`, the project's folder in the repository), not from the project.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from knowl_build.diagnostics import Diagnostic, summarize
+from knowl_build.output.json_format import repo_path
 
 _COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
 SUMMARY_ROWS = 500
@@ -18,8 +23,9 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(d: Diagnostic) -> str:
-    params = [f"file={_escape_property(d.path)}", f"line={d.line}", f"col={d.column}"]
+def annotation(d: Diagnostic, repo_prefix: str = "") -> str:
+    path = repo_path(d.path, repo_prefix)
+    params = [f"file={_escape_property(path)}", f"line={d.line}", f"col={d.column}"]
     if d.end_line is not None and d.end_column is not None:
         params += [f"endLine={d.end_line}", f"endColumn={d.end_column}"]
     params.append(f"title={_escape_property(d.code)}")
@@ -27,15 +33,15 @@ def annotation(d: Diagnostic) -> str:
     return f"::{_COMMAND[d.severity]} {','.join(params)}::{_escape_data(message)}"
 
 
-def render(diagnostics: Sequence[Diagnostic]) -> str:
-    return "".join(annotation(d) + "\n" for d in sorted(diagnostics))
+def render(diagnostics: Sequence[Diagnostic], repo_prefix: str = "") -> str:
+    return "".join(annotation(d, repo_prefix) + "\n" for d in sorted(diagnostics))
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def step_summary(diagnostics: Sequence[Diagnostic], title: str) -> str:
+def step_summary(diagnostics: Sequence[Diagnostic], title: str, repo_prefix: str = "") -> str:
     """Markdown for $GITHUB_STEP_SUMMARY: GitHub shows only a few annotations per step."""
     counts = summarize(diagnostics)
     lines = [
@@ -48,9 +54,8 @@ def step_summary(diagnostics: Sequence[Diagnostic], title: str) -> str:
     if ordered:
         lines += ["| location | severity | code | message |", "| --- | --- | --- | --- |"]
         for d in ordered[:SUMMARY_ROWS]:
-            lines.append(
-                f"| `{_cell(d.path)}:{d.line}:{d.column}` | {d.severity} | {d.code} | {_cell(d.message)} |"
-            )
+            where = f"{repo_path(d.path, repo_prefix)}:{d.line}:{d.column}"
+            lines.append(f"| `{_cell(where)}` | {d.severity} | {d.code} | {_cell(d.message)} |")
         if len(ordered) > SUMMARY_ROWS:
             lines += [
                 "",

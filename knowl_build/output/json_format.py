@@ -9,16 +9,41 @@ from typing import Any
 from knowl_build.diagnostics import Diagnostic, summarize
 
 
-def diagnostics_document(diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
-    return {
-        "version": 1,
-        "diagnostics": [d.to_json() for d in sorted(diagnostics)],
-        "summary": summarize(diagnostics),
-    }
+def repo_path(path: str, prefix: str) -> str:
+    """A project-relative path as seen from the git repository's root: `prefix` is the
+    project's folder inside the repository ("" or "sub/dir/", as git's --show-prefix says).
+    The project itself ("." for project-level findings) becomes the prefix folder."""
+    if not prefix:
+        return path
+    if path == ".":
+        return prefix.rstrip("/")
+    return prefix + path
 
 
-def render(diagnostics: Sequence[Diagnostic]) -> str:
+def diagnostics_document(
+    diagnostics: Sequence[Diagnostic], repo_prefix: str | None = None
+) -> dict[str, Any]:
+    """Each diagnostic with its `subject` (what it is about, its identity across versions with
+    the code and path): a no-op build re-reads the artifact's findings and must fingerprint
+    them as the build that made them did. With `repo_prefix` (the CLI's output), each also
+    carries `repo_path`; the artifact's diagnostics.json is written without it, as it does not
+    depend on where the project sits in a repository."""
+    rows = []
+    for d in sorted(diagnostics):
+        row = {**d.to_json(), "subject": d.subject}
+        if repo_prefix is not None:
+            row["repo_path"] = repo_path(d.path, repo_prefix)
+        rows.append(row)
+    return {"version": 1, "diagnostics": rows, "summary": summarize(diagnostics)}
+
+
+def render(diagnostics: Sequence[Diagnostic], repo_prefix: str = "") -> str:
     return (
-        json.dumps(diagnostics_document(diagnostics), indent=2, sort_keys=True, ensure_ascii=False)
+        json.dumps(
+            diagnostics_document(diagnostics, repo_prefix),
+            indent=2,
+            sort_keys=True,
+            ensure_ascii=False,
+        )
         + "\n"
     )

@@ -118,9 +118,13 @@ RULES: tuple[Rule, ...] = (
         "warning",
         "git history is shallow; history rules cannot see older changes",
         """The repository is a shallow clone (the default of `actions/checkout` is one
-          commit), so changes before its first commit are unknown: history findings say
-          "unknown (shallow history)" instead of claims they cannot back. Reported once, at
-          the project. Fetch the whole history: `fetch-depth: 0` in `actions/checkout`, or
+          commit), so changes before its oldest commit are unknown. History findings say
+          "unknown (shallow history)" instead of claims they cannot back: KB201 does not name
+          an expression or commit outside the clone, KB101 no removal before it, and
+          entities in the oldest commit have no `introduced_in`. KB203 names only changes
+          inside the clone, and KB204/KB205 stay quiet for a `source_commit` the clone does
+          not hold. Reported once, at the project, with the number of commits available.
+          Fetch the whole history: `fetch-depth: 0` in `actions/checkout`, or
           `git fetch --unshallow`.""",
     ),
     _rule(
@@ -137,9 +141,14 @@ RULES: tuple[Rule, ...] = (
         "history-incomplete",
         "warning",
         "git could not read part of the history",
-        """A git object or command that history rules need failed (a missing or corrupt
-          object, a partial clone without the blob). The finding names what failed; the
-          history rules go on without it, so they may miss a change.""",
+        """A git object or command that history rules need failed: a missing or corrupt
+          blob of a page or semantic file, a tree the log needs, an old version a partial
+          clone cannot fetch, or a failing `git log`, `rev-list` or `diff-tree`. Each
+          finding names the object (id, path, commit) or the command and git's message;
+          past ten they are counted in one. The rules go on without it, and claims that
+          depend on it say "unknown (history incomplete)". Only pages, semantic YAML and the
+          dbt project's model YAML are read, so damage elsewhere (a seed CSV) is not
+          reported.""",
     ),
     _rule(
         "KB050",
@@ -290,8 +299,17 @@ RULES: tuple[Rule, ...] = (
         """A private key, a URL with credentials, a named secret, a known token prefix, a
           high-entropy word or an `extra_patterns` match in a frontmatter value, a
           frontmatter key (at any depth, such as a key inside `meta`) or the body (code
-          included). The message names the kind and where it is, never the value or the
-          key.""",
+          included). Inside a URL (from its `scheme://` or `www.` to whitespace, a backtick or
+          one of `< > " ' ) ] |`, less trailing punctuation) only credentials where they live are
+          reported: a password in the userinfo (`scheme://user:password@`, the user may be
+          empty), a query or fragment parameter named like a credential (`token`, `key`,
+          `secret`, `password`, `pwd`, `sig`, `signature`, `auth`, `jwt`, or a name ending
+          in one, such as `access_token`, `X-Amz-Signature`, `client_secret`, `apiKey`)
+          whose value has 16 characters or more and is no placeholder, the path of a Slack,
+          Discord, Telegram or Teams webhook, and known token prefixes; ids and slugs in a
+          URL's path and other parameters are not secrets. The message names the kind and
+          where it is, never the value or the key; a credential in a URL is located at its
+          value.""",
     ),
     _rule(
         "KB402",

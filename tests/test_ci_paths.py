@@ -1,0 +1,123 @@
+"""Paths that CI understands: github and sarif paths start at the git repository's root.
+
+GitHub resolves annotation and SARIF paths from the repository's root, so a project in a
+sub-folder of a larger repository must print `analytics/knowledge/...`, while text and json
+stay project-relative (json adds `repo_path`). Without git, every format is project-relative.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from knowl_build.diagnostics import Diagnostic
+from knowl_build.output import github, json_format, sarif
+from tests.helpers import SEMANTICS, Project, invoke
+
+FILES: dict[str, str | bytes] = {
+    **SEMANTICS,
+    "knowl.toml": "[rules]\nKB202 = 'off'\n",
+    "knowledge/global/a.md": "# A\n\nSee [[b]] and [[nope]].\n",
+    "knowledge/global/b.md": "# B\n",
+}
+PAGE = "knowledge/global/a.md"
+
+
+def monorepo(tmp_path: Path) -> Project:
+    mono = Project(tmp_path / "mono")
+    mono.write({"README.md": "# Monorepo\n", "src/app.py": "print('hi')\n"})
+    mono.write({f"analytics/{path}": text for path, text in FILES.items()})
+    mono.commit("monorepo")
+    return mono
+
+
+def test_github_annotations_and_step_summary_use_repository_paths(tmp_path: Path) -> None:
+    mono = monorepo(tmp_path)
+    summary = tmp_path / "summary.md"
+    result = invoke(["check", "--repo", str(mono.root / "analytics"), "--format", "github"],
+                    code=1, env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert result.stdout.splitlines() == [
+        "::error file=analytics/knowledge/global/a.md,line=3,col=15,endLine=3,endColumn=22,"
+        "title=KB103::[[nope]] points at no page visible from global scope"
+    ]
+    assert f"| `analytics/{PAGE}:3:15` | error | KB103 |" in summary.read_text()
+
+
+def test_sarif_uses_repository_paths(tmp_path: Path) -> None:
+    mono = monorepo(tmp_path)
+    log = json.loads(invoke(["check", "--repo", str(mono.root / "analytics"), "--format", "sarif"],
+                            code=1).stdout)
+    locations = [r["locations"][0]["physicalLocation"]["artifactLocation"]
+                 for r in log["runs"][0]["results"]]
+    assert locations == [{"uri": f"analytics/{PAGE}", "uriBaseId": "%SRCROOT%"}]
+
+
+def test_sarif_file_option_uses_repository_paths_whatever_the_format(tmp_path: Path) -> None:
+    mono = monorepo(tmp_path)
+    out = tmp_path / "knowl.sarif"
+    result = invoke(["check", "--repo", str(mono.root / "analytics"), "--sarif", str(out)], code=1)
+    assert result.stdout.startswith(f"{PAGE}:3:15: error KB103")  # text, project-relative
+    log = json.loads(out.read_text(encoding="utf-8"))
+    [location] = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                  for r in log["runs"][0]["results"]]
+    assert location == f"analytics/{PAGE}"
+
+
+def test_json_keeps_project_paths_and_adds_the_repository_path(tmp_path: Path) -> None:
+    mono = monorepo(tmp_path)
+    result = invoke(["check", "--repo", str(mono.root / "analytics"), "--format", "json"], code=1)
+    [finding] = json.loads(result.stdout)["diagnostics"]
+    assert (finding["path"], finding["repo_path"]) == (PAGE, f"analytics/{PAGE}")
+
+
+def test_text_keeps_project_paths(tmp_path: Path) -> None:
+    mono = monorepo(tmp_path)
+    result = invoke(["check", "--repo", str(mono.root / "analytics")], code=1)
+    assert result.stdout.splitlines()[0] == (
+        f"{PAGE}:3:15: error KB103 [[nope]] points at no page visible from global scope")
+
+
+def test_project_at_the_repository_root_is_unchanged(tmp_path: Path) -> None:
+    proj = Project(tmp_path / "proj").write(FILES)
+    proj.commit()
+    github_out = invoke(["check", "--repo", str(proj.root), "--format", "github"], code=1).stdout
+    assert github_out.startswith(f"::error file={PAGE},line=3")
+    [finding] = json.loads(
+        invoke(["check", "--repo", str(proj.root), "--format", "json"], code=1).stdout
+    )["diagnostics"]
+    assert finding["repo_path"] == finding["path"] == PAGE
+
+
+def test_without_git_every_format_is_project_relative(tmp_path: Path) -> None:
+    proj = Project(tmp_path / "plain", git=False).write(FILES)
+    root = str(proj.root)
+    document = json.loads(invoke(["check", "--repo", root, "--format", "json"], code=1).stdout)
+    rows = {(d["code"], d["path"], d["repo_path"]) for d in document["diagnostics"]}
+    assert rows == {("KB009", ".", "."), ("KB103", PAGE, PAGE)}
+    github_out = invoke(["check", "--repo", root, "--format", "github"], code=1).stdout
+    assert "file=.,line=1" in github_out and f"file={PAGE},line=3" in github_out
+    log = json.loads(invoke(["check", "--repo", root, "--format", "sarif"], code=1).stdout)
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in log["runs"][0]["results"]}
+    assert uris == {".", PAGE}
+
+
+def test_project_level_findings_become_the_project_folder() -> None:
+    # Findings about the whole project (KB009, KB010) sit at ".": from the repository's root
+    # that is the project's folder, or "." when the project is the repository.
+    finding = Diagnostic(".", 1, 1, "KB010", "warning", "git history is shallow")
+    assert json_format.repo_path(".", "analytics/") == "analytics"
+    assert json_format.repo_path(".", "") == "."
+    assert json_format.repo_path(PAGE, "a/b c/") == f"a/b c/{PAGE}"
+    assert github.render([finding], "analytics/").startswith("::warning file=analytics,line=1,col=1,")
+    assert github.render([finding]).startswith("::warning file=.,line=1,col=1,")
+    location = sarif.document([finding], None, "analytics/")["runs"][0]["results"][0]["locations"][0]
+    assert location["physicalLocation"]["artifactLocation"]["uri"] == "analytics"
+    [row] = json_format.diagnostics_document([finding], "deep/er/")["diagnostics"]
+    assert row["repo_path"] == "deep/er"
+
+
+def test_artifact_diagnostics_do_not_depend_on_the_repository_layout() -> None:
+    finding = Diagnostic(PAGE, 1, 1, "KB103", "error", "x")
+    [row] = json_format.diagnostics_document([finding])["diagnostics"]
+    assert "repo_path" not in row
