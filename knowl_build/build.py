@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -584,8 +585,12 @@ def build(
     out: Path | None = None,
     today: dt.date | None = None,
     progress: Any = None,
+    gate: Callable[[list[Diagnostic]], list[Diagnostic]] | None = None,
 ) -> BuildResult:
     """`knowl build`: validate, render, fingerprint, index and publish an artifact.
+
+    `gate` picks the findings whose errors refuse the publication (all of them by default;
+    with `--baseline`, the new ones); the artifact records every finding either way.
 
     The previous artifact stays current until the new one is complete; a refused or failed
     build publishes nothing. A project root that cannot be written is not written to: the
@@ -672,7 +677,8 @@ def build(
         else:
             build_id = head[:12] + (f"-dirty-{input_hash[:8]}" if dirty else "")
 
-        if errors and not allow_errors:
+        blocking = diagnostics if gate is None else gate(diagnostics)
+        if any(d.severity == "error" for d in blocking) and not allow_errors:
             return BuildResult(
                 diagnostics, "refused", build_id, None, counts, False, [], notices=notices
             )

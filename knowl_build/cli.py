@@ -258,6 +258,13 @@ def _default_format(fmt: str | None) -> str:
     return fmt
 
 
+BASELINE_OPTION = click.option(
+    "--baseline",
+    default=None,
+    metavar="REF",
+    help="Report (and fail on) only findings that are new against the project at REF, a "
+    "commit, branch or tag such as origin/main; known ones are counted, not shown.",
+)
 SARIF_OPTION = click.option(
     "--sarif",
     "sarif_file",
@@ -328,11 +335,12 @@ def _render_findings(
     config: Any,
     title: str,
     repo_prefix: str,
+    baseline: dict[str, Any] | None = None,
 ) -> None:
     from knowl_build.output import github, json_format, sarif, text
 
     if fmt == "json":
-        sys.stdout.write(json_format.render(diagnostics, repo_prefix))
+        sys.stdout.write(json_format.render(diagnostics, repo_prefix, baseline))
     elif fmt == "sarif":
         sys.stdout.write(sarif.render(diagnostics, config, repo_prefix))
     elif fmt == "github":
@@ -357,6 +365,7 @@ def _render_findings(
 @click.option(
     "--no-cache", is_flag=True, help="Parse every page again instead of using .knowl/cache."
 )
+@BASELINE_OPTION
 @SARIF_OPTION
 @global_options
 @click.pass_context
@@ -366,6 +375,7 @@ def check(
     strict: bool,
     changed_only: bool,
     no_cache: bool,
+    baseline: str | None,
     sarif_file: Path | None,
 ) -> None:
     """Validate every page, reference and semantic file; write nothing but .knowl/cache.
@@ -381,6 +391,7 @@ def check(
       knowl check --repo path/to/project --format json
       knowl check --changed-only --strict
       knowl check --format github --sarif knowl.sarif
+      knowl check --baseline origin/main
     """
     from knowl_build.build import check as run_check
     from knowl_build.diagnostics import exit_code_for, summarize
@@ -391,9 +402,12 @@ def check(
     with _sarif_on_failure(fmt, sarif_file):
         config = settings.load_config()
         result = run_check(settings.root, config, changed_only=changed_only, use_cache=not no_cache)
+        # After the working tree's check: the base reuses the pages its parse cache now holds.
+        known = _load_baseline(settings.root, config, baseline)
+        findings, compared = _against(known, result.diagnostics)
         prefix = _repo_prefix(settings.root) if fmt != "text" or sarif_file else ""
         if sarif_file is not None:
-            _write_sarif(sarif_file, sarif.render(result.diagnostics, config, prefix))
+            _write_sarif(sarif_file, sarif.render(findings, config, prefix))
     err = text.console(sys.stderr)
     for notice in [] if settings.quiet else result.notices:
         err.print(f"knowl: notice: {notice}", markup=False)
@@ -403,14 +417,14 @@ def check(
             "checked (point --repo at the project)",
             markup=False,
         )
-    _render_findings(fmt, result.diagnostics, config, "knowl check", prefix)
+    _render_findings(fmt, findings, config, "knowl check", prefix, compared)
     if not settings.quiet:
         err.print(
-            text.summary_line(
-                summarize(result.diagnostics), result.page_count, result.semantic_file_count
-            )
+            text.summary_line(summarize(findings), result.page_count, result.semantic_file_count)
         )
-    ctx.exit(exit_code_for(result.diagnostics, strict=strict))
+        if compared is not None:
+            err.print(text.baseline_line(compared), markup=False)
+    ctx.exit(exit_code_for(findings, strict=strict))
 
 
 @cli.command()
@@ -428,6 +442,7 @@ def check(
     default=None,
     help="Output folder (default: out_dir from the configuration, .knowl/build).",
 )
+@BASELINE_OPTION
 @SARIF_OPTION
 @global_options
 @click.pass_context
@@ -438,6 +453,7 @@ def build(
     allow_errors: bool,
     full: bool,
     out: Path | None,
+    baseline: str | None,
     sarif_file: Path | None,
 ) -> None:
     """Validate, render, fingerprint, index and publish a versioned build artifact.
@@ -466,6 +482,7 @@ def build(
     show = err.is_terminal and not settings.quiet and os.environ.get("CI") != "true"
     with _sarif_on_failure(fmt, sarif_file):
         config = settings.load_config()
+        known = _load_baseline(settings.root, config, baseline)
         with text.stage_progress(err, enabled=show) as progress:
             result = run_build(
                 settings.root,
@@ -474,20 +491,42 @@ def build(
                 allow_errors=allow_errors,
                 out=out,
                 progress=progress,
+                gate=None if known is None else (lambda found: known.new(found)[0]),
             )
+        findings, compared = _against(known, result.diagnostics)
         prefix = _repo_prefix(settings.root) if fmt != "text" or sarif_file else ""
         if sarif_file is not None:
-            _write_sarif(sarif_file, sarif.render(result.diagnostics, config, prefix))
+            _write_sarif(sarif_file, sarif.render(findings, config, prefix))
     for notice in [] if settings.quiet else result.notices:
         err.print(f"knowl: notice: {notice}", markup=False)
-    _render_findings(fmt, result.diagnostics, config, "knowl build", prefix)
+    _render_findings(fmt, findings, config, "knowl build", prefix, compared)
     if not settings.quiet:
         text.build_summary(err, result, time.perf_counter() - started)
+        if compared is not None:
+            err.print(text.baseline_line(compared), markup=False)
     if result.status == "refused":
         ctx.exit(EXIT_FINDINGS)
     if allow_errors:
-        ctx.exit(EXIT_FINDINGS if strict and result.counts["warnings"] else EXIT_OK)
-    ctx.exit(exit_code_for(result.diagnostics, strict=strict))
+        warnings = any(d.severity == "warning" for d in findings)
+        ctx.exit(EXIT_FINDINGS if strict and warnings else EXIT_OK)
+    ctx.exit(exit_code_for(findings, strict=strict))
+
+
+def _load_baseline(root: Path, config: Any, ref: str | None) -> Any:
+    if ref is None:
+        return None
+    from knowl_build import baseline
+
+    return baseline.load(root, config, ref)
+
+
+def _against(known: Any, diagnostics: list[Any]) -> tuple[list[Any], dict[str, Any] | None]:
+    """The findings to report: all of them, or with a baseline the new ones, and what the
+    comparison was (for the json document and the summary)."""
+    if known is None:
+        return diagnostics, None
+    new, hidden = known.new(diagnostics)
+    return new, known.to_json(hidden)
 
 
 @cli.command()

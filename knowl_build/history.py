@@ -705,6 +705,21 @@ def resolve_revision(repo: GitRepo, rev: str) -> str:
     return sha
 
 
+def checkout_at(repo: GitRepo, commit: str, paths: list[str], target: Path) -> Path:
+    """The project as it was at `commit`, with its git history, in `target`: a clone that
+    borrows this repository's objects (nothing is copied and nothing in this repository is
+    written), with only the project's `paths` checked out. Returns the project's folder
+    in the clone."""
+    _run(
+        ["clone", "--quiet", "--shared", "--no-checkout", "--", str(repo.toplevel), str(target)],
+        target.parent,
+    )
+    patterns = [f"/{repo.prefix}{path.strip('/')}" for path in paths]
+    _run(["sparse-checkout", "set", "--no-cone", "--", *patterns], target)
+    _run(["checkout", "--quiet", "--detach", commit, "--"], target)
+    return target / repo.prefix
+
+
 @dataclass(frozen=True, slots=True)
 class Version:
     commit: Commit

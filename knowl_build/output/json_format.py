@@ -37,10 +37,19 @@ def diagnostics_document(
     return {"version": 1, "diagnostics": rows, "summary": summarize(diagnostics)}
 
 
-def render(diagnostics: Sequence[Diagnostic], repo_prefix: str = "") -> str:
+def render(
+    diagnostics: Sequence[Diagnostic],
+    repo_prefix: str = "",
+    baseline: dict[str, Any] | None = None,
+) -> str:
+    """The json document; with `--baseline`, a `baseline` object says against what the
+    findings were compared and how many known ones were hidden."""
+    document = diagnostics_document(diagnostics, repo_prefix)
+    if baseline is not None:
+        document["baseline"] = baseline
     return (
         json.dumps(
-            diagnostics_document(diagnostics, repo_prefix),
+            document,
             indent=2,
             sort_keys=True,
             ensure_ascii=False,

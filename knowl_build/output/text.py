@@ -52,6 +52,14 @@ def summary_line(counts: dict[str, int], pages: int, semantic_files: int) -> Tex
     return text
 
 
+def baseline_line(compared: dict[str, Any]) -> str:
+    hidden = compared["hidden"]
+    return (
+        f"{hidden} known finding(s) hidden: they are in the project at {compared['ref']} "
+        f"({str(compared['commit'])[:12]}); only new findings are reported"
+    )
+
+
 def rules_table(config: Config, out: Console) -> None:
     table = Table(show_lines=False, box=None, pad_edge=False)
     for column in ("code", "name", "default", "configured", "summary"):
