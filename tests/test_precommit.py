@@ -71,15 +71,17 @@ def hook_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Pa
     return source, rev, tmp / "pre-commit-home"
 
 
-def hooked_repo(root: Path, hook_source: tuple[Path, str, Path], files: dict[str, str | bytes]
+def hooked_repo(root: Path, hook_source: tuple[Path, str, Path], files: dict[str, str | bytes],
+                config: str | None = None,
                 ) -> tuple[Project, Callable[[], subprocess.CompletedProcess[str]]]:
-    """A repository whose first commit holds `files` and the hook's configuration, with the
-    hook installed; returns it and a function that commits everything through the hook."""
+    """A repository whose first commit holds `files` and the hook's configuration (`config`,
+    or one naming the hook source's revision), with the hook installed; returns it and a
+    function that commits everything through the hook."""
     source, rev, home = hook_source
     repo = Project(root)
     repo.write({
         **files,
-        ".pre-commit-config.yaml": (
+        ".pre-commit-config.yaml": config or (
             f"repos:\n  - repo: {source}\n    rev: {rev}\n    hooks:\n      - id: knowl-check\n"
         ),
     })
@@ -150,3 +152,42 @@ def test_github_action_runs_knowl_build_with_annotations_and_uploads() -> None:
     assert "knowl build" in build["run"] and "--format github" in build["run"]
     upload = next(s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact"))
     assert upload["with"]["path"] == "${{ steps.build.outputs.folder }}"
+
+
+def _readme_snippet() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    marker = "# .pre-commit-config.yaml of your knowledge repository\n"
+    start = readme.index(marker) + len(marker)
+    return readme[start : readme.index("```", start)]
+
+
+def test_readme_snippet_names_this_release() -> None:
+    from knowl_build import __version__
+
+    snippet = yaml.safe_load(_readme_snippet())
+    (entry,) = snippet["repos"]
+    assert entry["rev"] == f"v{__version__}"
+    assert [hook["id"] for hook in entry["hooks"]] == ["knowl-check"]
+
+
+def test_readme_snippet_works_when_copied(tmp_path: Path,
+                                          hook_source: tuple[Path, str, Path]) -> None:
+    """The README's snippet as it is, with `repo:` pointing at this checkout: its `rev` is the
+    release tag, which the hook repository carries (created here on the snapshot when this
+    checkout was cloned without tags)."""
+    source, _rev, _home = hook_source
+    snippet = yaml.safe_load(_readme_snippet())
+    tag = snippet["repos"][0]["rev"]
+    tags = subprocess.run(["git", "tag", "--list", tag], cwd=source, capture_output=True,
+                          text=True, check=True).stdout.split()
+    if tag not in tags:
+        subprocess.run(["git", "tag", tag], cwd=source, check=True)
+    snippet["repos"][0]["repo"] = str(source)
+    repo, commit = hooked_repo(tmp_path / "kb", hook_source, {
+        **SEMANTICS,
+        "knowl.toml": "[rules]\nKB202 = 'off'\n",
+        "knowledge/global/a.md": "# A\n",
+    }, config=yaml.safe_dump(snippet))
+    repo.write({"knowledge/global/b.md": "See [[missing-page]].\n"})
+    refused = commit()
+    assert refused.returncode != 0 and "KB103" in refused.stdout + refused.stderr
