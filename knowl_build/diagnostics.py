@@ -133,8 +133,13 @@ class Finding:
 
 
 def _redact_texts(finding: Finding | Diagnostic) -> None:
-    """Messages quote what pages say (a link, a key, a value); whatever in them looks like a
-    secret is replaced where the message is made, so no output format can carry it."""
+    """Messages quote what pages say (a link, a key, a value) and paths are file names anyone
+    chose; whatever in them looks like a secret is replaced where the finding is made, so no
+    output format can carry it."""
+    if isinstance(finding, Diagnostic):
+        path = redact(finding.path)
+        if path is not finding.path:
+            object.__setattr__(finding, "path", path)
     if finding.subject is not None:
         subject = redact(finding.subject)
         if subject is not finding.subject:

@@ -9,6 +9,7 @@ from knowl_build.diagnostics import Finding
 from knowl_build.model import Page
 from knowl_build.resolve import GLOBAL, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
+from knowl_build.secrets import REDACTED, redact
 
 
 def check_governance(ctx: RuleContext) -> Emitted:
@@ -66,13 +67,19 @@ def _conflicts(ctx: RuleContext) -> Emitted:
         where = f" in scope {dict(scope)}" if scope else ""
         for page in pages:
             others = ", ".join(p.path for p in pages if p is not page)
+            # The key as this page writes it: the normalized form is lowercased, which would
+            # hide a pasted secret from redaction, so it is shown only when the key is clean.
+            written = page.parsed.fields.conflict.key if page.parsed.fields.conflict else key
+            shown = key if redact(written) == written else REDACTED
             yield (
                 page.path,
                 finding_at(
                     "KB301",
                     page.parsed.fields.anchors.get("conflict"),
-                    f"exclusive conflict key '{key}'{where} is also claimed by active {others}",
+                    f"exclusive conflict key '{written}' (normalized '{shown}'){where} is also "
+                    f"claimed by active {others}",
                     "retire one with: knowl supersede <old> <new>",
+                    f"exclusive conflict {shown}{where}",
                 ),
             )
 
