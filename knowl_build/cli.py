@@ -703,7 +703,7 @@ def fix(ctx: click.Context, apply_: bool, do_commit: bool, user: str | None) -> 
         click.echo(
             f"{len(fix_plan.proposals)} proposal(s); run knowl fix --apply to write them", err=True
         )
-    ctx.exit(EXIT_FINDINGS if fix_plan.proposals else EXIT_OK)
+    ctx.exit(EXIT_FINDINGS if fix_plan.proposals or fix_plan.refused else EXIT_OK)
 
 
 def _reader(ctx: click.Context, artifact: Path | None, peers: tuple[Path, ...] = ()) -> Any:
@@ -919,6 +919,8 @@ def timeline(ctx: click.Context, page: str, user: str | None, as_json: bool) -> 
 
     settings = _settings(ctx)
     answer = page_timeline(settings.root, settings.load_config(), page, user)
+    for notice in answer["notices"]:
+        click.echo(f"knowl: notice: {notice}", err=True)
     if as_json:
         _emit_json(answer)
     else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -727,14 +727,24 @@ class Version:
     data: bytes
 
 
-def page_history(repo: GitRepo, path: str) -> tuple[list[Version], list[str]]:
+def page_history(
+    repo: GitRepo, path: str, keep: Callable[[str], bool] | None = None
+) -> tuple[list[Version], list[str]]:
     """Every committed version of the file at `path`, newest first, following renames; and
     what git could not read (one sentence each: the version is left out, never guessed).
+
+    With `keep`, a version whose path in its commit `keep` refuses (another user's folder) is
+    left out before anything of it is read, and nothing said about what git could not read
+    names such a path: the answer is as if those versions had never been.
 
     One `git log --follow` pass (again without renames when rename detection cannot read a
     blob), then every version's blob in one batch."""
     if repo.head() is None:
         return [], []
+
+    def kept(change: _Change) -> bool:
+        return keep is None or all(keep(p) for p in (change.old, change.new) if p)
+
     reader = GitHistory(repo)
     base = [
         "-c",
@@ -755,11 +765,15 @@ def page_history(repo: GitRepo, path: str) -> tuple[list[Version], list[str]]:
         except GitFailed as again:
             reader.problem(f"git log failed for {path} ({first_line(again)})")
             return [], reader.problems
-        reader.problem(_rename_problem(exc, _parse_log(out, repo.prefix)))
+        entries = [
+            (commit, [c for c in changes if kept(c)])
+            for commit, changes in _parse_log(out, repo.prefix)
+        ]
+        reader.problem(_rename_problem(exc, entries))
     found: list[tuple[Commit, _Change]] = []
     for commit, changes in _parse_log(out, repo.prefix):
         change = next((c for c in changes if c.new), None)
-        if change is not None:  # else the commit deleted it
+        if change is not None and (keep is None or keep(change.new)):  # else deleted or hidden
             found.append((commit, change))
     blobs = reader.read_blobs(change.blob for _, change in found)
     versions: list[Version] = []
@@ -783,9 +797,19 @@ def page_versions(repo: GitRepo, path: str) -> list[Version]:
 
 
 def export_tree(repo: GitRepo, rev: str, paths: list[str], target: Path) -> None:
-    """Write the project's `paths` as they were at `rev` into `target` (one `git archive`)."""
+    """Write the project's `paths` as they were at `rev` into `target` (one `git archive`).
+
+    A member the `data` filter refuses is left out, the rest is written: a committed symlink
+    that leads out of `target` (an absolute one, `../../..`) is, at `rev`, no file at all,
+    exactly as a link leaving the project is no page in the working tree."""
     import io
     import tarfile
+
+    def data_or_nothing(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+        try:
+            return tarfile.data_filter(member, dest)
+        except tarfile.FilterError:
+            return None
 
     tree = f"{rev}:{repo.prefix}" if repo.prefix else rev
     present = [p for p in paths if _exists_at(repo, rev, p)]
@@ -794,7 +818,7 @@ def export_tree(repo: GitRepo, rev: str, paths: list[str], target: Path) -> None
         return
     data = repo.run("archive", "--format=tar", tree, "--", *present)
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-        archive.extractall(target, filter="data")
+        archive.extractall(target, filter=data_or_nothing)
 
 
 def _exists_at(repo: GitRepo, rev: str, path: str) -> bool:

@@ -10,15 +10,16 @@ from typing import Any
 
 from knowl_build.config import Config
 from knowl_build.errors import UsageError
-from knowl_build.history import GitFailed, GitRepo, export_tree, page_versions, resolve_revision
+from knowl_build.history import GitFailed, GitRepo, export_tree, page_history, resolve_revision
 from knowl_build.names import valid_user
 from knowl_build.pageref import candidates as page_refs
-from knowl_build.pageref import check_ref, not_found
+from knowl_build.pageref import check_ref, not_found, writable
 from knowl_build.parse.frontmatter import split
 from knowl_build.parse.page import decode, parse_page
 from knowl_build.reader.store import PageNotFound
 from knowl_build.resolve import place
 from knowl_build.rules.security import SecretScanner
+from knowl_build.secrets import redact
 
 
 def _pick(pages: list[tuple[str, str, str]], ref: str, user: str | None) -> str:
@@ -53,12 +54,27 @@ def _git(root: Path) -> GitRepo:
     return repo
 
 
+def readable_at(path: str, knowledge_dir: str, user: str | None) -> bool:
+    """Whether a version of a page, at `path` in its commit, is one `user` may read: a page of
+    the global scope or of the user's own, as `show --at` would find it then. A version that
+    was in another user's folder (or was no page at all) is not."""
+    if not (path.startswith(f"{knowledge_dir}/") and path.endswith(".md")):
+        return False
+    where = place(path, knowledge_dir)
+    return where is not None and writable(where.scope, user)
+
+
 def timeline(root: Path, config: Config, ref: str, user: str | None = None) -> dict[str, Any]:
-    """Every committed version of the page, newest first, following renames."""
+    """Every committed version of the page, newest first, following renames: only the
+    versions `user` could read when they were made (the global scope or their own), so a
+    page's past in another user's folder is neither listed nor diffed against. `notices`
+    says which versions git could not read (they are left out, never guessed)."""
     user, ref = valid_user(user), check_ref(ref)
     repo = _git(root)
     path = _pick(_working_pages(root, config), ref, user)
-    versions = page_versions(repo, path)
+    versions, problems = page_history(
+        repo, path, keep=lambda old: readable_at(old, config.knowledge_dir, user)
+    )
     scanner = SecretScanner(config.security.extra_patterns)
     rows: list[dict[str, Any]] = []
     bodies: list[str] = []
@@ -90,7 +106,8 @@ def timeline(root: Path, config: Config, ref: str, user: str | None = None) -> d
             )
     where = place(path, config.knowledge_dir)
     assert where is not None
-    return {"page": where.id, "scope": where.scope, "versions": rows}
+    notices = [redact(problem) for problem in problems]
+    return {"page": where.id, "scope": where.scope, "versions": rows, "notices": notices}
 
 
 def show_at(

@@ -84,6 +84,33 @@ REVIEW_CASES = [
     ("bom-crlf-flow-meta",
      b"\xef\xbb\xbf---\r\ntitle: A\t# t\r\nmeta: {}\r\n---\r\nBody.",
      b"\xef\xbb\xbf---\r\ntitle: A\t# t\r\nmeta: {last_validated_at: " + NOW + b"}\r\n---\r\nBody."),
+    # An empty flow frontmatter is a mapping like any other: the key goes inside it.
+    ("empty-flow-frontmatter",
+     b"---\n{}  # nothing yet\n---\nBody.\n",
+     b"---\n{meta: {last_validated_at: " + NOW + b"}}  # nothing yet\n---\nBody.\n"),
+    # A null `meta` counts as absent: it becomes the mapping, in block style under its key.
+    ("meta-empty",
+     b"---\ntitle: A\nmeta:\ntags: [x]\n---\nBody.\n",
+     b"---\ntitle: A\nmeta:\n  last_validated_at: " + NOW + b"\ntags: [x]\n---\nBody.\n"),
+    ("meta-tilde-comment-crlf",
+     b"---\r\ntitle: A\r\nmeta: ~\t# later\r\n---\r\nBody.\r\n",
+     b"---\r\ntitle: A\r\nmeta:\t# later\r\n  last_validated_at: " + NOW + b"\r\n---\r\nBody.\r\n"),
+    ("meta-null-in-flow",
+     b"---\n{title: A, meta: null}\n---\nBody.\n",
+     b"---\n{title: A, meta: {last_validated_at: " + NOW + b"}}\n---\nBody.\n"),
+    ("freshness-empty",
+     b"---\nfreshness:   # by hand\nmeta:\n  frozen: false\n---\nBody.\n",
+     b"---\nfreshness: fresh   # by hand\nmeta:\n  frozen: false\n  last_validated_at: " + NOW
+     + b"\n---\nBody.\n"),
+    # The last key's value is an alias: `meta` goes after the alias, not after its anchor.
+    ("alias-last",
+     b"---\ntitle: &t A\nsummary: *t\n---\nBody.\n",
+     b"---\ntitle: &t A\nsummary: *t\nmeta:\n  last_validated_at: " + NOW + b"\n---\nBody.\n"),
+    # An anchor and its alias elsewhere do not stand in the way.
+    ("anchor-elsewhere",
+     b"---\nbase: &b {x: 1}\nother: *b\nmeta:\n  provenance: inferred\n---\nBody.\n",
+     b"---\nbase: &b {x: 1}\nother: *b\nmeta:\n  provenance: inferred\n  last_validated_at: " + NOW
+     + b"\n---\nBody.\n"),
 ]
 
 
@@ -114,6 +141,15 @@ SUPERSEDE_CASES = [
     ("bom-no-frontmatter-no-newline",
      b"\xef\xbb\xbfOld body.",
      b"\xef\xbb\xbf---\nstatus: superseded\nsuperseded_by: new\n---\nOld body."),
+    ("empty-flow-frontmatter",
+     b"---\n{}\n---\nOld body.\n",
+     b"---\n{status: superseded, superseded_by: new}\n---\nOld body.\n"),
+    ("anchored-title-aliased-summary",
+     b"---\ntitle: &t Old\nsummary: *t\nstatus: active\n---\nOld body.\n",
+     b"---\ntitle: &t Old\nsummary: *t\nstatus: superseded\nsuperseded_by: new\n---\nOld body.\n"),
+    ("status-empty",
+     b"---\ntitle: Old\nstatus:\n---\nOld body.\n",
+     b"---\ntitle: Old\nstatus: superseded\nsuperseded_by: new\n---\nOld body.\n"),
 ]
 NEW = b"---\r\ntitle: New\r\n---\r\nNew body.\r\n"
 

@@ -47,6 +47,8 @@ class FixPlan:
     proposals: list[Proposal] = field(default_factory=list)
     reported: list[str] = field(default_factory=list)  # what needs a person, one line each
     knowledge_dir: str = "knowledge"
+    # Pages that need a fix no edit can make safely (also in `reported`): `apply` refuses.
+    refused: list[str] = field(default_factory=list)
 
 
 def removed_refs(analysis: Analysis, path: str) -> list[str]:
@@ -82,19 +84,19 @@ def plan(analysis: Analysis, user: str | None = None) -> FixPlan:
             continue
         try:
             source = PageBytes.read(analysis.root, page.path)
-        except WriteRefused as exc:
-            result.reported.append(str(exc))
-            continue
-        try:
             editor = FrontmatterEditor.of(source.text)
             bound = {b.entity for b in fields.bound_fingerprints}
+            # One removal per listed ref: a ref listed twice is removed twice (each operation
+            # works on the result of the last one), and the last leaves `sl_refs: []`.
             for name in gone:
                 editor.remove_list_item(["sl_refs"], name)
                 if name in bound:
                     editor.remove_key(["meta", "bound_fingerprints"], name)
             editor.set_scalar(["meta", "last_validated_at"], "null")
-        except EditError as exc:
-            result.reported.append(f"{page.path}: not edited: {exc}")
+        except (EditError, WriteRefused) as exc:
+            line = str(exc) if isinstance(exc, WriteRefused) else f"{page.path}: {exc}"
+            result.reported.append(line)
+            result.refused.append(line)
             continue
         result.proposals.append(
             Proposal(page.path, source.text, editor.result(), tuple(gone), source.data, source.bom)
@@ -103,6 +105,10 @@ def plan(analysis: Analysis, user: str | None = None) -> FixPlan:
 
 
 def apply(root: Path, fix_plan: FixPlan) -> list[str]:
-    """Write every proposal, or none: each file must still hold the bytes it was planned on.
+    """Write every proposal, or none: each file must still hold the bytes it was planned on,
+    and a page whose fix cannot be made safely refuses the whole write (WriteRefused).
     Returns the paths really written, one per proposal (a symlinked page's target)."""
+    if fix_plan.refused:
+        more = f" (and {len(fix_plan.refused) - 1} more)" if len(fix_plan.refused) > 1 else ""
+        raise WriteRefused(f"{fix_plan.refused[0]}{more}; nothing was written")
     return write_changes(root, fix_plan.knowledge_dir, [p.change() for p in fix_plan.proposals])

@@ -19,7 +19,7 @@ from knowl_build.writes.common import (
     quoted_timestamp,
     utc_now,
 )
-from knowl_build.writes.edit import FrontmatterEditor
+from knowl_build.writes.edit import EditError, FrontmatterEditor
 from knowl_build.writes.store import _supersede_change
 
 
@@ -133,15 +133,20 @@ def review(
             entity = layer.entities.get(ref_item.value)
             if entity is not None and entity.kind == "measure":
                 fingerprints.setdefault(ref_item.value, entity.fingerprint)
-        # One edit at a time, each on the result of the last, so a mapping created by one
-        # (a missing `meta:`) is there for the next.
-        text = _edited(source.text, "set_many", ["meta"], [("last_validated_at", now)])
-        if fingerprints:
-            items = [(name, f'"{fp}"') for name, fp in fingerprints.items()]
-            text = _edited(text, "set_many", ["meta", "bound_fingerprints"], items)
-        if "freshness" in page.parsed.frontmatter:
-            text = _edited(text, "set_scalar", ["freshness"], "fresh")
-        changes.append((page, Change.edit(page.path, source, text)))
+        # One edit at a time, each on the result of the last (the editor works so), so a
+        # mapping created by one (a missing `meta:`) is there for the next.
+        try:
+            editor = FrontmatterEditor.of(source.text)
+            editor.set_many(["meta"], [("last_validated_at", now)])
+            if fingerprints:
+                items = [(name, f'"{fp}"') for name, fp in fingerprints.items()]
+                editor.set_many(["meta", "bound_fingerprints"], items)
+            if "freshness" in page.parsed.frontmatter:
+                editor.set_scalar(["freshness"], "fresh")
+        except EditError as exc:
+            refused.append(f"{page.path}: {exc}")
+            continue
+        changes.append((page, Change.edit(page.path, source, editor.result())))
     if refused:
         raise WriteRefused("review refused, nothing was written: " + "; ".join(refused))
     result = WriteResult([change for _, change in changes])
@@ -150,13 +155,6 @@ def review(
         for (page, _), path in zip(changes, written, strict=True):
             result.commits.append(commit(root, [path], f"Review {page.id}"))
     return result
-
-
-def _edited(text: str, operation: str, *args: Any) -> str:
-    """`text` after one editor operation (`set_many`, `set_scalar`, ...)."""
-    editor = FrontmatterEditor.of(text)
-    getattr(editor, operation)(*args)
-    return editor.result()
 
 
 def conflict_groups(analysis: Analysis) -> list[dict[str, Any]]:

@@ -9,13 +9,15 @@ folder, through a symlink when the page is one, never anywhere else.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
+import secrets
+import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from knowl_build.errors import KnowlError
-from knowl_build.files import atomic_write
 from knowl_build.resolve import place
 
 BOM = b"\xef\xbb\xbf"
@@ -126,8 +128,10 @@ def write_target(root: Path, knowledge_dir: str, path: str) -> Path:
 def write_changes(root: Path, knowledge_dir: str, changes: list[Change]) -> list[str]:
     """Each file is written to a temporary file and renamed into place, once every file is
     known to be as the write found it (its bytes, not a decoding of them) and to stay in its
-    place; so a refusal leaves every file as it was. Returns the project-relative paths really
-    written, one per change (a symlinked page's target), which is what a commit must add."""
+    place, and once every new file is on disk beside its target; so a refusal, or a file that
+    cannot be written (a read-only tree: WriteRefused naming it), leaves every file as it was.
+    Returns the project-relative paths really written, one per change (a symlinked page's
+    target), which is what a commit must add."""
     targets = []
     for change in changes:
         target = write_target(root, knowledge_dir, change.path)
@@ -148,11 +152,67 @@ def write_changes(root: Path, knowledge_dir: str, changes: list[Change]) -> list
                 raise WriteRefused(
                     f"{change.path} changed while the write was prepared; run it again"
                 )
-        targets.append((target, change.data()))
+        targets.append((change.path, target, change.data()))
     real_root = Path(os.path.realpath(root))
-    written = []
-    for target, data in targets:
-        # Pages are the user's own work: on disk before the rename, the file mode kept.
-        atomic_write(target, data, durable=True)
+    staged = _stage(targets)
+    written: list[str] = []
+    for (path, target, _), temporary in zip(targets, staged, strict=True):
+        try:
+            os.replace(temporary, target)
+        except OSError as exc:
+            _discard(staged[len(written) :])
+            done = f"; already written: {', '.join(written)}" if written else ""
+            raise WriteRefused(f"{path}: cannot be written ({_reason(exc)}){done}") from None
         written.append(target.relative_to(real_root).as_posix())
     return written
+
+
+def _stage(targets: list[tuple[str, Path, bytes]]) -> list[Path]:
+    """Every file's new bytes in a temporary file beside it, on disk, with the mode the file
+    has (a new file: the usual 0666 less the umask). Renaming them into place is all that is
+    left to do; if any cannot be made (a read-only tree, a full disk, no permission), the ones
+    made are removed with any folder made for them, and the write is refused: nothing of it
+    is left behind."""
+    staged: list[Path] = []
+    made: list[Path] = []
+    for path, target, data in targets:
+        try:
+            for folder in reversed([target.parent, *target.parent.parents]):
+                if not folder.exists():
+                    folder.mkdir()
+                    made.append(folder)
+            try:
+                mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+            except FileNotFoundError:
+                mode = None
+            # A short name of its own, so a file whose name is at the length limit can be
+            # replaced.
+            temporary = target.with_name(f".knowl-{secrets.token_hex(6)}.tmp")
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            staged.append(temporary)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                if mode is not None:
+                    os.fchmod(handle.fileno(), mode)
+                handle.flush()
+                os.fsync(handle.fileno())  # pages are the user's own work
+        except OSError as exc:
+            _discard(staged)
+            for folder in reversed(made):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            raise WriteRefused(
+                f"{path}: cannot be written ({_reason(exc)}); nothing was written"
+            ) from None
+    return staged
+
+
+def _discard(paths: list[Path]) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _reason(exc: OSError) -> str:
+    """Why the system refused, without the path it names (the message names the page)."""
+    return exc.strerror or type(exc).__name__

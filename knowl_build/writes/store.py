@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import re
 from collections import Counter
@@ -37,7 +38,7 @@ from knowl_build.writes.common import (
     commit,
     utc_now,
 )
-from knowl_build.writes.edit import FrontmatterEditor
+from knowl_build.writes.edit import EditError, FrontmatterEditor
 
 STOP_WORDS = frozenset(
     [
@@ -400,10 +401,26 @@ def _same_subject(new_title: str, old_title: str) -> bool:
     return not (added and added <= NEGATIONS)
 
 
+def check_confidence(value: object) -> None:
+    """A confidence is a finite number in [0, 1], or not given: refused here, in the library,
+    so that every front end refuses the same values (a NaN or an infinity from an MCP client
+    or a Python caller is never written, dropped or clamped)."""
+    if value is None:
+        return
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if number is None or not math.isfinite(number) or not 0.0 <= number <= 1.0:
+        shown = repr(value) if isinstance(value, int | float) else f"a {type(value).__name__}"
+        raise WriteRefused(
+            f"confidence must be a finite number in [0, 1] (never clamped), not {shown}; "
+            "nothing was written"
+        )
+
+
 def plan(tree: Tree, request: Request) -> Outcome:
     """Decide what the write does; nothing is written here."""
     from knowl_build.history import GitRepo
 
+    check_confidence(request.confidence)
     # The tree is the project as the writer sees it; a request for another writer would be
     # checked against the wrong view.
     request.user = valid_user(request.user)
@@ -524,10 +541,15 @@ def _ref_id(scope: str, page_id: str) -> str:
 
 
 def _supersede_change(tree: Tree, old: Page, new_id: str) -> Change:
+    """OLD's file with `status: superseded` and `superseded_by: NEW`; a layout that cannot be
+    edited safely refuses the whole write (WriteRefused), so nothing is written."""
     source = tree.source(old.path)
-    editor = FrontmatterEditor.of(source.text)
-    editor.set_scalar(["status"], "superseded")
-    editor.set_scalar(["superseded_by"], _yaml_str(new_id))
+    try:
+        editor = FrontmatterEditor.of(source.text)
+        editor.set_scalar(["status"], "superseded")
+        editor.set_scalar(["superseded_by"], _yaml_str(new_id))
+    except EditError as exc:
+        raise WriteRefused(f"{old.path}: {exc}; nothing was written") from None
     return Change.edit(old.path, source, editor.result())
 
 
@@ -538,8 +560,10 @@ def _yaml_str(value: str) -> str:
 
 
 def store(root: Path, config: Config, request: Request, *, do_commit: bool = False) -> Outcome:
-    # A bad user name stops the write before anything is read or cached (exit 2).
+    # A bad user name stops the write before anything is read or cached (exit 2), and so
+    # does a confidence no page may hold (exit 1).
     request.user = valid_user(request.user)
+    check_confidence(request.confidence)
     if request.supersedes is not None:
         check_ref(request.supersedes)
     tree = Tree.load(root, config, request.user)
