@@ -3,14 +3,21 @@
 The reader imports this module (never the build pipeline): it defines what an artifact is.
 
     <out_dir>/.knowl-out        a random token: this output folder belongs to knowl
+    <out_dir>/.knowl-lock       while a build runs: `knowl-build <pid> <host>`
     <out_dir>/CURRENT           one line: the name of the published build folder
     <out_dir>/<build-id>/       manifest.json, pages.jsonl, catalog.json, entities.json,
                                 graph.json, diagnostics.json, signatures.json, index/
                                 (Whoosh), vectors/ (optional), written once, never changed;
                                 .knowl-build holds the token of the output folder that made it
+                                and, on a second line, the seal of its manifest
 
 knowl deletes only folders it made: a build or staging folder whose `.knowl-build` holds the
 token of the output folder it lies in, never a folder recognised by a file name alone.
+
+A build reuses the previous one (or answers with it, for an unchanged tree) only when its
+manifest carries a seal made with this machine's key (`trust`): the manifest holds every
+file's sha256, and the folder is validated against it, so a sealed build is one this machine
+wrote. A build folder committed with the project, or built elsewhere, is not reused.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from knowl_build import __version__
 from knowl_build.errors import ArtifactError, KnowlError, UsageError
+from knowl_build.trust import Sealer, cache_home
 
 if TYPE_CHECKING:
     from knowl_build.config import Config
@@ -48,7 +56,9 @@ FORMAT = "knowl-build"
 SCHEMA_VERSION = "1.0"
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
-LOCK = ".lock"
+LOCK = ".knowl-lock"
+LOCK_OWNER = "knowl-build"  # a lock file holds `knowl-build <pid> <host>`, nothing else
+BUILD_SEAL = "build-manifest"
 STAGING_PREFIX = ".tmp-"
 OUT_MARKER = ".knowl-out"
 BUILD_MARKER = ".knowl-build"
@@ -86,24 +96,111 @@ def file_table(folder: Path) -> dict[str, str]:
 # --- which output folders knowl may use, and which folders in them it made -------------------
 
 
-def check_out_dir(root: Path, out_dir: Path, config: Config) -> None:
-    """Refuse an output folder where pruning could reach the project's own files: the project
-    root or an ancestor of it, the knowledge or semantics folder, an ancestor of them or a
-    folder inside them (symlinks resolved)."""
-    out = out_dir.resolve()
+class OutputFolderError(KnowlError):
+    """The output folder cannot be made or used (one line, naming it)."""
+
+
+def check_out_dir(root: Path, config: Config, out: Path | None = None) -> Path:
+    """The output folder to use: `out` (the user's choice, anywhere; a symlink is resolved)
+    or the configured `out_dir`, which must lie inside the project with no symlink along
+    its way there (a committed `.knowl/build` link would lead the build's writes, and its
+    takeover of a stale lock, anywhere).
+
+    Either way, refuse a folder where pruning could reach the project's own files: the
+    project root or an ancestor of it, the knowledge or semantics folder, an ancestor of
+    them or a folder inside them (symlinks resolved)."""
     base = root.resolve()
-    if out == base or out in base.parents:
+    if out is None:
+        out_dir = root / config.out_dir
+        here = base
+        for part in PurePosixPath(config.out_dir).parts:
+            here = here / part
+            try:
+                info = os.lstat(here)
+            except OSError:
+                break  # made by the build below, as a folder
+            if stat.S_ISLNK(info.st_mode):
+                raise UsageError(
+                    f"output folder {config.out_dir}: {here.relative_to(base).as_posix()} is a "
+                    "symlink, and knowl writes through no link inside the project; remove it "
+                    "(or pass --out <folder>)"
+                )
+        resolved = Path(os.path.realpath(out_dir))
+        if base not in resolved.parents:
+            raise UsageError(
+                f"output folder {config.out_dir} leads outside the project; "
+                "give knowl a folder of its own inside it (default .knowl/build)"
+            )
+    else:
+        resolved = Path(os.path.realpath(out))
+        # A link is followed once, here: the build works in the folder it leads to.
+        out_dir = out if os.path.abspath(out) == str(resolved) else resolved
+    if resolved == base or resolved in base.parents:
         raise UsageError(
             f"output folder {out_dir} is the project root or holds it; "
             "give knowl a folder of its own (default .knowl/build)"
         )
     for name in (config.knowledge_dir, config.semantics_dir):
         guarded = (base / name).resolve()
-        if out == guarded or out in guarded.parents or guarded in out.parents:
+        if resolved == guarded or resolved in guarded.parents or guarded in resolved.parents:
             raise UsageError(
                 f"output folder {out_dir} overlaps the project's {name}/ folder; "
                 "give knowl a folder of its own (default .knowl/build)"
             )
+    return out_dir
+
+
+def make_out_dir(out_dir: Path) -> None:
+    """Create the output folder (and its parents); OutputFolderError when it cannot be
+    made, is not a folder, or cannot be written."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise OutputFolderError(f"output folder {out_dir} is not a folder") from None
+    except OSError as exc:
+        raise OutputFolderError(
+            f"output folder {out_dir} cannot be created ({_reason(exc)})"
+        ) from None
+    if not out_dir.is_dir():
+        raise OutputFolderError(f"output folder {out_dir} is not a folder")
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise OutputFolderError(f"output folder {out_dir} cannot be written")
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def output_failure(out_dir: Path, exc: OSError, *, writing: bool = False) -> KnowlError | None:
+    """The one-line error for an OSError on a file of the output folder; None for another
+    file's. `writing`: the failed code wrote only the output folder, so an error without a
+    file name (a full disk) is the output folder's too."""
+    if any(_inside(out_dir, n) for n in (exc.filename, exc.filename2)) or (
+        writing and exc.filename is None
+    ):
+        return OutputFolderError(f"output folder {out_dir} cannot be used ({_reason(exc)})")
+    return None
+
+
+@contextlib.contextmanager
+def output_errors(out_dir: Path) -> Iterator[None]:
+    """Turn an OSError on a file of the output folder into a one-line error naming the
+    folder (not an internal error); any other OSError goes on up."""
+    try:
+        yield
+    except OSError as exc:
+        failure = output_failure(out_dir, exc)
+        if failure is None:
+            raise
+        raise failure from None
+
+
+def _inside(folder: Path, name: object) -> bool:
+    if not isinstance(name, str | bytes | os.PathLike):
+        return False
+    path = os.path.abspath(os.fsdecode(name))
+    top = os.path.abspath(folder)
+    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
 
 
 # Opening never follows a symlink and never waits (a FIFO planted as a file would block).
@@ -163,7 +260,7 @@ def _made_by_knowl(folder: Path, token: str | None) -> bool:
     except OSError:
         return False
     data = _read_small(folder / BUILD_MARKER)
-    return data is not None and data.decode("ascii", "replace").strip() == token
+    return data is not None and data.split(b"\n")[0].decode("ascii", "replace").strip() == token
 
 
 # --- the build lock ---------------------------------------------------------------------------
@@ -183,40 +280,86 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _lock_holder(lock: Path) -> tuple[int, str] | None:
+    """The pid and host in a lock knowl wrote; None for anything else (another program's
+    file, a link, garbage), which knowl never removes."""
+    data = _read_small(lock)
+    try:
+        owner, pid_text, host = (data or b"").decode("utf-8").rstrip("\n").split(" ", 2)
+        pid = int(pid_text)
+    except ValueError:  # UnicodeDecodeError is a ValueError
+        return None
+    if owner != LOCK_OWNER or pid <= 0 or not host or "\n" in host:
+        return None
+    return pid, host
+
+
+def _take_lock(lock: Path) -> bool:
+    """Create the lock whole (written beside, then linked into place); False when a lock
+    is there already."""
+    fd, tmp = tempfile.mkstemp(prefix=".knowl-lock.", dir=lock.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(f"{LOCK_OWNER} {os.getpid()} {socket.gethostname()}\n")
+        try:
+            os.link(tmp, lock)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                raise
+            # No hard links here: exclusive creation (a reader may see it empty briefly).
+            try:
+                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(f"{LOCK_OWNER} {os.getpid()} {socket.gethostname()}\n")
+        return True
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
 @contextlib.contextmanager
 def build_lock(out_dir: Path) -> Iterator[None]:
-    """One build at a time per output folder; a lock left by a dead process is taken over."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """One build at a time per output folder; a lock knowl left (its process is dead, or
+    on another host) is taken over. A lock file knowl did not write is never removed."""
+    make_out_dir(out_dir)
     lock = out_dir / LOCK
-    me = f"{os.getpid()} {socket.gethostname()}\n"
-    for _attempt in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            try:
-                pid_text, _, host = lock.read_text().partition(" ")
-                pid = int(pid_text)
-            except (OSError, ValueError):
-                pid, host = -1, ""
-            same_host = host.strip() in ("", socket.gethostname())
-            if pid > 0 and same_host and _alive(pid):
+    try:
+        for _attempt in range(2):
+            if _take_lock(lock):
+                break
+            holder = _lock_holder(lock)
+            if holder is None:
+                if not os.path.lexists(lock):
+                    continue  # released meanwhile
                 raise BuildBusy(
-                    f"another build (pid {pid}) holds {lock}; wait for it to finish"
-                ) from None
-            with contextlib.suppress(FileNotFoundError):
-                lock.unlink()  # left by a dead build: take it over
-            continue
-        with os.fdopen(fd, "w") as handle:
-            handle.write(me)
-        break
-    else:
-        raise BuildBusy(f"could not take the build lock {lock}")
+                    f"{lock} is not a lock knowl wrote; knowl leaves it alone: move it away "
+                    "if no knowl build is running"
+                )
+            pid, host = holder
+            # Another host's pid says nothing here: its lock counts as left behind (a CI
+            # cache can restore the lock of a container long gone).
+            if host == socket.gethostname() and _alive(pid):
+                raise BuildBusy(f"another build (pid {pid}) holds {lock}; wait for it to finish")
+            if _lock_holder(lock) == holder:
+                with contextlib.suppress(FileNotFoundError):
+                    lock.unlink()  # left by a dead build: take it over
+        else:
+            raise BuildBusy(f"could not take the build lock {lock}")
+    except OSError as exc:
+        raise OutputFolderError(
+            f"output folder {out_dir} cannot be used: {lock} ({_reason(exc)})"
+        ) from None
     try:
         _remove_stale_staging(out_dir)
         yield
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            lock.unlink()
+        if _lock_holder(lock) == (os.getpid(), socket.gethostname()):
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
 
 
 def _remove_stale_staging(out_dir: Path) -> None:
@@ -357,9 +500,16 @@ def staging_folder(out_dir: Path) -> Path:
     return folder
 
 
-def publish(out_dir: Path, staging: Path, build_id: str) -> Path:
-    """Rename the finished folder into place, then switch CURRENT to it atomically. The build
-    wrote every file of it, so it counts as validated on this machine."""
+def publish(out_dir: Path, staging: Path, build_id: str, sealer: Sealer | None = None) -> Path:
+    """Seal the finished folder's manifest (with `sealer`, the machine's: see `sealed`),
+    rename the folder into place, then switch CURRENT to it atomically. The build wrote
+    every file of it, so it counts as validated on this machine."""
+    if sealer is not None:
+        token = (
+            (_read_small(staging / BUILD_MARKER) or b"").split(b"\n")[0].decode("ascii", "replace")
+        )
+        tag = sealer.seal(_read_regular(staging / MANIFEST)).decode("ascii")
+        _write_marker(staging / BUILD_MARKER, f"{token}\n{tag}")
     name, n = build_id, 1
     while (out_dir / name).exists():
         n += 1
@@ -380,6 +530,21 @@ def publish(out_dir: Path, staging: Path, build_id: str) -> Path:
     if state is not None:
         _remember(final, state)
     return final
+
+
+def sealed(folder: Path, sealer: Sealer) -> bytes | None:
+    """The manifest of a build this machine published (its seal, in the folder's marker,
+    checks), else None. With the folder validated against it, every file is the one this
+    machine wrote: only then may a build reuse the folder."""
+    marker = _read_small(folder / BUILD_MARKER)
+    lines = marker.split(b"\n") if marker is not None else []
+    if len(lines) < 2:
+        return None
+    try:
+        manifest = _read_regular(folder / MANIFEST)
+    except OSError:
+        return None
+    return manifest if sealer.check(manifest, lines[1].strip()) else None
 
 
 def prune(out_dir: Path, keep: int) -> list[str]:
@@ -1017,9 +1182,7 @@ MAX_MEMOS = 256  # the newest are kept; a pruned build's memo goes with it
 
 
 def _cache_folder() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "knowl-build" / "validated"
+    return cache_home() / "validated"
 
 
 def _memo_path(real: str) -> Path:

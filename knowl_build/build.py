@@ -34,6 +34,7 @@ from knowl_build.rules.freshness import Assessment, assess, check_freshness
 from knowl_build.rules.governance import check_governance
 from knowl_build.rules.references import check_references
 from knowl_build.rules.security import SecretScanner
+from knowl_build.trust import MachineKey, Sealer, read_sealed
 
 NO_GIT_PATH = "."
 MEMO_FORMAT = 2
@@ -233,12 +234,14 @@ def analyse(
     discovery = inputs.discovery
     layer = load_layer(inputs)
     caches = caches if caches is not None else cache_place(root)
-    cache = ParseCache(caches.folder, _cache_key(config), enabled=use_cache)
+    cache = ParseCache(caches.folder, _cache_key(config), enabled=use_cache, machine=caches.key)
     pages, page_findings = parse_pages(inputs, config, cache)
     cache.save()
     index = PageIndex.build(pages, discovery.other_files, config.knowledge_dir)
     text_pages = [p for p in pages if p.parsed.text_ok]
-    facts = gather_git_facts(root, config, discovery, layer, text_pages, caches.file(HISTORY_CACHE))
+    facts = gather_git_facts(
+        root, config, discovery, layer, text_pages, caches.file(HISTORY_CACHE), caches.key
+    )
     context = RuleContext(
         pages=text_pages,
         index=index,
@@ -286,11 +289,13 @@ def gather_git_facts(
     layer: SemanticLayer,
     pages: list[Page],
     cache: Path | None = None,
+    machine: MachineKey | None = None,
 ) -> GitFacts | None:
     """History and the batched git answers the history rules need (None without git).
 
-    `cache` is the history replay's cache file (None: replay without one). Git failures do
-    not stop the run: they are in `problems` (KB012) and the rules go on without them."""
+    `cache` is the history replay's cache file (None: replay without one), sealed with
+    `machine` (default: this machine's key). Git failures do not stop the run: they are in
+    `problems` (KB012) and the rules go on without them."""
     if discovery.git is None:
         return None
     from knowl_build.fingerprints import trace
@@ -305,6 +310,7 @@ def gather_git_facts(
                 layer,
                 discovery.dbt,
                 cache=cache,
+                machine=machine,
             )
         )
         facts.shallow_depth = reader.depth()
@@ -437,20 +443,32 @@ def _outside_files(toplevel: Path | None, paths: set[str]) -> dict[str, str | No
     return state
 
 
-def _load_memo(path: Path, key: str, toplevel: Path | None) -> dict[str, Any] | None:
+# The memo is sealed with the machine's key: a memo this machine did not write (one committed
+# with the project, whose key anyone can compute) could say that any tree is clean.
+MEMO_SEAL = "check-memo"
+
+
+def _load_memo(
+    path: Path, key: str, toplevel: Path | None, sealer: Sealer
+) -> dict[str, Any] | None:
+    raw = read_sealed(path, sealer)
+    if raw is None:
+        return None
     try:
-        memo = json.loads(path.read_bytes())
+        memo = json.loads(raw)
         if memo.get("format") != MEMO_FORMAT or memo.get("key") != key:
             return None
         outside = memo["outside"]
         if _outside_files(toplevel, set(outside)) != outside:
             return None
         return memo  # type: ignore[no-any-return]
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+    except (ValueError, AttributeError, KeyError, TypeError, RecursionError):
         return None
 
 
-def _save_memo(path: Path, key: str, result: CheckResult, outside: dict[str, str | None]) -> None:
+def _save_memo(
+    path: Path, key: str, result: CheckResult, outside: dict[str, str | None], sealer: Sealer
+) -> None:
     if any(d.code == "KB012" for d in result.diagnostics):
         return  # git could not read the history: read it again next time (it may be repaired)
     memo = {
@@ -463,7 +481,7 @@ def _save_memo(path: Path, key: str, result: CheckResult, outside: dict[str, str
     }
     # A cache that cannot be written costs only speed next time: never fail a check for it.
     with contextlib.suppress(OSError):
-        atomic_write(path, json.dumps(memo, separators=(",", ":")).encode())
+        atomic_write(path, sealer.wrap(json.dumps(memo, separators=(",", ":")).encode()))
 
 
 def check(
@@ -480,13 +498,16 @@ def check(
     Validation always covers the whole project; `changed_only` filters what is reported."""
     today = today or utc_today()
     caches = cache_place(root)
-    notices = [caches.notice] if caches.notice else []
-    memo_file = caches.file(MEMO_CACHE) if use_cache else None
+    notices = list(caches.notices)
+    sealer = caches.sealer(MEMO_SEAL)
+    memo_file = caches.file(MEMO_CACHE) if use_cache and sealer is not None else None
     inputs = read_inputs(root, config)
     key = inputs.fingerprint(config, today)
     git = inputs.discovery.git
     toplevel = git.toplevel if git is not None else None
-    memo = _load_memo(memo_file, key, toplevel) if memo_file is not None else None
+    memo = None
+    if memo_file is not None and sealer is not None:
+        memo = _load_memo(memo_file, key, toplevel, sealer)
     if memo is not None:
         result = CheckResult(
             [Diagnostic.from_json(d) for d in memo["diagnostics"]],
@@ -508,7 +529,7 @@ def check(
             None,
             notices,
         )
-        if memo_file is not None:
+        if memo_file is not None and sealer is not None:
             affected = {
                 item.value
                 for page in analysis.pages
@@ -516,7 +537,7 @@ def check(
                 for item in page.parsed.fields.affected_paths
             }
             outside = _outside_files(toplevel, affected) if git else {}
-            _save_memo(memo_file, key, result, outside)
+            _save_memo(memo_file, key, result, outside, sealer)
     if changed_only and git is not None:
         changed = git.changed_files()
         if changed is not None:
@@ -616,23 +637,30 @@ def build(
             progress(name)
 
     today = today or utc_today()
-    out_dir = out if out is not None else root / config.out_dir
-    artifacts.check_out_dir(root, out_dir, config)
-    caches = cache_place(root, out)
-    notices = [caches.notice] if caches.notice else []
-    if caches.problem is not None and out is None:
-        raise UsageError(
-            f"the project root {root} {caches.problem}, so the build has nowhere to go: "
-            "pass --out <a writable folder>"
-        )
-    with artifacts.build_lock(out_dir):
+    if out is None:
+        caches = cache_place(root)
+        if caches.problem is not None:
+            raise UsageError(
+                f"the project root {root} {caches.problem}, so the build has nowhere to go: "
+                "pass --out <a writable folder>"
+            )
+        out_dir = artifacts.check_out_dir(root, config)
+    else:
+        out_dir = artifacts.check_out_dir(root, config, out)
+        caches = cache_place(root, out_dir)
+    notices = list(caches.notices)
+    # Only a build this machine sealed is reused (or answers for an unchanged tree).
+    sealer = caches.sealer(artifacts.BUILD_SEAL)
+    with artifacts.output_errors(out_dir), artifacts.build_lock(out_dir):
         stage("discover")
         inputs = read_inputs(root, config)
         git = inputs.discovery.git
         head = git.head() if git is not None else None
         input_hash = inputs_sha256(root, inputs, config)
         current = artifacts.current_folder(out_dir)
-        previous = _manifest_or_none(current)
+        previous = _manifest_or_none(current, sealer)
+        if previous is None:
+            current = None  # nothing of it is reused
         if (
             not full
             and previous is not None
@@ -762,9 +790,13 @@ def build(
                 },
             }
             (staging / artifacts.MANIFEST).write_bytes(artifacts.dump_json(manifest))
-            folder = artifacts.publish(out_dir, staging, build_id)
-        except BaseException:
+            folder = artifacts.publish(out_dir, staging, build_id, sealer)
+        except BaseException as exc:
             shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(exc, OSError):
+                failure = artifacts.output_failure(out_dir, exc, writing=True)
+                if failure is not None:
+                    raise failure from None
             raise
         pruned = artifacts.prune(out_dir, config.keep_builds)
         stage("done")
@@ -796,20 +828,28 @@ def _write_vectors(staging: Path, rows: Any, previous: Path | None) -> dict[str,
     return {"model": embeddings.Embedder.get().identity, **counts}
 
 
-def _manifest_or_none(folder: Path | None) -> dict[str, Any] | None:
-    """The current build's manifest once the build is known to be whole (validated, as a
-    reader would); None when there is none or it is damaged: then this build starts from
-    nothing and replaces it, instead of reusing what it cannot trust."""
+def _manifest_or_none(folder: Path | None, sealer: Sealer | None) -> dict[str, Any] | None:
+    """The current build's manifest once the build is known to be this machine's (sealed
+    with its key) and whole (validated, as a reader would); None when there is none, it was
+    written elsewhere (committed with the project, say) or it is damaged: then this build
+    starts from nothing and replaces it, instead of reusing what it cannot trust."""
     from knowl_build import artifacts
 
-    if folder is None:
+    if folder is None or sealer is None:
+        return None
+    manifest = artifacts.sealed(folder, sealer)
+    if manifest is None:
         return None
     try:
         opened = artifacts.open_artifact(folder)
     except KnowlError:
         return None
     opened.close()
-    return opened.manifest
+    try:
+        same = json.loads(manifest) == opened.manifest  # not swapped since the seal's check
+    except ValueError:
+        return None
+    return opened.manifest if same else None
 
 
 def _published_findings(folder: Path) -> list[Diagnostic] | None:

@@ -5,6 +5,11 @@ cache key includes the tool version and the configuration that page-local rules 
 change to either starts a fresh cache. New entries are appended; the file is rewritten only
 when more than half of it is no longer used. A damaged cache is ignored, never trusted.
 
+knowl trusts only what this machine wrote (`trust`): every line of the parse cache carries
+a seal made with the machine's key, checked when it is read; a line without a valid seal
+(committed with the project, written elsewhere, torn) is ignored. Without a usable key the
+caches are off, and a notice says so once.
+
 The caches (this one, the check memo, the history replay) live in `.knowl/cache/` of the
 project. A source tree that cannot be written (a read-only checkout or mount) is never written
 to: the caches then go under `<out>/.cache/` when the build has an output folder of its own,
@@ -15,14 +20,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from knowl_build.files import atomic_write
 from knowl_build.model import ParsedPage
+from knowl_build.trust import NO_KEY, MachineKey, Sealer, machine_key, read_cache_file
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5  # 5: every line sealed
 
 
 def ensure_knowl_dir(root: Path) -> Path:
@@ -37,20 +43,40 @@ def ensure_knowl_dir(root: Path) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class CachePlace:
-    """The folder of the caches (None: caches off) and the notice that explains a change."""
+    """The folder of the caches (None: caches off), the key that seals them (None: no
+    usable key, so caches are off and no earlier build is reused) and the notices that
+    explain either."""
 
     folder: Path | None
-    notice: str | None = None
+    notices: tuple[str, ...] = ()
     problem: str | None = None  # why the project root is not written to ("cannot be written")
+    key: MachineKey = NO_KEY
 
     def file(self, name: str) -> Path | None:
         return self.folder / name if self.folder is not None else None
 
+    def sealer(self, purpose: str) -> Sealer | None:
+        """What seals and checks the cache or build of `purpose` (None: nothing is trusted)."""
+        return self.key.sealer(purpose)
+
 
 def cache_place(root: Path, out: Path | None = None) -> CachePlace:
-    """`.knowl/cache/` when the project root can be written, else `<out>/.cache/`, else off.
+    """`.knowl/cache/` when the project root can be written, else `<out>/.cache/`, else off;
+    off as well without a key to seal the caches with (see `trust.machine_key`).
 
     A `.knowl` that is a symlink is not written through: it may lead anywhere."""
+    place = _cache_folder(root, out)
+    key = machine_key()
+    if key.secret is None:
+        notice = (
+            f"knowl cannot seal its caches ({key.problem}), so it trusts none: it runs "
+            "without its caches and every build starts from nothing"
+        )
+        return CachePlace(None, (*place.notices, notice), place.problem, key)
+    return CachePlace(place.folder, place.notices, place.problem, key)
+
+
+def _cache_folder(root: Path, out: Path | None) -> CachePlace:
     knowl = root / ".knowl"
     reason = "cannot be written"
     if knowl.is_symlink():
@@ -72,37 +98,62 @@ def cache_place(root: Path, out: Path | None = None) -> CachePlace:
         folder = out / ".cache"
         return CachePlace(
             folder,
-            f"the project root {root} {reason}; knowl writes nothing there and keeps its "
-            f"caches in {folder}",
+            (
+                f"the project root {root} {reason}; knowl writes nothing there and keeps its "
+                f"caches in {folder}",
+            ),
             reason,
         )
     return CachePlace(
         None,
-        f"the project root {root} {reason}; knowl writes nothing there and runs without its caches",
+        (
+            f"the project root {root} {reason}; knowl writes nothing there and runs without "
+            "its caches",
+        ),
         reason,
     )
 
 
 class ParseCache:
-    """`pages.jsonl`: a header line `{"format", "key"}`, then one `[digest, page]` per line."""
+    """`pages.jsonl`: a header line `{"format", "key"}`, then one `<seal> <digest> <page>`
+    per line, the page as compact JSON and the seal over `<digest> <page>`.
 
-    def __init__(self, folder: Path | None, key: str, enabled: bool = True) -> None:
+    The seal is made for this cache key, so a line is used only under the key it was
+    written for. `machine` is the key that seals (default: this machine's); without a
+    usable one the cache is off."""
+
+    def __init__(
+        self,
+        folder: Path | None,
+        key: str,
+        enabled: bool = True,
+        machine: MachineKey | None = None,
+    ) -> None:
         self.folder = folder
         self.key = key
-        self.enabled = enabled and folder is not None
+        enabled = enabled and folder is not None
+        if machine is None and enabled:
+            machine = machine_key()
+        self.sealer = machine.sealer(f"parse-cache\0{key}") if machine is not None else None
+        self.enabled = enabled and self.sealer is not None
         self.path = (folder or Path(".")) / "pages.jsonl"
-        self.entries: dict[str, Any] = {}
+        self.entries: dict[str, bytes] = {}  # digest -> the page's JSON, sealed when read
         self.used: set[str] = set()
-        self.new: dict[str, dict[str, Any]] = {}
+        self.new: dict[str, bytes] = {}
         self.valid_file = False
-        if enabled:
+        self.ignored = 0  # lines without a valid seal: the next save drops them
+        if self.enabled:
             self._load()
 
     def _load(self) -> None:
+        assert self.sealer is not None
+        data = read_cache_file(self.path)
+        if not data:
+            return
+        lines = data.split(b"\n")
         try:
-            lines = self.path.read_bytes().splitlines()
-            header = json.loads(lines[0]) if lines else None
-        except (OSError, ValueError):
+            header = json.loads(lines[0])
+        except ValueError:
             return
         if (
             not isinstance(header, dict)
@@ -110,36 +161,39 @@ class ParseCache:
             or header.get("key") != self.key
         ):
             return
-        entries: dict[str, Any] = {}
-        try:
-            for line in lines[1:]:
-                digest, page = json.loads(line)
-                entries[digest] = page
-        except (ValueError, TypeError):
-            return  # a torn or damaged file: start again
-        self.entries = entries
-        self.valid_file = True
+        check = self.sealer.check
+        entries = self.entries
+        for line in lines[1:-1]:
+            tag, rest = line[:64], line[65:]
+            if line[64:65] == b" " and check(rest, tag):
+                digest, _, page = rest.partition(b" ")
+                entries[digest.decode("ascii", "replace")] = page
+            else:
+                self.ignored += 1
+        # A last line without its end (an append cut short) is ignored; appending after it
+        # would glue the next line to it, so the next save rewrites the file.
+        self.valid_file = lines[-1] == b""
 
     def get(self, digest: str) -> ParsedPage | None:
         raw = self.entries.get(digest)
         if raw is None:
             return None
         try:
-            page = ParsedPage.from_json(raw)
-        except (KeyError, TypeError, ValueError, IndexError):
+            page = ParsedPage.from_json(json.loads(raw))
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError):
             return None
         self.used.add(digest)
         return page
 
     def put(self, digest: str, page: ParsedPage) -> None:
-        self.new[digest] = page.to_json()
+        self.new[digest] = _encode(page.to_json()).encode()
         self.used.add(digest)
 
     def save(self) -> None:
         """Append new entries; rewrite the file when most of it is no longer used."""
         if not self.enabled:
             return
-        stale = len(set(self.entries) - self.used)
+        stale = len(set(self.entries) - self.used) + self.ignored
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.valid_file and stale <= len(self.used) // 2:
@@ -149,13 +203,20 @@ class ParseCache:
                 return
             if not self.new and not stale and self.valid_file:
                 return
-            keep = [(d, self.entries[d]) for d in self.used if d in self.entries]
+            keep = [(d, self.entries[d]) for d in sorted(self.used) if d in self.entries]
             header = json.dumps({"format": CACHE_FORMAT, "key": self.key}).encode() + b"\n"
             atomic_write(self.path, header + self._lines([*keep, *self.new.items()]))
         except OSError:
             pass  # a read-only checkout still works; it is only slower next time
 
-    @staticmethod
-    def _lines(items: Any) -> bytes:
-        encode = json.JSONEncoder(separators=(",", ":")).encode
-        return "".join(encode([digest, page]) + "\n" for digest, page in items).encode()
+    def _lines(self, items: Iterable[tuple[str, bytes]]) -> bytes:
+        assert self.sealer is not None
+        seal = self.sealer.seal
+        out = []
+        for digest, page in items:
+            rest = digest.encode("ascii") + b" " + page
+            out.append(seal(rest) + b" " + rest + b"\n")
+        return b"".join(out)
+
+
+_encode = json.JSONEncoder(separators=(",", ":")).encode

@@ -34,6 +34,7 @@ from knowl_build.history import (
 )
 from knowl_build.parse.dbt import DbtProject, read_dbt_file
 from knowl_build.parse.semantics import FileRead, SemanticLayer, combine, read_source_file
+from knowl_build.trust import MachineKey, Sealer, machine_key, read_sealed
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,15 +207,23 @@ def _cache_key(config: Config, dbt: DbtProject | None, boundary: str | None) -> 
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-def _load(path: Path | None, key: str) -> _Replay | None:
+# The cache is sealed with the machine's key: a replay this machine did not write (one
+# committed with the project can say any entity never changed) is no cache.
+HISTORY_SEAL = "history-replay"
+
+
+def _load(path: Path | None, key: str, sealer: Sealer | None) -> _Replay | None:
     if path is None:
         return None
+    raw = read_sealed(path, sealer)
+    if raw is None:
+        return None
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(raw)
         if data.get("key") != key:
             return None
         return _Replay.from_json(data["replay"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError):
         return None
 
 
@@ -224,12 +233,19 @@ def trace(
     layer: SemanticLayer,
     dbt: DbtProject | None = None,
     cache: Path | None = None,
+    machine: MachineKey | None = None,
 ) -> History:
     """Replay the first-parent history of HEAD over the project's knowledge and semantics.
 
     With a `cache` file, a replay saved at an earlier HEAD on the same first-parent line is
-    continued with only the newer commits. What git could not read is in `git.problems`
-    (such a replay is not cached: the next run reads it again)."""
+    continued with only the newer commits. The file is sealed with `machine` (default: this
+    machine's key; without a usable key there is no cache). What git could not read is in
+    `git.problems` (such a replay is not cached: the next run reads it again)."""
+    if cache is not None and machine is None:
+        machine = machine_key()
+    sealer = machine.sealer(HISTORY_SEAL) if cache is not None and machine is not None else None
+    if sealer is None:
+        cache = None
     semantics_prefix = config.semantics_dir + "/"
     knowledge_prefix = config.knowledge_dir + "/"
     pathspecs = history_pathspecs(
@@ -239,7 +255,7 @@ def trace(
     boundary = git.boundary()
     key = _cache_key(config, dbt, boundary)
     head = git.repo.head()
-    replay = _load(cache, key)
+    replay = _load(cache, key, sealer)
     if replay is not None and replay.head != head:
         try:
             chain = git.first_parent_chain() if replay.head is not None else []
@@ -304,16 +320,12 @@ def trace(
             _apply(replay.state, after, commit.sha, replay.entities, boundary=at_boundary)
             replay.state = after
     replay.head = head
-    if cache is not None and log and len(git.problems) == problems:
+    if cache is not None and sealer is not None and log and len(git.problems) == problems:
         try:
             from knowl_build.files import atomic_write
 
-            atomic_write(
-                cache,
-                json.dumps(
-                    {"key": key, "replay": replay.to_json()}, separators=(",", ":")
-                ).encode(),
-            )
+            data = json.dumps({"key": key, "replay": replay.to_json()}, separators=(",", ":"))
+            atomic_write(cache, sealer.wrap(data.encode()))
         except OSError:
             pass  # a read-only checkout replays everything next time
 

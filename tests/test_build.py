@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.artifacts import verify
+from knowl_build.artifacts import LOCK, verify
 from knowl_build.build import build
 from knowl_build.config import Config
 from knowl_build.parse.semantics import SemanticLayer, load_semantic_layer
@@ -184,7 +184,7 @@ def test_failed_build_leaves_current_and_no_staging(project: Callable[..., Proje
     assert "disk full" in result.stderr
     assert (out_dir(proj) / "CURRENT").read_text() == before
     assert not [p for p in out_dir(proj).iterdir() if p.name.startswith(".tmp-")]
-    assert not (out_dir(proj) / ".lock").exists()
+    assert not (out_dir(proj) / LOCK).exists()
 
 
 def test_killed_build_leaves_current_unchanged(project: Callable[..., Project]) -> None:
@@ -205,7 +205,7 @@ def test_killed_build_leaves_current_unchanged(project: Callable[..., Project]) 
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert proc.returncode == -9
     assert (out_dir(proj) / "CURRENT").read_text() == before
-    assert (out_dir(proj) / ".lock").exists()  # left behind by the dead build
+    assert (out_dir(proj) / LOCK).exists()  # left behind by the dead build
     assert verify(current(proj)) == []
     # The next build takes the dead lock over, removes the staging folder, publishes.
     invoke(["build", "--repo", str(proj.root)])
@@ -220,7 +220,7 @@ def test_live_lock_stops_a_second_build(project: Callable[..., Project]) -> None
     try:
         import socket
 
-        (out_dir(proj) / ".lock").write_text(f"{holder.pid} {socket.gethostname()}\n")
+        (out_dir(proj) / LOCK).write_text(f"knowl-build {holder.pid} {socket.gethostname()}\n")
         result = invoke(["build", "--repo", str(proj.root)], code=2)
         assert f"another build (pid {holder.pid})" in result.stderr
     finally:

@@ -182,3 +182,123 @@ def test_builds_of_an_older_knowl_are_left_alone(tmp_path: Path) -> None:
     proj.write({"knowledge/global/revenue.md": PAGES["knowledge/global/revenue.md"] + "v\n"})
     invoke(["build", "--repo", str(proj.root)])
     assert first.is_dir() and artifacts.current_folder(out) != first
+
+
+# --- a symlink along out_dir, the lock, unusable output folders (red-team follow-up) ----------
+
+
+def _victim(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    """A folder outside the project that belongs to someone else (a LevelDB, say)."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    files = {"CURRENT": b"MANIFEST-000042\n", ".lock": b"someone else's lock\n", "data.log": b"x\n"}
+    for name, data in files.items():
+        (victim / name).write_bytes(data)
+    return victim, files
+
+
+def _contents(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize(
+    "toml, link, target",
+    [
+        ("", ".knowl/build", "victim"),  # poc_outdir_symlink.sh
+        ("", ".knowl", "victim"),
+        ("out_dir = 'site/out'\n", "site", "victim"),
+        ("out_dir = 'site/out'\n", "site/out", "victim"),
+        ("", ".knowl/build", "inside"),  # a link that stays in the project is refused too
+    ],
+)
+def test_a_committed_symlink_along_out_dir_is_refused(
+    tmp_path: Path, toml: str, link: str, target: str
+) -> None:
+    victim, files = _victim(tmp_path)
+    proj = _project(tmp_path, toml)
+    where = victim if target == "victim" else proj.root / "elsewhere"
+    where.mkdir(exist_ok=True)
+    (proj.root / link).parent.mkdir(parents=True, exist_ok=True)
+    (proj.root / link).symlink_to(where, target_is_directory=True)
+    proj.run_git("add", "-f", link)
+    proj.commit("a link")
+    result = invoke(["build", "--repo", str(proj.root)], code=2)
+    assert "symlink" in result.stderr and result.stderr.count("\n") == 1
+    assert _contents(victim) == files
+    if target == "inside":
+        assert list((proj.root / "elsewhere").iterdir()) == []
+    assert (proj.root / link).is_symlink()
+
+
+def test_explicit_out_through_a_symlink_builds_in_its_target(tmp_path: Path) -> None:
+    proj = _project(tmp_path, "")
+    real = tmp_path / "real-out"
+    real.mkdir()
+    (tmp_path / "out-link").symlink_to(real, target_is_directory=True)
+    invoke(["build", "--repo", str(proj.root), "--out", str(tmp_path / "out-link")])
+    assert (tmp_path / "out-link").is_symlink()
+    assert (real / "CURRENT").is_file() and (real / artifacts.OUT_MARKER).is_file()
+
+
+@pytest.mark.parametrize("content", [b"someone else's lock\n", b"123 host\n", b"", b"knowl-build x y\n", None])
+def test_a_lock_knowl_did_not_write_is_never_removed(tmp_path: Path, content: bytes | None) -> None:
+    proj = _project(tmp_path, "")
+    out = proj.root / ".knowl" / "build"
+    out.mkdir(parents=True)
+    lock = out / artifacts.LOCK
+    if content is None:
+        (tmp_path / "target").write_text("keep\n")
+        lock.symlink_to(tmp_path / "target")
+    else:
+        lock.write_bytes(content)
+    result = invoke(["build", "--repo", str(proj.root)], code=2)
+    assert "not a lock knowl wrote" in result.stderr and result.stderr.count("\n") == 1
+    assert lock.is_symlink() if content is None else lock.read_bytes() == content
+    assert not (out / "CURRENT").exists()
+
+
+def test_a_dead_knowl_lock_is_taken_over_and_other_files_stay(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    proj = _project(tmp_path, "")
+    out = proj.root / ".knowl" / "build"
+    out.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (out / artifacts.LOCK).write_text(f"knowl-build {dead.pid} {socket.gethostname()}\n")
+    (out / ".lock").write_text("an older tool's lock\n")  # not knowl's name any more
+    invoke(["build", "--repo", str(proj.root)])
+    assert not (out / artifacts.LOCK).exists()
+    assert (out / ".lock").read_text() == "an older tool's lock\n"
+    assert (out / "CURRENT").is_file()
+
+
+@pytest.mark.parametrize("where", ["/proc/knowl-out", "file/sub", "/dev/null", "/proc"])
+def test_an_unusable_output_folder_is_one_line_naming_it(tmp_path: Path, where: str) -> None:
+    proj = _project(tmp_path, "")
+    (tmp_path / "file").write_text("a file\n")
+    out = where if where.startswith("/") else str(tmp_path / where)
+    if not os.path.isdir("/proc") and where.startswith("/proc"):
+        pytest.skip("no /proc here")
+    result = invoke(["build", "--repo", str(proj.root), "--out", out], code=2)
+    assert result.stderr.startswith(f"knowl: error: output folder {out}")
+    assert result.stderr.count("\n") == 1 and "internal error" not in result.stderr
+
+
+def test_a_failing_write_to_the_output_folder_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    proj = _project(tmp_path, "")
+    out = proj.root / ".knowl" / "build"
+
+    def full(out_dir: Path, staging: Path, *args: object) -> Path:
+        raise OSError(errno.ENOSPC, "No space left on device", str(staging / "manifest.json"))
+
+    monkeypatch.setattr(artifacts, "publish", full)
+    result = invoke(["build", "--repo", str(proj.root)], code=2)
+    assert result.stderr == f"knowl: error: output folder {out} cannot be used (No space left on device)\n"
+    assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]
