@@ -1,7 +1,8 @@
 """The benchmark: `python bench/run.py` (or `--sizes 1000` for a quick run).
 
 Prints the secret-scanner figures on adversarial inputs (see secrets_bench.py; `--suite
-secrets` for only these), the did-you-mean figures on vaults with thousands of broken links
+secrets` for only these), `knowl check` on adversarial page bodies (see body_bench.py;
+`--suite body` for only these), the did-you-mean figures on vaults with thousands of broken links
 (see hints_bench.py; `--suite hints` for only these), then builds synthetic corpora with git
 history (500 commits by default) and prints, per size, in one run, the build figures (see
 build_bench.py) and, for `knowl check`:
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from body_bench import bench_body, print_body
 from build_bench import bench_build
 from corpus import make_corpus, page_path
 from embeddings_bench import bench_embeddings
@@ -83,8 +85,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--suite", choices=["check", "build", "reader", "secrets", "hints", "embeddings", "all"],
-                        default="all", help="all = check, build, reader, secrets and hints; embeddings needs the extra")
+    parser.add_argument("--suite", choices=["check", "build", "reader", "secrets", "body", "hints", "embeddings", "all"],
+                        default="all", help="all = check, build, reader, secrets, body and hints; embeddings needs the extra")
     parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
     args = parser.parse_args()
@@ -92,6 +94,10 @@ def main() -> None:
     if args.suite in ("secrets", "all"):  # built in memory: no corpus needed
         print_secrets(*bench_secrets(args.repeats), f"({machine})")
         if args.suite == "secrets":
+            return
+    if args.suite in ("body", "all"):  # one small project per adversarial page
+        print_body(bench_body(args.repeats), f"(knowl check --no-cache as a process; {machine})")
+        if args.suite == "body":
             return
     if args.suite in ("hints", "all"):  # its own vaults: broken links, one commit
         print_hints(bench_hints(args.sizes, args.repeats), f"({machine})")

@@ -6,11 +6,18 @@ Files come from the file system, so new and unstaged files are checked too. Skip
 Every read stays inside the project, and this module is where that is decided:
 
 - a symlink that resolves outside the project root is skipped with KB008;
+- discovery's own skips hold for what a symlink points at: a target whose real path has a
+  name starting with `.` (`.env`, `.git/`, `.knowl/`) or that git ignores is skipped with
+  KB008, and a file reached through a followed symlinked folder is skipped when git ignores
+  its real path (as an ignored file is skipped anywhere). Whether git ignores them is asked
+  once per run, for every target at once (`git check-ignore`), after the walk;
 - under `knowledge/`, a symlink whose target lies in another scope (a global link to a user's
   page, a user folder linked to another user's folder, a user page linked to a global one) is
   skipped with KB008 too: a page's scope comes from its real path, never from a link;
-- a file or folder whose name is not UTF-8 is skipped with KB007 (its path is shown with the
-  undecodable bytes escaped, so every output format can print it);
+- a file or folder whose name is not UTF-8, or holds a control character (C0, DEL, C1: an
+  escape sequence or a line break in a name), is skipped with KB007; its path is shown with
+  those bytes and characters escaped (`\xff`, `\x1b`), so every output format prints it as
+  one harmless line;
 - the configured `knowledge_dir`, `semantics_dir` and dbt `project_dir` must not lead outside
   the project through a symlink: that is a configuration error (exit 2), because skipping a
   whole configured folder would let a gate pass on zero files;
@@ -22,6 +29,7 @@ Every read stays inside the project, and this module is where that is decided:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +37,7 @@ from pathlib import Path
 from knowl_build.config import Config
 from knowl_build.diagnostics import Finding
 from knowl_build.errors import ConfigError
-from knowl_build.history import GitRepo
+from knowl_build.history import GitFailed, GitRepo, first_line
 from knowl_build.parse.dbt import DbtProject, read_dbt_project
 from knowl_build.resolve import folder_scope
 
@@ -56,18 +64,25 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_ESCAPED = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7F, 0xA0)]}
+
+
 def shown_path(rel: str) -> str:
-    """A path that every output can print: bytes that are not UTF-8 (kept by the file system
-    decoder as lone surrogates) become `\\xff` escapes."""
-    return os.fsencode(rel).decode("utf-8", "backslashreplace")
+    """A path that every output can print on one line: bytes that are not UTF-8 (kept by the
+    file system decoder as lone surrogates) and control characters become `\\xff` escapes."""
+    return os.fsencode(rel).decode("utf-8", "backslashreplace").translate(_ESCAPED)
 
 
-def _utf8(name: str) -> bool:
+def _name_problem(name: str) -> str | None:
+    """Why a file or folder name is refused (KB007), or None."""
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
-        return False
-    return True
+        return "is not UTF-8"
+    if _CONTROL.search(name):
+        return "holds a control character"
+    return None
 
 
 def _leaves(rel: str) -> Finding:
@@ -80,6 +95,18 @@ def _leaves(rel: str) -> Finding:
     )
 
 
+def _skipped_target(rel: str, is_dir: bool, why: str = "") -> Finding:
+    what = "folder" if is_dir else "file"
+    return Finding(
+        "KB008",
+        1,
+        1,
+        f"symlink '{rel}' points at a hidden or ignored {what}{why} and is skipped",
+        "a link reads nothing discovery skips: names starting with '.' (.env, .git/, .knowl/) "
+        "and files git ignores",
+    )
+
+
 # For a symlink at `rel` whose real target is `real`: the finding that refuses it, or None.
 LinkCheck = Callable[[str, str], Finding | None]
 
@@ -87,10 +114,17 @@ LinkCheck = Callable[[str, str], Finding | None]
 class _Walker:
     """Walks folders of one project, following only the symlinks that stay inside it."""
 
-    def __init__(self, root: Path, discovery: Discovery) -> None:
+    def __init__(self, root: Path, discovery: Discovery, tops: tuple[str, ...] = ()) -> None:
         self.root = root
         self.real_root = os.path.realpath(root)
         self.discovery = discovery
+        # The configured folders: walked even when their own name starts with `.`.
+        self.tops = tuple(os.path.realpath(root / top) for top in tops)
+        # For the ignore check after the walk, by path as walked: each followed symlink's
+        # target (`links`) and the real path of it and of everything reached through it
+        # (`reached`), relative to the project root.
+        self.links: dict[str, tuple[str, bool]] = {}  # rel -> (real path, is a folder)
+        self.reached: dict[str, str] = {}
 
     def inside(self, rel: str) -> bool:
         """True when project-relative `rel` resolves inside the project (symlinks followed)."""
@@ -109,9 +143,9 @@ class _Walker:
         ignored_dirs = tuple(p for p in ignored if p.endswith("/"))
         files: list[str] = []
         seen_dirs: set[str] = set()
-        stack = [top]
+        stack = [(top, False)]  # (folder, reached through a symlink)
         while stack:
-            rel_dir = stack.pop()
+            rel_dir, linked = stack.pop()
             abs_dir = os.path.join(self.root, rel_dir)
             real_dir = os.path.realpath(abs_dir)
             if real_dir in seen_dirs:
@@ -132,45 +166,115 @@ class _Walker:
                     is_file = not is_dir and entry.is_file(follow_symlinks=True)
                 except OSError:
                     continue
-                if not _utf8(entry.name):
+                problem = _name_problem(entry.name)
+                if problem is not None:
                     if is_dir or (is_file and wanted(rel)):
-                        self._not_utf8(rel, is_dir)
+                        self._bad_name(rel, is_dir, problem)
                     continue
-                if entry.is_symlink() and not self._follow(rel, entry.path, check_link):
+                is_link = entry.is_symlink()
+                if is_link and not self._follow(rel, entry.path, is_dir, check_link):
                     continue
                 if is_dir:
-                    stack.append(rel)
+                    stack.append((rel, linked or is_link))
                 elif is_file and wanted(rel):
                     files.append(rel)
+                    if linked and not is_link:
+                        self.reached[rel] = self._real(os.path.realpath(entry.path))
         files.sort()
         return files
 
-    def _follow(self, rel: str, path: str, check_link: LinkCheck | None) -> bool:
+    def _real(self, target: str) -> str:
+        return os.path.relpath(target, self.real_root).replace(os.sep, "/")
+
+    def _hidden(self, target: str) -> bool:
+        """True when discovery would skip `target` (a real path inside the project) by its
+        name: a name starting with `.` below the project root (or below the configured
+        folder holding it), which includes .git/ and .knowl/."""
+        real = self._real(target)
+        if real.split("/", 1)[0] in (".git", ".knowl"):
+            return True
+        base = next((top for top in self.tops if _inside(target, top)), self.real_root)
+        inner = os.path.relpath(target, base).replace(os.sep, "/")
+        return any(part.startswith(".") for part in inner.split("/") if part != ".")
+
+    def _follow(self, rel: str, path: str, is_dir: bool, check_link: LinkCheck | None) -> bool:
         target = os.path.realpath(path)
         if not _inside(target, self.real_root):
             self.discovery.report(rel, _leaves(rel))
             return False
         if not os.path.exists(target):
             return False
+        if self._hidden(target):
+            self.discovery.report(rel, _skipped_target(rel, is_dir))
+            return False
         finding = check_link(rel, target) if check_link is not None else None
         if finding is not None:
             self.discovery.report(rel, finding)
             return False
+        self.links[rel] = (self._real(target), is_dir)
+        self.reached[rel] = self._real(target)
         return True
 
-    def _not_utf8(self, rel: str, is_dir: bool) -> None:
+    def _bad_name(self, rel: str, is_dir: bool, problem: str) -> None:
         what = "folder" if is_dir else "file"
         skipped = "nothing under it is read" if is_dir else "the file is skipped"
+        fix = "a UTF-8 name" if problem == "is not UTF-8" else "a name without control characters"
         self.discovery.report(
             shown_path(rel),
             Finding(
                 "KB007",
                 1,
                 1,
-                f"{what} name is not UTF-8; {skipped}",
-                f"rename the {what} with a UTF-8 name",
+                f"{what} name {problem}; {skipped}",
+                f"rename the {what} with {fix}",
             ),
         )
+
+    def refuse_ignored(self) -> None:
+        """After every walk: drop what symlinks reach that git ignores, asking git once.
+
+        A followed symlink whose target git ignores is KB008 and nothing through it is kept;
+        a file reached through a symlinked folder whose real path git ignores is dropped
+        without a finding, as an ignored file is anywhere. If git cannot answer (even
+        without its index), every symlink is refused: a link must not read what git hides."""
+        git, discovery = self.discovery.git, self.discovery
+        if git is None or not self.reached:
+            return
+        paths = sorted(set(self.reached.values()))
+        why = ""
+        try:
+            try:
+                ignored = git.check_ignore(paths)
+            except GitFailed:  # e.g. a target inside a submodule: ask the rules alone
+                ignored = git.check_ignore(paths, index=False)
+        except GitFailed as exc:
+            ignored, why = set(paths), f" (git could not say which: {first_line(exc)})"
+        refused: set[str] = set()
+        for rel in sorted(self.links):
+            real, is_dir = self.links[rel]
+            if real in ignored and not _under(rel, refused):
+                refused.add(rel)
+                discovery.report(rel, _skipped_target(rel, is_dir, why))
+
+        def kept(rel: str) -> bool:
+            return self.reached.get(rel) not in ignored and not _under(rel, refused)
+
+        discovery.pages = [rel for rel in discovery.pages if kept(rel)]
+        discovery.other_files = [rel for rel in discovery.other_files if kept(rel)]
+        discovery.semantic_files = [rel for rel in discovery.semantic_files if kept(rel)]
+        discovery.dbt_files = [rel for rel in discovery.dbt_files if kept(rel)]
+        # Findings about what lies behind a refused folder link are about nothing read.
+        discovery.findings = {
+            path: found
+            for path, found in discovery.findings.items()
+            if path in refused or not _under(path, refused)
+        }
+
+
+def _under(rel: str, folders: set[str]) -> bool:
+    """True when `rel` is one of `folders` or lies below one."""
+    parts = rel.split("/")
+    return any("/".join(parts[:n]) in folders for n in range(1, len(parts) + 1))
 
 
 def _scope_check(walker: _Walker, knowledge: str) -> LinkCheck:
@@ -217,7 +321,12 @@ def discover(root: Path, config: Config) -> Discovery:
     git = GitRepo.find(root)
     knowledge = config.knowledge_dir
     semantics = config.semantics_dir
-    walker = _Walker(root, Discovery(root=root, git=git, knowledge_exists=False))
+    tops = (
+        knowledge,
+        semantics,
+        *([config.dbt_project_dir or "."] if config.dbt_project_dir is not None else []),
+    )
+    walker = _Walker(root, Discovery(root=root, git=git, knowledge_exists=False), tops)
     discovery = walker.discovery
     _configured_folder(walker, "knowledge_dir", knowledge)
     _configured_folder(walker, "semantics_dir", semantics)
@@ -236,6 +345,7 @@ def discover(root: Path, config: Config) -> Discovery:
         )
     if config.dbt_project_dir is not None:
         _discover_dbt(walker, config, git)
+    walker.refuse_ignored()
     return discovery
 
 

@@ -98,6 +98,22 @@ class GitRepo:
             return set()
         return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
 
+    def check_ignore(self, paths: list[str], *, index: bool = True) -> set[str]:
+        """Which of `paths` (project-relative, any place in the project) git ignores: one
+        `git check-ignore` for all of them. With `index`, a tracked file is never ignored (as
+        git sees it); without, only the ignore rules count, which also answers for paths inside
+        a submodule (that git refuses with the index). Raises GitFailed when git cannot say."""
+        if not paths:
+            return set()
+        args = ["check-ignore", "--stdin", "-z", *([] if index else ["--no-index"])]
+        try:
+            out = _run(args, self.project, stdin=b"".join(os.fsencode(p) + b"\0" for p in paths))
+        except GitFailed as exc:
+            if str(exc):
+                raise
+            return set()  # exit 1 without a message: none of the paths is ignored
+        return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
+
     def head(self) -> str | None:
         try:
             return self.run("rev-parse", "--verify", "-q", "HEAD^{commit}").decode().strip() or None

@@ -245,9 +245,8 @@ def test_symlinks_across_scopes_are_skipped(project: Callable[..., Project]) -> 
         (" alice", "it starts or ends with white space"),
         ("x" * 101, "it is longer than 100 characters"),
         ("ev\u202eil", "it contains the invisible or control character U+202E"),
-        ("bell\x07", "it contains the invisible or control character U+0007"),
     ],
-    ids=["colon", "space", "long", "bidi", "control"],
+    ids=["colon", "space", "long", "bidi"],
 )
 def test_invalid_owner_folder_is_kb004_with_the_reason(
     project: Callable[..., Project], owner: str, reason: str
@@ -261,6 +260,17 @@ def test_invalid_owner_folder_is_kb004_with_the_reason(
     ]
     assert "which is not a valid user name: " + reason in diagnostics[0]["message"]
     assert "\x07" not in diagnostics[0]["message"] and "\u202e" not in diagnostics[0]["message"]
+
+
+def test_owner_folder_with_a_control_character_is_kb007(project: Callable[..., Project]) -> None:
+    """A control character in any file or folder name is refused by discovery (KB007, shown
+    escaped), before the folder could be read as an owner."""
+    proj = project(
+        {"knowl.toml": "[rules]\nKB202 = 'off'\n", "knowledge/user/bell\x07/p.md": "# P\n"}
+    )
+    result = invoke(["check", "--repo", str(proj.root), "--format", "json"], code=1)
+    assert _findings(result.stdout) == [("knowledge/user/bell\\x07", "KB007", 1, 1)]
+    assert "\x07" not in result.output
 
 
 def test_valid_owner_folders_are_pages(project: Callable[..., Project]) -> None:
@@ -281,3 +291,105 @@ def test_hidden_owner_folders_are_not_read(project: Callable[..., Project]) -> N
     assert os.path.isdir(proj.root / "knowledge/user/.alice")
     result = invoke(["check", "--repo", str(proj.root), "--format", "json"])
     assert [f[0] for f in _findings(result.stdout)] == ["knowledge/global/g.md"]
+
+
+# --- symlinks to what discovery skips ----------------------------------------------------
+
+SECRET_WORD = "correcthorsebattery"
+
+
+def test_symlinks_to_hidden_and_ignored_files_are_skipped(project: Callable[..., Project]) -> None:
+    """poc_symlink_hidden.sh: committed links to `.env`, to a git-ignored file, into `.git/`
+    and `.knowl/`, to an ignored folder, and a folder link whose target holds an ignored file.
+    Each link to what discovery skips is KB008 and nothing it reaches is read; the files of
+    a followed folder link that git ignores at their real path are skipped like any ignored
+    file; links to ordinary files of the project are followed as before."""
+    proj = project(
+        {
+            "knowl.toml": "[rules]\nKB202 = 'off'\n",
+            ".gitignore": "local-secrets.txt\nbuildout/\ndocs/private.md\n",
+            ".env": f"DB_PASSWORD={SECRET_WORD}\n",
+            ".knowl/notes.md": f"# {SECRET_WORD}\n",
+            ".hidden/notes.md": f"# {SECRET_WORD}\n",
+            "local-secrets.txt": f"db pw {SECRET_WORD}\n",
+            "buildout/page.md": f"# {SECRET_WORD}\n",
+            "docs/shared.md": "# Shared\n",
+            "docs/private.md": f"# {SECRET_WORD}\n",
+            "knowledge/global/fine.md": "# Fine\n",
+        },
+        commit=False,
+    )
+    glob = proj.root / "knowledge" / "global"
+    for name, target in {
+        "env.md": "../../.env",
+        "local.md": "../../local-secrets.txt",
+        "head.md": "../../.git/HEAD",
+        "knowl.md": "../../.knowl/notes.md",
+        "hidden": "../../.hidden",
+        "built": "../../buildout",
+        "docs": "../../docs",
+        "shared-link.md": "../../docs/shared.md",
+        "again.md": "fine.md",
+    }.items():
+        (glob / name).symlink_to(target)
+    proj.commit("links")
+
+    result = invoke(["build", "--repo", str(proj.root), "--format", "json"])
+    diagnostics = json.loads(result.stdout)["diagnostics"]
+    assert [(d["path"], d["code"], d["line"], d["column"]) for d in diagnostics] == [
+        ("knowledge/global/built", "KB008", 1, 1),
+        ("knowledge/global/env.md", "KB008", 1, 1),
+        ("knowledge/global/head.md", "KB008", 1, 1),
+        ("knowledge/global/hidden", "KB008", 1, 1),
+        ("knowledge/global/knowl.md", "KB008", 1, 1),
+        ("knowledge/global/local.md", "KB008", 1, 1),
+    ]
+    messages = {d["path"]: d["message"] for d in diagnostics}
+    assert messages["knowledge/global/env.md"] == (
+        "symlink 'knowledge/global/env.md' points at a hidden or ignored file and is skipped"
+    )
+    assert messages["knowledge/global/built"] == (
+        "symlink 'knowledge/global/built' points at a hidden or ignored folder and is skipped"
+    )
+    folder = _artifact(proj.root)
+    pages = [json.loads(line) for line in (folder / "pages.jsonl").read_text().splitlines()]
+    assert sorted(p["path"] for p in pages) == [
+        "knowledge/global/again.md",
+        "knowledge/global/docs/shared.md",
+        "knowledge/global/fine.md",
+        "knowledge/global/shared-link.md",
+    ]
+    assert SECRET_WORD.encode() not in _everything(folder)
+    assert SECRET_WORD not in result.output
+
+
+def test_git_answers_for_every_link_target_at_once(project: Callable[..., Project]) -> None:
+    """One `git check-ignore` for the whole walk; a tracked file that an ignore rule matches
+    is not ignored (git's view), unless the index cannot be used (then the rules decide)."""
+    proj = project(
+        {
+            ".gitignore": "*.log\nsub/\n",
+            "kept.log": "tracked\n",
+            "a.txt": "",
+            "x.log": "",
+            "sub/y.md": "",
+        },
+        commit=False,
+    )
+    proj.run_git("add", "-f", "kept.log", ".gitignore", "a.txt")
+    proj.commit("tracked")
+    from knowl_build.history import GitRepo
+
+    repo = GitRepo.find(proj.root)
+    assert repo is not None
+    paths = ["a.txt", "kept.log", "x.log", "sub/y.md", "sub", "missing.log"]
+    assert repo.check_ignore(paths) == {"x.log", "sub/y.md", "sub", "missing.log"}
+    assert repo.check_ignore(paths, index=False) == {
+        "kept.log",
+        "x.log",
+        "sub/y.md",
+        "sub",
+        "missing.log",
+    }
+    assert repo.check_ignore(["a.txt"]) == set()  # git's exit 1: none is ignored
+    assert repo.check_ignore([]) == set()

@@ -22,8 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from knowl_build.build import check
-from knowl_build.config import Config
+from knowl_build.config import Config, SecurityConfig
 from knowl_build.diagnostics import Diagnostic
+from knowl_build.parse.page import parse_page
+from knowl_build.rules.security import SecretScanner
 from tests.helpers import SEMANTICS, Project, invoke
 
 TODAY = dt.date(2026, 5, 28)
@@ -176,6 +178,89 @@ def test_every_kind_of_file_in_one_run_is_exit_1(project: Callable[..., Project]
     assert "internal error" not in result.output and "Traceback" not in result.output
 
 
+# --- quoted timestamps: strings that only become dates in knowl -------------------------
+
+QUOTED = {
+    "utc-overflow": "'9999-12-31T23:59:59-12:00'",
+    "utc-underflow": "'0001-01-01T00:00:00+14:00'",
+    "double-quoted": '"9999-12-31T20:00:00-05:00"',
+}
+
+
+@pytest.mark.parametrize("case", list(QUOTED))
+def test_quoted_timestamp_out_of_range_is_kb002_at_the_value(tmp_path: Path, case: str) -> None:
+    """poc_ts_overflow.sh: YAML reads a quoted timestamp as a string, so it is valid YAML;
+    converting it to UTC overflowed (internal error in every project command)."""
+    proj = _write_project(
+        tmp_path / "p",
+        {
+            PAGE: f"---\nsummary: fine\nmeta:\n  last_validated_at: {QUOTED[case]}\n---\n# Odd\n",
+            "knowledge/global/other.md": "---\nsummary: other\n---\n[[nowhere]]\n",
+        },
+    )
+    result = check(proj.root, Config(rules={"KB202": "off"}), use_cache=False, today=TODAY)
+    assert _found(result.diagnostics) == [
+        (PAGE, "KB002", 4, 22),
+        ("knowledge/global/other.md", "KB103", 4, 1),
+    ]
+    assert _message(result.diagnostics, PAGE) == (
+        "'meta.last_validated_at' is out of range once converted to UTC "
+        "(before year 1 or after 9999)"
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["check"], ["build"], ["stale"], ["conflicts"], ["fix"], ["review", "odd"], ["timeline", "odd"]],
+    ids=lambda c: c[0],
+)
+def test_quoted_timestamp_out_of_range_in_every_command(
+    project: Callable[..., Project], command: list[str]
+) -> None:
+    page = f"---\nsummary: s\nmeta:\n  last_validated_at: {QUOTED['utc-overflow']}\n---\nbody\n"
+    proj = project({PAGE: page})
+    code = {"check": 1, "build": 1, "review": 1}.get(command[0], 0)
+    result = invoke([*command, "--repo", str(proj.root)], code=code)
+    assert "internal error" not in result.output
+    if command[0] == "review":  # refused: the page has an error finding
+        assert "KB002 'meta.last_validated_at' is out of range" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("written", "stored"),
+    [
+        ("'0999-05-01'", "0999-05-01T00:00:00Z"),
+        ("'0001-01-02T00:00:00Z'", "0001-01-02T00:00:00Z"),
+        ("'0001-01-01T12:00:00+11:00'", "0001-01-01T01:00:00Z"),
+        ("'2024-02-29T23:30:00-01:00'", "2024-03-01T00:30:00Z"),
+        ("2024-02-29T23:30:00-01:00", "2024-03-01T00:30:00Z"),  # unquoted: a timestamp
+        ("'2024-05-01T10:00:00.123456+02:00'", "2024-05-01T08:00:00Z"),
+    ],
+)
+def test_timestamps_are_stored_in_utc_with_four_digit_years(
+    tmp_path: Path, written: str, stored: str
+) -> None:
+    """strftime wrote year 999 as `999`, which no reader of the value parses back."""
+    proj = _write_project(
+        tmp_path / "p",
+        {PAGE: f"---\nsummary: s\nmeta:\n  last_validated_at: {written}\n---\nbody\n"},
+    )
+    result = check(proj.root, Config(), use_cache=False, today=TODAY)
+    assert [(d.code, d.line) for d in result.diagnostics if d.code != "KB009"] == [("KB202", 4)]
+    days = (TODAY - dt.date.fromisoformat(stored[:10])).days
+    assert _message(result.diagnostics, PAGE).startswith(f"last validated {days} days ago")
+    parsed = parse_page((proj.root / PAGE).read_bytes(), SecurityConfig(), SecretScanner())
+    assert parsed.fields.last_validated_at == stored
+
+
+def test_commit_times_after_year_9999_compare_as_the_last_moment() -> None:
+    """git accepts a commit dated in year 11476 (`@300000000000 +0000`)."""
+    from knowl_build.rules.freshness import _commit_time
+
+    assert _commit_time(300_000_000_000) == dt.datetime.max.replace(tzinfo=dt.UTC)
+    assert _commit_time(1_780_000_000) == dt.datetime(2026, 5, 28, 20, 26, 40, tzinfo=dt.UTC)
+
+
 # --- file names that are not UTF-8 -------------------------------------------------------
 
 
@@ -311,6 +396,13 @@ SCALARS = st.one_of(
         ),
         st.integers(0, 25),
         st.sampled_from(["", "Z", "+05:00", "-05:00", "+23:59", "-23:59", "+99:00", "+24:00"]),
+    ),
+    st.builds(  # quoted: a string to YAML, a timestamp to knowl
+        lambda d, h, tz, q: f"{q}{d}T{h:02d}:00:00{tz}{q}",
+        st.builds(_date, st.sampled_from([1, 2, 999, 2024, 9999]), st.integers(1, 12), st.just(31)),
+        st.integers(0, 25),
+        st.sampled_from(["", "Z", "+14:00", "-12:00", "+23:59", "-23:59", "+24:00"]),
+        st.sampled_from(["'", '"']),
     ),
     st.sampled_from(
         [

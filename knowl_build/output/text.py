@@ -1,4 +1,9 @@
-"""The `text` finding format and every other terminal output: the one place rich is used."""
+"""The `text` finding format and every other terminal output: the one place rich is used.
+
+Every string shown here passes through `printable` first (most through `_text` and `_append`):
+file names, link targets and page text come from pull requests, and a raw ESC or
+backspace could recolour, move the cursor or rewrite earlier lines of a developer's terminal.
+"""
 
 from __future__ import annotations
 
@@ -16,27 +21,77 @@ from knowl_build.rules.registry import RULES
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
+# C0 controls, DEL and C1 controls, written as `\x1b`. A line of output is one line: `\n` and
+# `\t` are escaped too. Page text shown as a block (a body, a diff) keeps its `\n` and `\t`,
+# the layout of the file as written; nothing else a terminal acts on gets through.
+_CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0)]
+_ESCAPE_LINE = {code: f"\\x{code:02x}" for code in _CONTROLS}
+_ESCAPE_BLOCK = {code: text for code, text in _ESCAPE_LINE.items() if chr(code) not in "\n\t"}
+
+
+def printable(value: object, *, block: bool = False) -> str:
+    """`value` as text a terminal shows and does not act on: control characters (C0, DEL, C1)
+    written as `\\x1b` escapes. A `block` (several lines of page text) keeps its line breaks
+    (`\\n`, and `\\r\\n` as one) and `\\t`. The one place terminal output is made safe; every
+    function below uses it."""
+    if block:
+        return str(value).replace("\r\n", "\n").translate(_ESCAPE_BLOCK)
+    return str(value).translate(_ESCAPE_LINE)
+
+
+def _text(value: object = "", style: str = "") -> Text:
+    """One line of output, made printable."""
+    return Text(printable(value), style=style)
+
+
+def _append(line: Text, value: object, style: str = "") -> Text:
+    line.append(printable(value), style=style)
+    return line
+
 
 def console(stream: TextIO | None = None) -> Console:
     # Colour only on a terminal; rich also honours NO_COLOR and FORCE_COLOR.
     return Console(file=stream or sys.stdout, highlight=False, soft_wrap=True)
 
 
+def _finding_lines(d: Diagnostic) -> tuple[str, str | None]:
+    """A finding's line and its hint's line, printable."""
+    head = printable(f"{d.path}:{d.line}:{d.column}: {d.severity} {d.code} {d.message}")
+    return head, printable(f"    hint: {d.hint}") if d.hint else None
+
+
 def render(diagnostics: Sequence[Diagnostic], out: Console) -> None:
-    for d in sorted(diagnostics):
-        line = Text()
-        line.append(f"{d.path}:{d.line}:{d.column}:", style="bold")
-        line.append(" ")
-        line.append(d.severity, style=_STYLE[d.severity])
-        line.append(f" {d.code} ", style="dim" if d.severity == "info" else "")
-        line.append(d.message)
-        out.print(line)
+    ordered = sorted(diagnostics)
+    if not ordered:
+        return
+    if out.color_system is None:
+        # Nothing to style (a pipe, a file, CI): the same characters without rich, which
+        # spends ~50 us a line (1 s for the 25,000 findings a hostile page can draw).
+        lines: list[str] = []
+        for d in ordered:
+            head, hint = _finding_lines(d)
+            lines.append(head)
+            if hint is not None:
+                lines.append(hint)
+        out.file.write("\n".join(lines) + "\n")
+        return
+    text = Text()  # one Text printed once: a print per line costs twice as much
+    for n, d in enumerate(ordered):
+        if n:
+            text.append("\n")
+        _append(text, f"{d.path}:{d.line}:{d.column}:", style="bold")
+        text.append(" ")
+        text.append(d.severity, style=_STYLE[d.severity])
+        _append(text, f" {d.code} ", style="dim" if d.severity == "info" else "")
+        _append(text, d.message)
         if d.hint:
-            out.print(Text(f"    hint: {d.hint}", style="dim"))
+            text.append("\n")
+            _append(text, f"    hint: {d.hint}", style="dim")
+    out.print(text)
 
 
 def summary_line(counts: dict[str, int], pages: int, semantic_files: int) -> Text:
-    text = Text(f"checked {pages} page(s) and {semantic_files} semantic file(s): ")
+    text = _text(f"checked {pages} page(s) and {semantic_files} semantic file(s): ")
     parts = [
         (counts["error"], "error", "bold red"),
         (counts["warning"], "warning", "yellow"),
@@ -44,8 +99,9 @@ def summary_line(counts: dict[str, int], pages: int, semantic_files: int) -> Tex
     ]
     for i, (count, label, style) in enumerate(parts):
         if i:
-            text.append(", ")
-        text.append(
+            _append(text, ", ")
+        _append(
+            text,
             f"{count} {label}" + ("s" if count != 1 and label != "info" else ""),
             style=style if count else "",
         )
@@ -54,7 +110,7 @@ def summary_line(counts: dict[str, int], pages: int, semantic_files: int) -> Tex
 
 def baseline_line(compared: dict[str, Any]) -> str:
     hidden = compared["hidden"]
-    return (
+    return printable(
         f"{hidden} known finding(s) hidden: they are in the project at {compared['ref']} "
         f"({str(compared['commit'])[:12]}); only new findings are reported"
     )
@@ -67,25 +123,27 @@ def rules_table(config: Config, out: Console) -> None:
     for rule in RULES:
         configured = config.severity(rule.code)
         table.add_row(
-            Text(rule.code),
-            Text(rule.name),
-            Text(rule.default),
-            Text(configured, style="bold" if configured != rule.default else ""),
-            Text(rule.summary),
+            _text(rule.code),
+            _text(rule.name),
+            _text(rule.default),
+            _text(configured, style="bold" if configured != rule.default else ""),
+            _text(rule.summary),
         )
     out.print(table)
     if config.per_path:
         out.print()
-        out.print(Text("per path ([rules.per-path], a later glob wins):", style="bold"))
+        out.print(_text("per path ([rules.per-path], a later glob wins):", style="bold"))
         paths = Table(show_lines=False, box=None, pad_edge=False)
         for column in ("glob", "severities"):
             paths.add_column(column, overflow="fold")
         for glob, severities in config.per_path:
-            paths.add_row(Text(glob), Text(", ".join(f"{c} = {v}" for c, v in severities.items())))
+            paths.add_row(
+                _text(glob), _text(", ".join(f"{c} = {v}" for c, v in severities.items()))
+            )
         out.print(paths)
     out.print()
     out.print(
-        Text(
+        _text(
             "Suppress findings inline: <!-- knowl: disable-next-line KB401 --> (the next line) "
             "or <!-- knowl: disable KB103 --> (to the end of the file); in frontmatter, "
             "# knowl: disable-next-line KB006 or # knowl: disable KB202 (the whole page). "
@@ -146,31 +204,31 @@ def build_summary(out: Console, result: Any, seconds: float) -> None:
         "no-op": "unchanged, nothing published (no-op)",
         "refused": "refused: error findings, nothing published (use --allow-errors)",
     }
-    line = Text()
-    line.append(f"build {result.build_id}: ", style="bold")
-    line.append(status[result.status], style="red" if result.status == "refused" else "green")
+    line = _text()
+    _append(line, f"build {result.build_id}: ", style="bold")
+    _append(line, status[result.status], style="red" if result.status == "refused" else "green")
     out.print(line)
     if result.folder is not None and result.status == "published":
         mode = "incremental" if result.incremental else "full"
-        out.print(Text(f"  artifact: {result.folder} ({mode})"))
+        out.print(_text(f"  artifact: {result.folder} ({mode})"))
     out.print(
-        Text(
+        _text(
             f"  {c['pages']} pages, {c['entities']} entities, {c['semantic_files']} semantic files"
         )
     )
     findings = summary_line(
         {"error": c["errors"], "warning": c["warnings"], "info": c["info"]}, 0, 0
     )
-    out.print(Text("  findings: ") + findings[findings.plain.index(": ") + 2 :])
+    out.print(_text("  findings: ") + findings[findings.plain.index(": ") + 2 :])
     out.print(
-        Text(
+        _text(
             f"  freshness: {c['fresh']} fresh, {c['stale']} stale, {c['needs_review']} needs review"
         )
     )
     if result.pruned:
-        out.print(Text(f"  pruned: {', '.join(result.pruned)}"))
+        out.print(_text(f"  pruned: {', '.join(result.pruned)}"))
     stages = ", ".join(f"{name} {secs:.2f}" for name, secs in result.timings.items())
-    out.print(Text(f"  {seconds:.2f} s" + (f" ({stages})" if stages else "")))
+    out.print(_text(f"  {seconds:.2f} s" + (f" ({stages})" if stages else "")))
 
 
 def stale_table(rows: list[dict[str, Any]], out: Console) -> None:
@@ -180,12 +238,12 @@ def stale_table(rows: list[dict[str, Any]], out: Console) -> None:
     for column in ("page", "scope", "freshness", "reasons"):
         table.add_column(column, overflow="fold")
     for row in rows:
-        reasons = "\n".join(f"{r['code']}: {r['message']}" for r in row["reasons"])
+        reasons = "\n".join(printable(f"{r['code']}: {r['message']}") for r in row["reasons"])
         table.add_row(
-            Text(row["page"]),
-            Text(row["scope"]),
-            Text(row["freshness"], style=_FRESH.get(row["freshness"], "")),
-            Text(reasons),
+            _text(row["page"]),
+            _text(row["scope"]),
+            _text(row["freshness"], style=_FRESH.get(row["freshness"], "")),
+            Text(reasons),  # each reason made printable above
         )
     out.print(table)
 
@@ -196,13 +254,13 @@ _FRESH = {"needs_review": "bold red", "stale": "yellow", "fresh": "green"}
 def _strength(score: float, best: float) -> Text:
     share = score / best if best > 0 else 0.0
     filled = max(1, round(share * 10))
-    return Text("█" * filled + "·" * (10 - filled), style="green")
+    return _text("█" * filled + "·" * (10 - filled), style="green")
 
 
 def search_results(answer: dict[str, Any], out: Console) -> None:
     hits = answer["hits"]
     if not hits:
-        out.print(Text(f"no hits for '{answer['query']}'", style="dim"))
+        out.print(_text(f"no hits for '{answer['query']}'", style="dim"))
     else:
         table = Table(box=None, pad_edge=False, show_edge=False)
         for column in ("#", "page", "title / summary", "match", "freshness"):
@@ -212,61 +270,63 @@ def search_results(answer: dict[str, Any], out: Console) -> None:
             where = hit["page"] if hit["scope"] == "global" else f"{hit['page']} ({hit['scope']})"
             if len(answer.get("repos", [])) > 1 or hit["repo"] != hits[0]["repo"]:
                 where = f"{hit['repo']}: {where}"
-            about = Text()
-            about.append(hit["title"], style="bold")
+            about = _text()
+            _append(about, hit["title"], style="bold")
             if hit["summary"]:
-                about.append("\n" + hit["summary"], style="")
+                _append(about.append("\n"), hit["summary"])
             for note in hit["annotations"]:
-                about.append(f"\n+ your note: {note['page']} ({note['scope']})", style="cyan")
-            fresh = Text(hit["freshness"], style=_FRESH.get(hit["freshness"], ""))
+                note_line = f"+ your note: {note['page']} ({note['scope']})"
+                _append(about.append("\n"), note_line, style="cyan")
+            fresh = _text(hit["freshness"], style=_FRESH.get(hit["freshness"], ""))
             if hit["drift_flag"]:
-                fresh.append(" drift", style="bold red")
-            table.add_row(Text(str(n)), Text(where), about, _strength(hit["score"], best), fresh)
+                _append(fresh, " drift", style="bold red")
+            table.add_row(_text(str(n)), _text(where), about, _strength(hit["score"], best), fresh)
         out.print(table)
     for caveat in answer["caveats"]:
-        line = Text("caveat ", style="bold yellow")
-        line.append(f"{caveat['page']}: {caveat['summary']}")
-        line.append(f" (about {', '.join(caveat['triggered_by'])})", style="dim")
+        line = _text("caveat ", style="bold yellow")
+        _append(line, f"{caveat['page']}: {caveat['summary']}")
+        _append(line, f" (about {', '.join(caveat['triggered_by'])})", style="dim")
         out.print(line)
 
 
 def show_page(page: dict[str, Any], out: Console) -> None:
     from rich.markdown import Markdown
 
-    head = Text(page["title"], style="bold")
-    head.append(f"  {page['page_id']} · {page['scope']} · {page['usage_mode']}", style="dim")
+    head = _text(page["title"], style="bold")
+    _append(head, f"  {page['page_id']} · {page['scope']} · {page['usage_mode']}", style="dim")
     out.print(head)
     if page["status"] != "active":
-        note = Text(f"status: {page['status']}", style="bold red")
+        note = _text(f"status: {page['status']}", style="bold red")
         if page["superseded_by"]:
-            note.append(f", superseded by {page['superseded_by']}")
+            _append(note, f", superseded by {page['superseded_by']}")
         out.print(note)
     fresh = page["freshness"]
-    out.print(Text(f"freshness: {fresh['value']}", style=_FRESH.get(fresh["value"], "")))
+    out.print(_text(f"freshness: {fresh['value']}", style=_FRESH.get(fresh["value"], "")))
     for reason in fresh["reasons"]:
-        out.print(Text(f"  {reason['code']}: {reason['message']}", style="dim"))
+        out.print(_text(f"  {reason['code']}: {reason['message']}", style="dim"))
     for drift in page["drift"]:
         changed = drift.get("changed_in") or {}
         where = changed.get("commit") or ("working tree" if changed.get("working_tree") else "?")
         out.print(
-            Text(
+            _text(
                 f"  drift {drift['entity']}: {drift.get('bound_expr')} -> "
                 f"{drift.get('live_expr')} (changed in {str(where)[:12]})",
                 style="red",
             )
         )
     if page["summary"]:
-        out.print(Text(page["summary"], style="italic"))
+        out.print(_text(page["summary"], style="italic"))
     out.print()
-    out.print(Markdown(page["body"]) if out.is_terminal else Text(page["body"]))
+    body = printable(page["body"], block=True)
+    out.print(Markdown(body) if out.is_terminal else Text(body))
     for caveat in page["caveats"]:
-        out.print(Text(f"caveat {caveat['page']}: {caveat['summary']}", style="yellow"))
+        out.print(_text(f"caveat {caveat['page']}: {caveat['summary']}", style="yellow"))
     if page["annotations"]:
         notes = ", ".join(f"{a['page']} ({a['scope']})" for a in page["annotations"])
-        out.print(Text(f"your notes: {notes}", style="cyan"))
+        out.print(_text(f"your notes: {notes}", style="cyan"))
     if page["backlinks"]:
         links = ", ".join(f"{b['page']} ({b['kind']})" for b in page["backlinks"])
-        out.print(Text(f"linked from: {links}", style="dim"))
+        out.print(_text(f"linked from: {links}", style="dim"))
 
 
 def traversal(answer: dict[str, Any], out: Console) -> None:
@@ -281,54 +341,59 @@ def traversal(answer: dict[str, Any], out: Console) -> None:
             else f"{via['kind']} from {via['from']}"
             + (f" through {via['entity']}" if via.get("entity") else "")
         )
-        table.add_row(Text(str(page["depth"])), Text(page["page"]), Text(page["scope"]), Text(how))
+        table.add_row(
+            _text(str(page["depth"])), _text(page["page"]), _text(page["scope"]), _text(how)
+        )
     out.print(table)
     for entity in answer["entities"]:
-        line = Text(f"{entity['entity']} ({entity['kind']})", style="bold")
+        line = _text(f"{entity['entity']} ({entity['kind']})", style="bold")
         if entity["expr"]:
-            line.append(f" = {entity['expr']}")
+            _append(line, f" = {entity['expr']}")
         out.print(line)
 
 
 def timeline(answer: dict[str, Any], out: Console) -> None:
     if not answer["versions"]:
-        out.print(Text(f"{answer['page']} has no committed version yet", style="dim"))
+        out.print(_text(f"{answer['page']} has no committed version yet", style="dim"))
     for version in answer["versions"]:
-        head = Text(f"{version['commit'][:12]} ", style="bold yellow")
-        head.append(f"{version['date']}  {version['author']}  {version['subject']}")
+        head = _text(f"{version['commit'][:12]} ", style="bold yellow")
+        _append(head, f"{version['date']}  {version['author']}  {version['subject']}")
         out.print(head)
         detail = f"  {version['path']}  status: {version['status']}"
-        out.print(Text(detail, style="dim"))
+        out.print(_text(detail, style="dim"))
         if version["summary"]:
-            out.print(Text(f"  {version['summary']}", style="italic"))
-        for line in version["diff"].splitlines():
+            out.print(_text(f"  {version['summary']}", style="italic"))
+        # Lines end at `\n` only (splitlines would also break at \x1c, \x85, ...): the rest of
+        # each line is page text, shown as a block.
+        lines = printable(version["diff"], block=True).split("\n")
+        for line in lines[:-1] if lines[-1] == "" else lines:
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
             out.print(Text(f"  {line}", style=style))
 
 
 def store_outcome(outcome: Any, out: Console) -> None:
     label = {"inserted": "stored", "duplicate": "no-op", "refused": "refused"}[outcome.action]
-    line = Text(f"{label}: ", style="bold red" if outcome.action == "refused" else "bold green")
-    line.append(f"{outcome.page} ({outcome.path})" if outcome.path else str(outcome.page))
+    line = _text(f"{label}: ", style="bold red" if outcome.action == "refused" else "bold green")
+    _append(line, f"{outcome.page} ({outcome.path})" if outcome.path else str(outcome.page))
     if outcome.superseded:
-        line.append(f", supersedes {outcome.superseded}")
+        _append(line, f", supersedes {outcome.superseded}")
     out.print(line)
     for d in outcome.diagnostics:
         if d["severity"] == "error" or outcome.action == "refused":
             out.print(
-                Text(
+                _text(
                     f"  {d['path']}:{d['line']}:{d['column']}: {d['severity']} {d['code']} {d['message']}"
                 )
             )
     if outcome.message:
-        out.print(Text(f"  {outcome.message}", style="dim" if outcome.action != "refused" else ""))
+        out.print(_text(f"  {outcome.message}", style="dim" if outcome.action != "refused" else ""))
     if outcome.commit:
-        out.print(Text(f"  committed {outcome.commit[:12]}", style="dim"))
+        out.print(_text(f"  committed {outcome.commit[:12]}", style="dim"))
 
 
 def conflict_table(groups: list[dict[str, Any]], out: Console) -> None:
     if not groups:
-        out.print(Text("no exclusive pages", style="dim"))
+        out.print(_text("no exclusive pages", style="dim"))
         return
     table = Table(box=None, pad_edge=False)
     for column in ("key", "scope", "pages", ""):
@@ -340,7 +405,9 @@ def conflict_table(groups: list[dict[str, Any]], out: Console) -> None:
             for p in group["pages"]
         )
         flag = (
-            Text("violation", style="bold red") if group["violation"] else Text("ok", style="green")
+            _text("violation", style="bold red")
+            if group["violation"]
+            else _text("ok", style="green")
         )
-        table.add_row(Text(group["key"]), Text(scope), Text(pages), flag)
+        table.add_row(_text(group["key"]), _text(scope), _text(pages), flag)
     out.print(table)

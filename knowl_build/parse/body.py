@@ -9,7 +9,10 @@ Directives are found everywhere, code included, because that is where expression
 from __future__ import annotations
 
 import bisect
+import gc
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
@@ -21,9 +24,27 @@ DIRECTIVE = re.compile(
     r"(\\?)(?:<<[ \t]*sl:([A-Za-z0-9_.-]+)[ \t]*>>|\{\{[ \t]*sl:([A-Za-z0-9_.-]+)[ \t]*\}\})"
 )
 _BACKTICKS = re.compile(r"`+")
-_BLOCK_MARKS = ("`", "~", "#", "\t", "=", "-", "\n ")
+# A body holds a code block or a heading only if it holds one of these: fences, ATX and setext
+# headings, and indentation (at a line start, or four spaces after a container's marker, as
+# in `>     code` or `1.     code`).
+_BLOCK_MARKS = ("`", "~", "#", "\t", "=", "-", "\n ", "    ")
 
 _md = MarkdownIt("commonmark").disable(["inline", "text_join"], ignoreInvalid=True)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """markdown-it makes a few objects per line (and we a heading per heading), none of which
+    form cycles; the cyclic collector, run again and again over them as they pile up,
+    doubled the time of a 200 kB page of 100,000 one-character headings. Reference counting
+    still frees everything."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # `<!-- knowl: disable-next-line KB401 KB103 -- a reason -->`; bounded, so that a page of
@@ -67,8 +88,14 @@ def suppression(
 
 
 def _code_spans(text: str, base: int, out: list[tuple[int, int]]) -> None:
-    """CommonMark code spans: a run of n backticks up to the next run of exactly n."""
+    """CommonMark code spans: a run of n backticks up to the next run of exactly n.
+
+    The runs are indexed by width, so finding the closing run is a bisection: a region of
+    many runs without a partner (of many widths) costs O(runs log runs), not runs squared."""
     runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
+    by_width: dict[int, list[int]] = {}
+    for number, (start, end) in enumerate(runs):
+        by_width.setdefault(end - start, []).append(number)
     i = 0
     while i < len(runs):
         start, end = runs[i]
@@ -83,29 +110,83 @@ def _code_spans(text: str, base: int, out: list[tuple[int, int]]) -> None:
             if start == end:
                 i += 1
                 continue
-        width = end - start
-        for j in range(i + 1, len(runs)):
-            if runs[j][1] - runs[j][0] == width:
-                out.append((base + start, base + runs[j][1]))
-                i = j + 1
-                break
+        same = by_width.get(end - start, [])
+        after = bisect.bisect_right(same, i)
+        if after < len(same):
+            j = same[after]
+            out.append((base + start, base + runs[j][1]))
+            i = j + 1
         else:
-            i += 1
+            i += 1  # no closing run: these backticks are text
 
 
-_LINK_MARKUP = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_WIKI_MARKUP = re.compile(r"!?\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
-_HTML_TAG = re.compile(r"<[^>\n]+>")
+def _disjoint(spans: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """The union of `spans` as sorted, disjoint (starts, ends), for `_inside`."""
+    starts: list[int] = []
+    ends: list[int] = []
+    for lo, hi in sorted(spans):
+        if starts and lo <= ends[-1]:
+            ends[-1] = max(ends[-1], hi)
+        else:
+            starts.append(lo)
+            ends.append(hi)
+    return starts, ends
+
+
+def _inside(starts: list[int], ends: list[int], offset: int) -> bool:
+    """True when `offset` lies in one of the spans `_disjoint` returned: a bisection, so a page
+    of many code spans and many links costs O(links log spans)."""
+    k = bisect.bisect_right(starts, offset) - 1
+    return k >= 0 and offset < ends[k]
+
+
+# Inline markup removed from headings. Each pattern reads, from where it starts, all the text
+# a failed attempt there would read, and the callback keeps that text when it is not markup:
+# the engine never reads one character twice. (The backtracking forms, `<[^>\n]+>` and
+# `!?\[\[([^\]|#]*)…\]\]`, read the rest of a line once per `<` or `[`: a 200 kB heading of
+# `[` took half an hour.) Every attempt that starts inside the text read would fail the same
+# way, so the result is exactly what those forms give (tests/test_trust_body_limits.py).
+_WIKI_MARKUP = re.compile(r"!?\[\[([^\]]*)(\]\]?)?")
+_LINK_MARKUP = re.compile(r"!?\[([^\]]*)(?:\](?:\([^)]*(\))?)?)?")
+_HTML_TAG = re.compile(r"<[^>\n]*>?")
 _EMPHASIS = re.compile(r"\*+|~~|(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])")
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _SPACES = re.compile(r"\s+")
 
 
+def _wiki_text(match: re.Match[str]) -> str:
+    """`[[id#Heading|alias]]` shows its alias, else its id; not closed by `]]`, it is text."""
+    if match.group(2) != "]]":
+        return match.group(0)
+    inner = match.group(1)
+    bar = inner.find("|")
+    if bar != -1 and bar + 1 < len(inner):
+        return inner[bar + 1 :]
+    ends = [at for at in (bar, inner.find("#")) if at != -1]
+    return inner[: min(ends)] if ends else inner
+
+
+def _link_text(match: re.Match[str]) -> str:
+    """`[text](url)` shows its text; without `](…)` it is text."""
+    return match.group(1) if match.group(2) else match.group(0)
+
+
+def _tag_text(match: re.Match[str]) -> str:
+    """An HTML tag `<…>` (not `<>`, not across a line end) is removed."""
+    tag = match.group(0)
+    return "" if len(tag) > 2 and tag.endswith(">") else tag
+
+
+_MARKUP_CHARS = re.compile(r"[\[<`*_~\\]")  # every pass below needs one of these
+
+
 def strip_inline(text: str) -> str:
-    """Heading text with inline markup removed and whitespace collapsed."""
-    text = _WIKI_MARKUP.sub(lambda m: m.group(2) or m.group(1), text)
-    text = _LINK_MARKUP.sub(r"\1", text)
-    text = _HTML_TAG.sub("", text)
+    """Heading text with inline markup removed and whitespace collapsed; linear time."""
+    if _MARKUP_CHARS.search(text) is None:
+        return _SPACES.sub(" ", text).strip()
+    text = _WIKI_MARKUP.sub(_wiki_text, text)
+    text = _LINK_MARKUP.sub(_link_text, text)
+    text = _HTML_TAG.sub(_tag_text, text)
     text = text.replace("`", "")
     text = _EMPHASIS.sub("", text)
     text = _ESCAPE.sub(r"\1", text)
@@ -130,29 +211,31 @@ def scan_body(text: str, body_offset: int, index: TextIndex) -> BodyScan:
     h1: str | None = None
     # Only code and headings matter here; a body without these characters has neither.
     if body[:1] in (" ", "\t") or any(mark in body for mark in _BLOCK_MARKS):
-        tokens = _md.parse(normalized)
-        for pos, token in enumerate(tokens):
-            if token.map is None:
-                continue
-            if token.type in ("fence", "code_block"):
-                excluded_lines.update(range(token.map[0], token.map[1]))
-            elif token.type == "inline":
-                lo = lines_start[token.map[0]]
-                hi = lines_start[token.map[1]] if token.map[1] < len(lines_start) else len(body)
-                if "`" in body[lo:hi]:
-                    _code_spans(body[lo:hi], lo, spans)
-            elif token.type == "heading_open":
-                inline = tokens[pos + 1]
-                level = int(token.tag[1])
-                title = strip_inline(inline.content)
-                headings.append(Heading(level, title, first_line + token.map[0]))
-                if h1 is None and level == 1 and token.markup == "#":
-                    h1 = title or None
+        with _collector_paused():
+            tokens = _md.parse(normalized)
+            for pos, token in enumerate(tokens):
+                if token.map is None:
+                    continue
+                if token.type in ("fence", "code_block"):
+                    excluded_lines.update(range(token.map[0], token.map[1]))
+                elif token.type == "inline":
+                    lo = lines_start[token.map[0]]
+                    hi = lines_start[token.map[1]] if token.map[1] < len(lines_start) else len(body)
+                    if "`" in body[lo:hi]:
+                        _code_spans(body[lo:hi], lo, spans)
+                elif token.type == "heading_open":
+                    inline = tokens[pos + 1]
+                    level = int(token.tag[1])
+                    title = strip_inline(inline.content)
+                    headings.append(Heading(level, title, first_line + token.map[0]))
+                    if h1 is None and level == 1 and token.markup == "#":
+                        h1 = title or None
 
+    span_starts, span_ends = _disjoint(spans)
     links: list[Link] = []
     for match in WIKI_LINK.finditer(body):
         start = match.start()
-        if spans and any(lo <= start < hi for lo, hi in spans):
+        if span_starts and _inside(span_starts, span_ends, start):
             continue
         line_no = first_line + _line_of(lines_start, start)
         if excluded_lines and (line_no - first_line) in excluded_lines:
@@ -182,7 +265,7 @@ def scan_body(text: str, body_offset: int, index: TextIndex) -> BodyScan:
         for match in SUPPRESSION.finditer(body):
             start = match.start()
             line = _line_of(lines_start, start)
-            if line in excluded_lines or any(lo <= start < hi for lo, hi in spans):
+            if line in excluded_lines or _inside(span_starts, span_ends, start):
                 continue  # code is text: a comment shown in code suppresses nothing
             suppressions.append(suppression(match, body_offset, index))
     return BodyScan(tuple(links), tuple(directives), tuple(headings), h1, tuple(suppressions))

@@ -72,8 +72,14 @@ def parse_page(data: bytes, config: SecurityConfig, scanner: security.SecretScan
         except YamlProblem as problem:
             line, column = index.position(fm_offset + min(problem.offset, len(parts.frontmatter)))
             findings.append(Finding("KB001", line, column, f"frontmatter is {problem.message}"))
+            findings.extend(security.check_unparsed(parts.frontmatter, locate, config, scanner))
         else:
             root = composed.root
+            # Comments hold no data but are committed with the file: scanned whatever the
+            # frontmatter holds (a mapping, another value that is KB001, or only comments).
+            findings.extend(
+                security.check_comments(root, parts.frontmatter, locate, config, scanner)
+            )
             if root is not None and not isinstance(root, YMap):
                 span = locate(root.start, root.end)
                 findings.append(

@@ -107,19 +107,34 @@ def suggestion(close: str | None) -> str | None:
     return f"did you mean '{close}'?" if close is not None else None
 
 
-def to_utc_iso(value: Any) -> str | None:
-    """A date, timestamp or ISO-8601 string as `YYYY-MM-DDTHH:MM:SSZ`; None if it is none."""
+def timestamp(value: Any) -> dt.date | None:
+    """A date or timestamp (a datetime is a date), from itself or an ISO-8601 string; None
+    for anything else."""
     if isinstance(value, str):
         try:
-            value = dt.datetime.fromisoformat(value.strip())
+            return dt.datetime.fromisoformat(value.strip())
         except ValueError:
             return None
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.UTC)
-        return str(value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    if isinstance(value, dt.date):
-        return f"{value.isoformat()}T00:00:00Z"
+    return value if isinstance(value, dt.date) else None
+
+
+def to_utc_iso(value: Any) -> str | None:
+    """A date, timestamp or ISO-8601 string as `YYYY-MM-DDTHH:MM:SSZ`; None for anything else,
+    and for a timestamp that has no UTC time (`'9999-12-31T23:59:59-12:00'` is after 9999 in
+    UTC). Total: no value raises."""
+    when = timestamp(value)
+    if isinstance(when, dt.datetime):
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+        try:
+            when = when.astimezone(dt.UTC)
+        except (OverflowError, ValueError):
+            return None
+        # isoformat, not strftime: `%Y` drops the zeros of a year before 1000 (`999-05-01`),
+        # and every reader of the value expects four digits.
+        return when.replace(tzinfo=None, microsecond=0).isoformat() + "Z"
+    if when is not None:
+        return f"{when.isoformat()}T00:00:00Z"
     return None
 
 
@@ -369,10 +384,19 @@ class FieldValidator:
     def last_validated(self, node: YNode) -> None:
         if isinstance(node, YScalar) and node.value is None:
             return
-        iso = to_utc_iso(node.value) if isinstance(node, YScalar) else None
-        if isinstance(node, YScalar) and isinstance(node.value, bool | int | float):
-            iso = None
-        if iso is None:
+        value = node.value if isinstance(node, YScalar) else None
+        if isinstance(value, bool | int | float):
+            value = None
+        iso = to_utc_iso(value)
+        if iso is None and timestamp(value) is not None:
+            self.report(
+                "KB002",
+                node,
+                "'meta.last_validated_at' is out of range once converted to UTC "
+                "(before year 1 or after 9999)",
+                'write it as "YYYY-MM-DDTHH:MM:SSZ"',
+            )
+        elif iso is None:
             self.report(
                 "KB002",
                 node,

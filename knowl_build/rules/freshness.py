@@ -50,12 +50,23 @@ class Assessment:
         return {"value": self.value, "reasons": reasons}
 
 
-def parse_utc(iso: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+def parse_utc(iso: str) -> dt.datetime | None:
+    """`last_validated_at` as written by fields.to_utc_iso, aware, in UTC; None for a value
+    that is not one (such a value never comes from a page). Total: no string raises."""
+    try:
+        when = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
 
 
-def age_in_days(validated_at: str, today: dt.date) -> int:
-    return (today - dt.date.fromisoformat(validated_at[:10])).days
+def _commit_time(seconds: int) -> dt.datetime:
+    """A commit's time as a UTC datetime. git accepts times after year 9999 (and a commit
+    with one can be pushed); those compare as the last representable moment, never raise."""
+    try:
+        return dt.datetime.fromtimestamp(seconds, dt.UTC)
+    except (OverflowError, OSError, ValueError):
+        return (dt.datetime.max if seconds > 0 else dt.datetime.min).replace(tzinfo=dt.UTC)
 
 
 def _change(ctx: RuleContext, ref: str | None) -> tuple[str, dt.datetime | None]:
@@ -65,9 +76,8 @@ def _change(ctx: RuleContext, ref: str | None) -> tuple[str, dt.datetime | None]
     if ref == WORKING_TREE:
         return "uncommitted changes in the working tree", ctx.now
     commit = ctx.git.history.commits[ref]
-    return f'commit {ref[:12]} ({commit.date[:10]}, "{commit.subject}")', dt.datetime.fromtimestamp(
-        commit.time, dt.UTC
-    )
+    when = _commit_time(commit.time)
+    return f'commit {ref[:12]} ({commit.date[:10]}, "{commit.subject}")', when
 
 
 def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
@@ -133,8 +143,9 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
 
     # KB202: never validated, or too long ago.
     validated = fields.last_validated_at
+    validated_at = parse_utc(validated) if validated is not None else None
     anchor = fields.anchors.get("meta.last_validated_at:value")
-    if validated is None:
+    if validated is None or validated_at is None:
         result.add(
             ctx,
             finding_at(
@@ -147,7 +158,7 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
             "stale",
         )
     else:
-        age = age_in_days(validated, ctx.today)
+        age = (ctx.today - validated_at.date()).days
         if age > ctx.config.staleness_days:
             result.add(
                 ctx,
@@ -162,8 +173,7 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
             )
 
     # KB203: an sl_refs entity changed after the page was last validated.
-    if history is not None and validated is not None:
-        validated_at = parse_utc(validated)
+    if history is not None and validated is not None and validated_at is not None:
         for ref in fields.sl_refs:
             record = history.entities.get(ref.value)
             if ref.value not in entities or record is None or record.changed_in is None:

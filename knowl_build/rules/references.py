@@ -8,14 +8,18 @@ from knowl_build.model import Link, Page
 from knowl_build.parse.body import heading_key
 from knowl_build.resolve import is_file_target, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
-from knowl_build.rules.fields import did_you_mean
+from knowl_build.rules.fields import suggestion
+from knowl_build.rules.hints import SKIPPED, NearNames
+
+HEADING_CUTOFF = 0.6  # difflib's default, as heading hints always used
 
 
 def check_references(ctx: RuleContext) -> Emitted:
+    headings = _Headings(ctx)
     for page in ctx.pages:
         yield from _sl_refs(ctx, page)
         yield from _refs(ctx, page)
-        yield from _links(ctx, page)
+        yield from _links(ctx, page, headings)
         yield from _directives(ctx, page)
         yield from _bound(page)
 
@@ -78,14 +82,14 @@ def _refs(ctx: RuleContext, page: Page) -> Emitted:
             )
 
 
-def _links(ctx: RuleContext, page: Page) -> Emitted:
+def _links(ctx: RuleContext, page: Page, headings: _Headings) -> Emitted:
     for link in page.parsed.links:
         if not link.target:
-            yield from _heading(page, link, [page])
+            yield from _heading(page, link, [page], headings)
             continue
         resolution = ctx.index.resolve(link.target, page.scope)
         if resolution.pages:
-            yield from _heading(page, link, resolution.pages)
+            yield from _heading(page, link, resolution.pages, headings)
         elif is_file_target(link.target) and ctx.index.find_file(link.target):
             continue
         elif resolution.hidden:
@@ -120,17 +124,57 @@ def _links(ctx: RuleContext, page: Page) -> Emitted:
             )
 
 
-def _heading(page: Page, link: Link, targets: list[Page]) -> Emitted:
+class _Headings:
+    """The headings of the pages links point at, prepared once per run: each page's heading
+    keys as a set (a link is a lookup, not a pass over the target's headings), and, for each
+    set of target pages a broken link meets, the index its did-you-mean hints come from. The
+    hints charge the run's hint budget like every other did-you-mean (rules/hints.py), so a
+    page of thousands of headings and thousands of `[[#…]]` links checks in linear time."""
+
+    def __init__(self, ctx: RuleContext) -> None:
+        self._ctx = ctx
+        self._keys: dict[str, frozenset[str]] = {}  # page path -> its heading keys
+        self._names: dict[tuple[str, ...], NearNames] = {}  # target paths -> heading texts
+        self._hints: dict[tuple[tuple[str, ...], str], str | None] = {}
+
+    def has(self, targets: list[Page], heading: str) -> bool:
+        wanted = heading_key(heading)
+        for target in targets:
+            keys = self._keys.get(target.path)
+            if keys is None:
+                keys = self._keys[target.path] = frozenset(
+                    heading_key(h.text) for h in target.parsed.headings
+                )
+            if wanted in keys:
+                return True
+        return False
+
+    def hint(self, targets: list[Page], heading: str) -> str | None:
+        """What `difflib.get_close_matches(heading, <the targets' heading texts>, n=1)` finds,
+        phrased as a hint; the budget notice (once) or None when the budget is spent."""
+        paths = tuple(target.path for target in targets)
+        if (paths, heading) in self._hints:
+            return self._hints[paths, heading]
+        names = self._names.get(paths)
+        if names is None:
+            names = self._names[paths] = NearNames(
+                h.text for target in targets for h in target.parsed.headings
+            )
+        budget = self._ctx._hint_budget
+        found = names.closest(heading, HEADING_CUTOFF, budget)
+        if found is SKIPPED:
+            self._hints[paths, heading] = None
+            return budget.notice()
+        hint = self._hints[paths, heading] = suggestion(found)
+        return hint
+
+
+def _heading(page: Page, link: Link, targets: list[Page], headings: _Headings) -> Emitted:
     heading = link.heading
     if not heading or heading.startswith("^"):
         return  # `#^block` references are not checked
-    wanted = heading_key(heading)
-    known: list[str] = []
-    for target in targets:
-        for h in target.parsed.headings:
-            if heading_key(h.text) == wanted:
-                return
-            known.append(h.text)
+    if headings.has(targets, heading):
+        return
     name = link.target or page.id
     yield (
         page.path,
@@ -138,7 +182,7 @@ def _heading(page: Page, link: Link, targets: list[Page]) -> Emitted:
             "KB105",
             link.span,
             f"{link.raw}: page '{name}' has no heading '{heading}'",
-            did_you_mean(heading, known),
+            headings.hint(targets, heading),
         ),
     )
 

@@ -41,7 +41,9 @@ RULES: tuple[Rule, ...] = (
         """A known frontmatter field holds a value of the wrong type (`tags: revenue` instead
           of a list, a `summary` that YAML reads as a date) or a value outside its allowed set
           (`usage_mode: caveats`). `confidence` outside [0, 1] is refused, never clamped.
-          `affected_paths` must be relative paths without `..`.""",
+          `affected_paths` must be relative paths without `..`. A `meta.last_validated_at`
+          that has no UTC time (a quoted `'9999-12-31T23:59:59-12:00'`) is KB002 at the
+          value.""",
     ),
     _rule(
         "KB003",
@@ -83,26 +85,33 @@ RULES: tuple[Rule, ...] = (
         "KB007",
         "not-text",
         "error",
-        "a page or semantic file is not UTF-8 text, or its name is not UTF-8",
+        "a page or semantic file is not UTF-8 text, or its name is not UTF-8 or holds a "
+        "control character",
         """The file holds NUL bytes or bytes that are not UTF-8. It draws no other finding.
-          A file or folder whose *name* is not UTF-8 is reported the same way and skipped
-          (a folder with everything under it); its path is shown with each undecodable byte
-          written as `\\xNN`, so every output format can print it.""",
+          A file or folder whose *name* is not UTF-8, or holds a control character (C0 such
+          as ESC, newline or tab, DEL, C1), is reported the same way and skipped (a folder
+          with everything under it); its path is shown with each undecodable byte and
+          control character written as `\\xNN`, so every output prints it on one line and
+          no terminal acts on it.""",
     ),
     _rule(
         "KB008",
         "symlink-escape",
         "warning",
-        "a symlink leaves the project or its scope and is skipped",
+        "a symlink leaves the project or its scope, or points at a hidden or ignored file, "
+        "and is skipped",
         """A symbolic link under `knowledge/`, `semantics/` or a dbt model path resolves
           outside the project root, or `dbt_project.yml` itself does. It is not followed, so
           nothing outside the project is ever read. Under `knowledge/`, a link whose target
           lies in `knowledge/` but in another scope (a global page or folder linked to a
           user's, a user's folder linked to another user's, a user page linked to a global
           one) is skipped too: a page's scope comes from its real path, never from a link.
-          Links into other parts of the project are followed. (A configured `knowledge_dir`,
-          `semantics_dir` or dbt `project_dir` that leads outside the project is a
-          configuration error, exit 2.)""",
+          Links into other parts of the project are followed, unless the target's real path
+          has a name starting with `.` (`.env`, `.git/`, `.knowl/`) or git ignores it: a
+          link reads nothing discovery itself skips (git is asked once per run for all
+          targets; if it cannot answer, every link is refused). (A configured
+          `knowledge_dir`, `semantics_dir` or dbt `project_dir` that leads outside the
+          project is a configuration error, exit 2.)""",
     ),
     _rule(
         "KB009",
@@ -298,7 +307,8 @@ RULES: tuple[Rule, ...] = (
         "a secret in the page",
         """A private key, a URL with credentials, a named secret, a known token prefix, a
           high-entropy word or an `extra_patterns` match in a frontmatter value, a
-          frontmatter key (at any depth, such as a key inside `meta`) or the body (code
+          frontmatter key (at any depth, such as a key inside `meta`), a frontmatter comment
+          (`# token: …`), the whole frontmatter when it is not valid YAML, or the body (code
           included). Inside a URL (from its `scheme://` or `www.` to whitespace, a backtick or
           one of `< > " ' ) ] |`, less trailing punctuation) only credentials where they live are
           reported: a password in the userinfo (`scheme://user:password@`, the user may be

@@ -5,10 +5,16 @@ spans the match (`knowl_build.secrets`): inside a URL that is the credential its
 column points at a parameter's value (the `X-Amz-Signature=`, `sig=` or `access_token=` before
 it stays readable), at the secret part of a webhook's path, or, for a password in userinfo, at
 the URL's scheme (the match runs from the scheme to the `@`, as before).
+
+The frontmatter is scanned where it is written: each key and string value, and each YAML
+comment (`# token: ghp_…` is committed with the file as much as a value is). A comment lies
+outside every key and value, so nothing is reported twice.
 """
 
 from __future__ import annotations
 
+import bisect
+import re
 from collections.abc import Callable, Iterator
 from fnmatch import fnmatchcase
 
@@ -26,6 +32,7 @@ Locate = Callable[[int, int], Span]
 
 _SECRET_HINT = "remove the value from the page (and rotate it); knowl never prints it"
 _KEY_SECRET_HINT = "rename the key (and rotate the secret it holds); knowl never prints it"
+_COMMENT_SECRET_HINT = "remove it from the comment (and rotate it); knowl never prints it"
 # A credential in a link: the link itself is usually wanted, without the credential.
 _KIND_HINTS = {
     URL_PARAMETER_KIND: "link without the credential (drop the parameter, or share an "
@@ -69,6 +76,80 @@ def _keys(node: YNode, key: str) -> Iterator[tuple[str, YScalar]]:
         for k, value in node.items:
             yield key, k
             yield from _keys(value, f"{key}.{key_text(k)}" if key else key_text(k))
+
+
+def _scalars(node: YNode) -> Iterator[YScalar]:
+    """Every key and scalar value below `node`."""
+    if isinstance(node, YScalar):
+        yield node
+    elif isinstance(node, YSeq):
+        for item in node.items:
+            yield from _scalars(item)
+    else:
+        for key, value in node.items:
+            yield key
+            yield from _scalars(value)
+
+
+# A YAML comment: `#` at the start of a line or after a space or tab, to the end of the line.
+# Outside keys and values (checked below) such a `#` always starts one.
+_COMMENT = re.compile(r"(?:^|(?<=[ \t]))#[^\n]*", re.MULTILINE)
+
+
+def _comments(root: YNode | None, fm_text: str) -> Iterator[tuple[int, str]]:
+    """Each comment of the frontmatter: its offset and its text (from `#`). A `#` inside a
+    key or value (a quoted string, a block scalar) is part of that scalar, not a comment."""
+    if "#" not in fm_text:
+        return
+    spans = sorted((n.start, n.end) for n in _scalars(root)) if root is not None else []
+    starts = [start for start, _ in spans]
+    for match in _COMMENT.finditer(fm_text):
+        at = bisect.bisect_right(starts, match.start()) - 1
+        if at >= 0 and match.start() < spans[at][1]:
+            continue
+        yield match.start(), match.group()
+
+
+def check_comments(
+    root: YNode | None,
+    fm_text: str,
+    locate: Locate,
+    config: SecurityConfig,
+    scanner: SecretScanner,
+) -> list[Finding]:
+    """KB401 for secrets in the frontmatter's comments, at the start of each match."""
+    if not config.reject_secrets:
+        return []
+    findings: list[Finding] = []
+    for offset, comment in _comments(root, fm_text):
+        for hit in scanner.scan(comment):
+            findings.append(
+                _finding(
+                    "KB401",
+                    locate(offset + hit.start, offset + hit.end),
+                    f"a frontmatter comment holds a secret ({hit.kind})",
+                    _KIND_HINTS.get(hit.kind, _COMMENT_SECRET_HINT),
+                )
+            )
+    return findings
+
+
+def check_unparsed(
+    fm_text: str, locate: Locate, config: SecurityConfig, scanner: SecretScanner
+) -> list[Finding]:
+    """KB401 for frontmatter that is not valid YAML (KB001): it has no keys, values or
+    comments to tell apart, and is committed all the same, so all of it is scanned."""
+    if not config.reject_secrets:
+        return []
+    return [
+        _finding(
+            "KB401",
+            locate(hit.start, hit.end),
+            f"frontmatter holds a secret ({hit.kind})",
+            _secret_hint(hit.kind),
+        )
+        for hit in scanner.scan(fm_text)
+    ]
 
 
 def _secrets(
