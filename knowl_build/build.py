@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from knowl_build import __version__
+from knowl_build import __version__, clock
 from knowl_build.cache import CachePlace, ParseCache, cache_place
 from knowl_build.config import Config, SecurityConfig
 from knowl_build.diagnostics import Diagnostic, Finding
@@ -98,11 +98,8 @@ class CheckResult:
 
 
 def utc_today() -> dt.date:
-    """Today in UTC; SOURCE_DATE_EPOCH pins it for reproducible runs."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch and epoch.strip().isdigit():
-        return dt.datetime.fromtimestamp(int(epoch), dt.UTC).date()
-    return dt.datetime.now(dt.UTC).date()
+    """Today in UTC (see clock: SOURCE_DATE_EPOCH pins it)."""
+    return clock.today()
 
 
 def _read(root: str, path: str) -> tuple[bytes | None, str]:
@@ -763,8 +760,8 @@ def build(
                 "dirty": bool(dirty) if head is not None else True,
                 "inputs_sha256": input_hash,
                 "config_sha256": config.sha256,
-                "built_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-                if "SOURCE_DATE_EPOCH" not in os.environ
+                "built_at": clock.stamp()
+                if clock.pinned() is None
                 else f"{today.isoformat()}T00:00:00Z",
                 "repo": _repo_name(config, root, git),
                 "counts": counts,

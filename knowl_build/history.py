@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from knowl_build import clock
 from knowl_build.errors import KnowlError
 
 
@@ -166,9 +167,7 @@ class Commit:
 
     @property
     def date(self) -> str:
-        import datetime as dt
-
-        return dt.datetime.fromtimestamp(self.time, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return clock.stamp(clock.from_epoch(self.time))
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -6,6 +6,7 @@ import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from knowl_build import clock
 from knowl_build.config import Config
 from knowl_build.diagnostics import Finding
 from knowl_build.history import History
@@ -54,7 +55,7 @@ class RuleContext:
     config: Config
     today: dt.date
     git: GitFacts | None = None
-    now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    now: dt.datetime = field(default_factory=clock.now)
     _page_hints: dict[tuple[str, str], str | None] = field(default_factory=dict)
     _entity_hints: dict[str, str | None] = field(default_factory=dict)
     # Built once per run: the page ids each set of visible scopes offers, the entity names.

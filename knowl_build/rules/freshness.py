@@ -17,6 +17,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from knowl_build import clock
 from knowl_build.diagnostics import Finding
 from knowl_build.history import WORKING_TREE
 from knowl_build.model import Page
@@ -63,10 +64,7 @@ def parse_utc(iso: str) -> dt.datetime | None:
 def _commit_time(seconds: int) -> dt.datetime:
     """A commit's time as a UTC datetime. git accepts times after year 9999 (and a commit
     with one can be pushed); those compare as the last representable moment, never raise."""
-    try:
-        return dt.datetime.fromtimestamp(seconds, dt.UTC)
-    except (OverflowError, OSError, ValueError):
-        return (dt.datetime.max if seconds > 0 else dt.datetime.min).replace(tzinfo=dt.UTC)
+    return clock.from_epoch(seconds)
 
 
 def _change(ctx: RuleContext, ref: str | None) -> tuple[str, dt.datetime | None]:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from knowl_build import clock
 from knowl_build.build import Analysis, Inputs, analyse, read_inputs, utc_today
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
@@ -37,13 +36,8 @@ __all__ = [
 
 
 def utc_now() -> str:
-    """Now, as knowl writes timestamps; SOURCE_DATE_EPOCH pins it for reproducible runs."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch and epoch.strip().isdigit():
-        now = dt.datetime.fromtimestamp(int(epoch), dt.UTC)
-    else:
-        now = dt.datetime.now(dt.UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Now, as knowl writes timestamps (see clock: SOURCE_DATE_EPOCH pins it)."""
+    return clock.stamp()
 
 
 def quoted_timestamp(value: str) -> str:
