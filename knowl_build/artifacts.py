@@ -41,6 +41,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from knowl_build import __version__
+from knowl_build.config import MAX_BOOST
 from knowl_build.errors import ArtifactError, KnowlError, UsageError
 from knowl_build.trust import Sealer, cache_home
 
@@ -934,6 +935,11 @@ def _map(item: Check) -> Check:
 HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
+def _boost(value: Any) -> Problem | None:
+    ok = type(value) in (int, float) and 0 < value <= MAX_BOOST  # NaN fails too
+    return None if ok else ("", f"must be a number greater than 0, at most {MAX_BOOST:g}")
+
+
 def _hex64(value: Any) -> Problem | None:
     ok = type(value) is str and HEX64.fullmatch(value) is not None
     return None if ok else ("", "must be a sha256 (64 hex digits)")
@@ -951,7 +957,7 @@ _MANIFEST = _obj(
     repo=STR,
     counts=_map(INT),
     error_count=INT,
-    search=_obj(boosts=_map(_number(0.0)), max_caveats=_int(0, 10_000)),
+    search=_obj(boosts=_map(_boost), max_caveats=_int(0, 10_000)),
     files=_map(_hex64),
     optional={"sizes": _map(INT)},
 )
@@ -1067,6 +1073,11 @@ _SHAPES: dict[str, Check] = {
     "diagnostics.json": _DIAGNOSTICS,
     "signatures.json": _obj(graph=STR, pages=_map(STR)),
     "index/stats.json": _obj(
+        optional={
+            "scopes": _map(
+                _obj(doc_count=INT, length_sums=_obj(title=INT, summary=INT, tags=INT, body=INT))
+            )
+        },
         doc_count=INT,
         length_sums=_obj(title=INT, summary=INT, tags=INT, body=INT),
     ),
@@ -1177,8 +1188,18 @@ def _check_vectors(folder: Path, data: bytes) -> list[str]:
 # file is validated again. The memo only spares work: the restricted unpickler guards every
 # read whatever the memo says. Without a writable cache folder, every open validates.
 
-MEMO_VERSION = 1
+# 2: validations decode every pickle with the bounded unpickler (1 used the C one).
+MEMO_VERSION = 2
 MAX_MEMOS = 256  # the newest are kept; a pruned build's memo goes with it
+
+
+def validated_files(folder: Path) -> dict[str, tuple[int, int, int, int]] | None:
+    """Each file's (size, mtime_ns, ctime_ns, inode) as this machine's full validation saw
+    it, when the folder is still in that state; None otherwise."""
+    state = _state(folder)
+    if state is None or not _validated(folder, state):
+        return None
+    return {name: (s, m, c, i) for name, (s, m, c, i) in state["files"].items()}
 
 
 def _cache_folder() -> Path:

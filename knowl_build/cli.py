@@ -562,7 +562,7 @@ def stale(ctx: click.Context, as_json: bool) -> None:
             }
         )
     if as_json:
-        click.echo(json.dumps({"pages": rows}, indent=2, sort_keys=True, ensure_ascii=False))
+        _emit_json({"pages": rows})
         return
     text.stale_table(rows, text.console())
     if not settings.quiet:
@@ -722,7 +722,15 @@ def _reader(ctx: click.Context, artifact: Path | None, peers: tuple[Path, ...] =
 
 
 def _emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))
+    from knowl_build.errors import ArtifactError
+
+    try:
+        text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # NaN or an infinity: JSON has neither
+        raise ArtifactError(
+            "the answer holds a number that is not finite; run knowl verify"
+        ) from None
+    click.echo(text)
 
 
 @cli.command()

@@ -6,6 +6,7 @@ import difflib
 import functools
 import hashlib
 import json
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -20,6 +21,8 @@ from knowl_build.secrets import use_extra_patterns
 
 BOOST_FIELDS = ("summary", "tags", "title", "body")
 PER_PATH = "per-path"
+# Search boosts: a bound that keeps every score finite (also checked when an artifact is read).
+MAX_BOOST = 1000.0
 
 
 @functools.lru_cache(maxsize=256)
@@ -277,8 +280,10 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
     boosts = dict(SearchConfig().boosts)
     for name in boosts_table:
         value = boosts_reader.get(name, (int, float), 1.0)
-        if value <= 0:
-            raise boosts_reader.error(name, f"must be greater than 0, got {value}")
+        if not (math.isfinite(value) and 0 < value <= MAX_BOOST):
+            raise boosts_reader.error(
+                name, f"must be a number greater than 0, at most {MAX_BOOST:g}, got {value}"
+            )
         boosts[name] = float(value)
 
     security = _Reader(

@@ -4,11 +4,14 @@ Whoosh is `whoosh3` (pinned; it imports without warnings on Python 3.11-3.13, ke
 2.7 index format and rankings); everything Whoosh-specific stays in this module.
 
 Ranking is BM25F (Whoosh's per-field BM25, fields weighted by the boosts recorded in the
-artifact) with collection statistics over *live* documents only: the document count, each
-term's document frequency (deleted documents are subtracted at query time) and the summed
-field lengths (kept in `index/stats.json`, written by the build). Whoosh itself counts
-deleted documents until a merge, so without this an incrementally updated index would rank
-slightly differently from a full build; with it, both rank identically.
+artifact) with collection statistics over the *live* documents *the caller may see* only:
+the document count, each term's document frequency (deleted documents, and those in scopes
+the caller may not see, are left out at query time) and the summed field lengths (kept per
+scope in `index/stats.json`, written by the build). Whoosh itself counts deleted documents
+until a merge, so without this an incrementally updated index would rank slightly
+differently from a full build; and statistics over every scope would let one user's pages
+change another user's scores. With it, both rank identically, and nothing of a user's pages
+reaches anyone else's ranking.
 """
 
 from __future__ import annotations
@@ -19,14 +22,20 @@ import heapq
 import io
 import json
 import math
+import os
 import pickle
 import re
 import shutil
+import struct
 import zlib
 from array import array
+from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
+from itertools import compress
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +50,9 @@ from knowl_build.errors import ArtifactError, KnowlError
 # --- safe loading: Whoosh stores parts of an index as pickles ----------------------------
 #
 # An artifact may come from elsewhere (CI of another repository, a peer), so no byte of it may
-# make the reader run code (SPEC 9). Whoosh unpickles in two kinds of places, each with its
-# own exact allowlist of `(module, qualified name)` pairs, resolved here and never imported:
+# make the reader run code or exhaust its memory (SPEC 9). Whoosh unpickles in two kinds of
+# places, each with its own exact allowlist of `(module, qualified name)` pairs, resolved here
+# and never imported:
 #
 # - the TOC's segment list: the two segment classes and the `defaultdict(int)` of field
 #   lengths. The segment classes map to stand-ins that only record their state, which is
@@ -55,6 +65,17 @@ from knowl_build.errors import ArtifactError, KnowlError
 # The stored schema is never unpickled: every index is opened with `schema()`.
 # The allowlists were derived by recording every `find_class` call while writing and reading
 # full, incremental (deletions, merges, several segments) indexes of real projects.
+#
+# Two unpicklers apply them. CPython's C unpickler keeps its memo in an array sized by the
+# largest memo index a pickle names, so a 9-byte pickle (`LONG_BINPUT 2**29`) makes it
+# allocate gigabytes. So an index from elsewhere is decoded by `_BoundedUnpickler` (the
+# pure-Python unpickler, whose memo is a dict) with bounds: every length checked against the
+# input that remains, at most MAX_PICKLE_OPS operations, memo indexes below that. Whatever it
+# accepts is bounded under the C unpickler too, and read alike, so the C one
+# (`_FastUnpickler`, about ten times faster) reads only index files the full validation
+# decoded with the bounded one, in the state it decoded them (`Searcher(validated=...)`): a
+# reader of a validated artifact keeps the speed of search, and the TOC, read on every open,
+# is always bounded.
 
 
 class UnsafePickle(pickle.UnpicklingError):
@@ -93,37 +114,298 @@ _TOC_GLOBALS: dict[tuple[str, str], Any] = {
 }
 _DATA_GLOBALS: dict[tuple[str, str], Any] = {}
 
+_TRUNCATED = "an index pickle announces more bytes than it holds"
+# A frame only says how much to buffer. CPython's C unpickler trusts it (it buffers that much
+# and misreads an operation that crosses the frame's end), its pure-Python one refuses such a
+# pickle. The bounded unpickler reads the operations straight from the input and refuses any
+# operation that crosses the end of a frame, and a frame that starts inside another: what it
+# accepts, the C unpickler reads alike.
+_FRAMING = "an index pickle has an operation across the end of a frame"
+
+# Operations in one pickle. The largest whoosh writes for a knowl page is a position list
+# (one operation per occurrence of a term in a body of at most `max_body_chars`, 200,000 by
+# default); a TOC of MAX_SEGMENTS segments takes about 40 per segment.
+MAX_PICKLE_OPS = 1 << 18
+
 
 def _shown(name: str) -> str:
     """A name from a file, safe to print on one line."""
     return repr(name[:80] + ("..." if len(name) > 80 else ""))
 
 
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Admits the exact `(module, name)` pairs of one allowlist; anything else is refused."""
+def _admitted(admitted: Mapping[tuple[str, str], Any], module: str, name: str) -> Any:
+    """The object an allowlist maps `(module, name)` to; anything else is refused."""
+    # Protocols 0-2 spell builtins `__builtin__`; dotted names (protocol 4) and private
+    # names are never admitted, whatever the module.
+    module = "builtins" if module == "__builtin__" else module
+    found = admitted.get((module, name))
+    if found is None or "." in name or name.startswith("_"):
+        raise UnsafePickle(
+            f"an index file refers to {_shown(f'{module}.{name}')}, which knowl never loads"
+        )
+    return found
+
+
+class _FastUnpickler(pickle.Unpickler):
+    """CPython's C unpickler with an exact-pair allowlist: only for bytes that
+    `_BoundedUnpickler` accepted (its memo is an array as long as the largest memo index)."""
 
     def __init__(self, file: Any, admitted: Mapping[tuple[str, str], Any]) -> None:
         super().__init__(file)
         self._globals = admitted
 
     def find_class(self, module: str, name: str) -> Any:
-        # Protocols 0-2 spell builtins `__builtin__`; dotted names (protocol 4) and private
-        # names are never admitted, whatever the module.
-        module = "builtins" if module == "__builtin__" else module
-        found = self._globals.get((module, name))
-        if found is None or "." in name or name.startswith("_"):
-            raise UnsafePickle(
-                f"an index file refers to {_shown(f'{module}.{name}')}, which knowl never loads"
-            )
-        return found
+        return _admitted(self._globals, module, name)
+
+
+class _Stopped(Exception):
+    """STOP: the pickle's value."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+
+
+def _unpack(fmt: str, data: bytes) -> int:
+    value: int = struct.unpack(fmt, data)[0]
+    return value
+
+
+def _stop(self: _BoundedUnpickler) -> None:
+    raise _Stopped(self.stack.pop())
+
+
+def _frame(self: _BoundedUnpickler) -> None:
+    raise BadIndex(_FRAMING)  # both loops read frames themselves
+
+
+def _counted(fmt: str, make: Callable[[bytes], Any]) -> Callable[[_BoundedUnpickler], None]:
+    """The loader of an operation whose argument is a byte count (`fmt`), then the bytes."""
+    width = struct.calcsize(fmt)
+
+    def load(self: _BoundedUnpickler) -> None:
+        self.append(make(self.read(self.within(_unpack(fmt, self.read(width))))))
+
+    return load
+
+
+def _put(self: _BoundedUnpickler, index: int) -> None:
+    if not 0 <= index < MAX_PICKLE_OPS:
+        raise BadIndex(f"an index pickle names a memo index beyond {MAX_PICKLE_OPS}")
+    self.memo[index] = self.stack[-1]
+
+
+_DOUBLE = struct.Struct(">d")
+_UINT16 = struct.Struct("<H")
+_UINT32 = struct.Struct("<I")
+_UINT64 = struct.Struct("<Q")
+
+
+def _build(self: _BoundedUnpickler) -> None:
+    # BUILD sets the state of a stand-in (it has `__setstate__`); on anything else the C
+    # unpickler refuses some states that the pure-Python one ignores: refuse them all.
+    state = self.stack.pop()
+    setstate = getattr(self.stack[-1], "__setstate__", None)
+    if setstate is None:
+        raise BadIndex("an index pickle sets the state of a plain value")
+    setstate(state)
+
+
+def _text(data: bytes) -> str:
+    return str(data, "utf-8", "surrogatepass")
+
+
+# The pure-Python unpickler's operations, with every length and memo index bounded.
+_BOUNDED_DISPATCH: dict[int, Callable[[Any], None]] = {
+    **pickle._Unpickler.dispatch,
+    pickle.STOP[0]: _stop,
+    pickle.FRAME[0]: _frame,
+    pickle.BUILD[0]: _build,
+    pickle.BINBYTES[0]: _counted("<I", bytes),
+    pickle.BINBYTES8[0]: _counted("<Q", bytes),
+    pickle.BYTEARRAY8[0]: _counted("<Q", bytearray),
+    pickle.BINUNICODE[0]: _counted("<I", _text),
+    pickle.BINUNICODE8[0]: _counted("<Q", _text),
+    pickle.BINSTRING[0]: _counted("<i", lambda data: data.decode("ascii")),
+    pickle.LONG4[0]: _counted("<i", pickle.decode_long),
+    pickle.PUT[0]: lambda self: _put(self, int(self.readline()[:-1])),
+    pickle.LONG_BINPUT[0]: lambda self: _put(self, _unpack("<I", self.read(4))),
+}
+
+
+class _BoundedUnpickler(pickle._Unpickler):
+    """The pure-Python unpickler with an exact-pair allowlist and bounds: no length beyond the
+    input that remains, at most MAX_PICKLE_OPS operations (each allocates a bounded amount),
+    memo indexes below MAX_PICKLE_OPS (so that `_FastUnpickler` may read what this one
+    accepted). Reads from the file's position and leaves it just after STOP, as whoosh
+    expects of `StructFile.read_pickle`."""
+
+    memo: dict[int, Any]
+    stack: list[Any]
+    metastack: list[list[Any]]
+    read: Callable[[int], bytes]
+    readline: Callable[[], bytes]
+    append: Callable[[Any], None]
+    proto: int
+
+    def __init__(
+        self, file: Any, admitted: Mapping[tuple[str, str], Any], data: bytes | None = None
+    ) -> None:
+        """`data`, when given, is what the BytesIO `file` holds (read without a copy)."""
+        super().__init__(file)
+        self._file = file
+        self._data = data
+        self._globals = admitted
+        here = file.tell()
+        self._end: int = file.seek(0, io.SEEK_END)
+        file.seek(here)
+
+    def find_class(self, module: str, name: str) -> Any:
+        return _admitted(self._globals, module, name)
+
+    def within(self, size: int) -> int:
+        """`size`, when that many bytes remain in the input (a negative size never does)."""
+        if not 0 <= size <= self._end - self._file.tell():
+            raise BadIndex(_TRUNCATED)
+        return size
+
+    def load(self) -> Any:
+        self.read = self._file.read
+        self.readline = self._file.readline
+        self.metastack = []
+        self.stack = []
+        self.append = self.stack.append
+        self.proto = 0
+        try:
+            if isinstance(self._file, io.BytesIO):
+                if self._data is not None:
+                    self._run_view(self._data, self._file)
+                else:
+                    self._run_buffer(self._file)
+            else:
+                self._run_stream()
+        except _Stopped as stop:
+            return stop.value
+        raise BadIndex(f"an index pickle has more than {MAX_PICKLE_OPS} operations")
+
+    def _run_stream(self) -> None:
+        read, tell, dispatch = self.read, self._file.tell, _BOUNDED_DISPATCH
+        frame_end = 0
+        for _ in range(MAX_PICKLE_OPS):
+            start = tell()
+            key = read(1)
+            if not key:
+                raise EOFError
+            if key[0] == 0x95:  # FRAME (see _FRAMING)
+                if start < frame_end:
+                    raise BadIndex(_FRAMING)
+                size = self.within(_unpack("<Q", read(8)))
+                frame_end = tell() + size
+                continue
+            dispatch[key[0]](self)
+            if start < frame_end < tell():
+                raise BadIndex(_FRAMING)
+
+    def _run_buffer(self, file: io.BytesIO) -> None:
+        """`_run_stream` over a buffer, with the operations of posting blocks inlined (about
+        twice as fast); any other operation is the dispatch table's, reading from `file`."""
+        data = file.getbuffer()
+        try:
+            self._run_view(data, file)
+        finally:
+            data.release()
+
+    def _run_view(self, data: bytes | memoryview, file: io.BytesIO) -> None:
+        at, end, frame_end = file.tell(), len(data), 0
+        memo, dispatch = self.memo, _BOUNDED_DISPATCH
+        stack, append = self.stack, self.append
+        for _ in range(MAX_PICKLE_OPS):
+            start = at
+            op = data[at]  # IndexError past the end
+            at += 1
+            if op == 0x94:  # MEMOIZE
+                memo[len(memo)] = stack[-1]
+            elif op == 0x4B:  # BININT1
+                append(data[at])
+                at += 1
+            elif op == 0x47:  # BINFLOAT
+                append(_DOUBLE.unpack_from(data, at)[0])
+                at += 8
+            elif op == 0x43:  # SHORT_BINBYTES
+                size = data[at]
+                if at + 1 + size > end:
+                    raise BadIndex(_TRUNCATED)
+                append(bytes(data[at + 1 : at + 1 + size]))
+                at += 1 + size
+            elif op == 0x4D:  # BININT2
+                append(_UINT16.unpack_from(data, at)[0])
+                at += 2
+            elif op == 0x28:  # MARK
+                self.metastack.append(stack)
+                self.stack = stack = []
+                self.append = append = stack.append
+            elif op == 0x74:  # TUPLE
+                items = tuple(stack)
+                self.stack = stack = self.metastack.pop()
+                self.append = append = stack.append
+                append(items)
+            elif op == 0x4E:  # NONE
+                append(None)
+            elif op == 0x85:  # TUPLE1
+                stack[-1] = (stack[-1],)
+            elif op == 0x86:  # TUPLE2
+                stack[-2:] = [(stack[-2], stack[-1])]
+            elif op == 0x87:  # TUPLE3
+                stack[-3:] = [(stack[-3], stack[-2], stack[-1])]
+            elif op == 0x71:  # BINPUT (an index below 256)
+                memo[data[at]] = stack[-1]
+                at += 1
+            elif op == 0x58:  # BINUNICODE
+                size = _UINT32.unpack_from(data, at)[0]
+                at += 4
+                if at + size > end:
+                    raise BadIndex(_TRUNCATED)
+                append(str(data[at : at + size], "utf-8", "surrogatepass"))
+                at += size
+            elif op == 0x95:  # FRAME (see _FRAMING)
+                if start < frame_end:
+                    raise BadIndex(_FRAMING)
+                size = _UINT64.unpack_from(data, at)[0]
+                at += 8
+                if at + size > end:
+                    raise BadIndex(_TRUNCATED)
+                frame_end = at + size
+            elif op == 0x80:  # PROTO
+                self.proto = data[at]
+                at += 1
+                if self.proto > pickle.HIGHEST_PROTOCOL:
+                    raise pickle.UnpicklingError(f"unsupported pickle protocol {self.proto}")
+            elif op == 0x2E:  # STOP: leave the file just after it
+                file.seek(at)
+                raise _Stopped(stack.pop())
+            else:
+                file.seek(at)
+                dispatch[op](self)
+                at = file.tell()
+                stack, append = self.stack, self.append
+            if start < frame_end < at:
+                raise BadIndex(_FRAMING)
+
+
+# Set while a Searcher reads an index that the full validation decoded in this state.
+_VALIDATED: ContextVar[bool] = ContextVar("knowl_index_validated", default=False)
 
 
 def safe_loads(data: bytes, **_kwargs: Any) -> Any:
-    return _RestrictedUnpickler(io.BytesIO(data), _DATA_GLOBALS).load()
+    if _VALIDATED.get():
+        return _FastUnpickler(io.BytesIO(data), _DATA_GLOBALS).load()
+    return _BoundedUnpickler(io.BytesIO(data), _DATA_GLOBALS, bytes(data)).load()
 
 
 def safe_load(handle: Any, **_kwargs: Any) -> Any:
-    return _RestrictedUnpickler(handle, _DATA_GLOBALS).load()
+    if _VALIDATED.get():
+        return _FastUnpickler(handle, _DATA_GLOBALS).load()
+    return _BoundedUnpickler(handle, _DATA_GLOBALS).load()
 
 
 class _PickleShim:
@@ -223,8 +505,8 @@ def _segment(obj: object, fields: frozenset[str]) -> Any:
 
 def _load_segments(handle: Any, fields: frozenset[str]) -> list[Any]:
     try:
-        loaded = _RestrictedUnpickler(handle, _TOC_GLOBALS).load()
-    except UnsafePickle:
+        loaded = _BoundedUnpickler(handle, _TOC_GLOBALS).load()
+    except (UnsafePickle, BadIndex):
         raise
     except Exception as exc:  # a stand-in called with arguments, a truncated pickle, ...
         raise BadIndex(
@@ -353,17 +635,61 @@ def reading(folder: Path) -> Iterator[None]:
         raise ArtifactError(f"{folder}: {index_problem(exc)}") from None
 
 
+class _Reading:
+    """`reading(folder)` for a Searcher (a class: a query enters it several times), which also
+    says whether this index was validated as it is (`_VALIDATED`)."""
+
+    __slots__ = ("folder", "token", "validated")
+
+    def __init__(self, folder: Path, validated: bool) -> None:
+        self.folder, self.validated = folder, validated
+
+    def __enter__(self) -> None:
+        self.token = _VALIDATED.set(self.validated)
+
+    def __exit__(self, kind: object, exc: BaseException | None, _tb: object) -> None:
+        _VALIDATED.reset(self.token)
+        if isinstance(exc, Exception) and not isinstance(exc, KnowlError):
+            raise ArtifactError(f"{self.folder}: {index_problem(exc)}") from None
+
+
+# How artifacts' validation memo identifies a file: size, mtime_ns, ctime_ns, inode. Any write
+# to a file changes its ctime, which no user can set back.
+Identity = tuple[int, int, int, int]
+
+
+def _identity(handle: Any) -> Identity | None:
+    try:
+        info = os.fstat(handle.file.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+
+
 class _TrackedStorage(FileStorage):  # type: ignore[misc]
     """A FileStorage that remembers the files it (and its temporary storage) opens: whoosh
-    leaves them open when a read or a write fails half-way, so `close_files` closes them."""
+    leaves them open when a read or a write fails half-way, so `close_files` closes them.
 
-    def __init__(self, folder: str, *, readonly: bool, opened: list[Any] | None = None) -> None:
+    With `expected` (file name -> Identity, as the full validation saw each file), every file
+    opened must be that very file: one that changed since is refused."""
+
+    def __init__(
+        self,
+        folder: str,
+        *,
+        readonly: bool,
+        opened: list[Any] | None = None,
+        expected: Mapping[str, Identity] | None = None,
+    ) -> None:
         super().__init__(folder, readonly=readonly)
         self.opened: list[Any] = [] if opened is None else opened
+        self.expected = expected
 
     def open_file(self, name: str, **kwargs: Any) -> Any:
         handle = super().open_file(name, **kwargs)
         self.opened.append(handle)
+        if self.expected is not None and self.expected.get(name) != _identity(handle):
+            raise BadIndex(f"{_shown(name)} changed after it was validated; run the command again")
         return handle
 
     def create_file(self, name: str, **kwargs: Any) -> Any:
@@ -382,11 +708,14 @@ class _TrackedStorage(FileStorage):  # type: ignore[misc]
         self.opened.clear()
 
 
-def open_index(folder: Path, *, readonly: bool = True) -> Any:
-    """The index in `folder`, opened with knowl's schema (never the stored one)."""
+def open_index(
+    folder: Path, *, readonly: bool = True, expected: Mapping[str, Identity] | None = None
+) -> Any:
+    """The index in `folder`, opened with knowl's schema (never the stored one); with
+    `expected`, only files identical to those the full validation decoded (`_TrackedStorage`)."""
     from whoosh.index import FileIndex
 
-    storage = _TrackedStorage(str(folder), readonly=readonly)
+    storage = _TrackedStorage(str(folder), readonly=readonly, expected=expected)
     try:
         return FileIndex(storage, schema=schema(), indexname=INDEX_NAME)
     except BaseException:
@@ -452,20 +781,72 @@ class IndexUpdate:
     merged: bool
 
 
+def _deleted(leaf: Any) -> frozenset[int]:
+    return frozenset(leaf.deleted_docs_set) if leaf.has_deletions() else frozenset()
+
+
+class _Mask:
+    """The documents of a segment a caller may see: one byte per document (1: visible), and
+    the hidden ones in order, so that a block of postings (whose documents ascend, as the full
+    validation checks) is known to hide none with two comparisons. Pages are indexed in path
+    order, so each user's pages lie together: most blocks hide none."""
+
+    __slots__ = ("hidden", "mask")
+
+    def __init__(self, size: int, hidden: frozenset[int]) -> None:
+        mask = bytearray(b"\x01") * size
+        for doc in hidden:
+            mask[doc] = 0
+        self.mask = bytes(mask)
+        self.hidden = sorted(hidden)
+
+    def hides(self, first: int, last: int) -> bool:
+        """Whether a document from `first` to `last` is hidden."""
+        at = bisect_left(self.hidden, first)
+        return at < len(self.hidden) and self.hidden[at] <= last
+
+
+def _mask(size: int, hidden: frozenset[int]) -> _Mask | None:
+    """What a caller may see of a segment; None when nothing is hidden."""
+    return _Mask(size, hidden) if hidden else None
+
+
+def _sums(rows: list[list[int]]) -> dict[str, Any]:
+    sums = [sum(column) for column in zip(*rows, strict=True)] if rows else [0] * len(TEXT_FIELDS)
+    return {"doc_count": len(rows), "length_sums": dict(zip(TEXT_FIELDS, sums, strict=True))}
+
+
+def collection_stats(reader: Any) -> dict[str, Any]:
+    """`index/stats.json`: the live documents' count and summed (stored) field lengths, and
+    the same per scope (`scopes`, added in 1.x): a reader ranks with the statistics of the
+    scopes its caller may see, so that no page of another user changes a score (SPEC 6.2)."""
+    rows: dict[str, list[list[int]]] = {}
+    everything: list[list[int]] = []
+    for leaf, _offset in reader.leaf_readers():
+        deleted = _deleted(leaf)
+        live = _mask(leaf.doc_count_all(), deleted)
+        scope_of: dict[int, str] = {}
+        for scope in leaf.field_terms("scope"):
+            for doc, _weight in _postings(leaf, "scope", scope, live):
+                if scope_of.setdefault(doc, scope) != scope:
+                    raise BadIndex(f"segment {leaf.segment().segid}: a document in two scopes")
+        lengths = [leaf._perdoc.doc_field_length_reader(name, 0) for name in TEXT_FIELDS]
+        for docnum in range(leaf.doc_count_all()):
+            if docnum in deleted:
+                continue
+            if docnum not in scope_of:
+                raise BadIndex(f"segment {leaf.segment().segid}: a document without a scope")
+            row = [length(docnum) or 0 for length in lengths]
+            everything.append(row)
+            rows.setdefault(scope_of[docnum], []).append(row)
+    stats = _sums(everything)
+    stats["scopes"] = {scope: _sums(rows[scope]) for scope in sorted(rows)}
+    return stats
+
+
 def _stats(ix: index.Index) -> dict[str, Any]:
-    """Live document count and summed (stored) field lengths of live documents."""
-    sums = dict.fromkeys(TEXT_FIELDS, 0)
-    count = 0
     with ix.reader() as reader:
-        for leaf, _offset in reader.leaf_readers():
-            deleted = leaf.deleted_docs_set if leaf.has_deletions() else frozenset()
-            for docnum in range(leaf.doc_count_all()):
-                if docnum in deleted:
-                    continue
-                count += 1
-                for name in TEXT_FIELDS:
-                    sums[name] += leaf.doc_field_length(docnum, name) or 0
-    return {"doc_count": count, "length_sums": sums}
+        return collection_stats(reader)
 
 
 def _has_index(folder: Path) -> bool:
@@ -546,8 +927,50 @@ def _update(
     )
 
 
+_MAX_COUNT = 1 << 53
+
+
+def _counts(entry: object) -> bool:
+    """An entry of stats.json: `{"doc_count", "length_sums"}` with whole numbers."""
+    if type(entry) is not dict or not _int_in(entry.get("doc_count"), 0, _MAX_COUNT):
+        return False
+    sums = entry.get("length_sums")
+    return type(sums) is dict and all(_int_in(sums.get(f), 0, _MAX_COUNT) for f in TEXT_FIELDS)
+
+
+def _total(entries: Iterable[dict[str, Any]]) -> tuple[int, ...]:
+    """The document count and the length sums of `entries`, added up."""
+    rows = [(e["doc_count"], *(e["length_sums"][f] for f in TEXT_FIELDS)) for e in entries]
+    return tuple(sum(column) for column in zip(*rows, strict=True)) if rows else (0,) * 5
+
+
 def load_stats(folder: Path) -> dict[str, Any]:
-    return json.loads((folder / STATS_FILE).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    """`index/stats.json`, checked: whole numbers, and per-scope entries (when present, as
+    written since 1.x) that add up to the totals. BadIndex otherwise."""
+    try:
+        stats = json.loads((folder / STATS_FILE).read_bytes())
+    except (OSError, ValueError, RecursionError):
+        raise BadIndex(f"{STATS_FILE} is unreadable") from None
+    scopes = stats.get("scopes", {}) if type(stats) is dict else None
+    if not (
+        _counts(stats)
+        and type(scopes) is dict
+        and all(type(name) is str and _counts(entry) for name, entry in scopes.items())
+    ):
+        raise BadIndex(f"{STATS_FILE} is malformed")
+    if "scopes" in stats and _total(scopes.values()) != _total([stats]):
+        raise BadIndex(f"{STATS_FILE}: the scopes' statistics do not add up to the totals")
+    return stats  # type: ignore[no-any-return]
+
+
+def _check_stats(stats: dict[str, Any], actual: dict[str, Any]) -> None:
+    """stats.json holds what the build computes from the index it describes."""
+    if _total([stats]) != _total([actual]):
+        raise BadIndex(f"{STATS_FILE} disagrees with the index's documents")
+    if "scopes" in stats and {k: _total([v]) for k, v in stats["scopes"].items()} != {
+        k: _total([v]) for k, v in actual["scopes"].items()
+    }:
+        raise BadIndex(f"{STATS_FILE} disagrees with the index's scopes")
 
 
 # --- full validation: every pickle of the index decodes ----------------------------------
@@ -555,10 +978,11 @@ def load_stats(folder: Path) -> dict[str, Any]:
 
 def verify_index(folder: Path) -> list[str]:
     """Problems of the index in `folder`, found by decoding every pickle in it through the
-    restricted unpickler: the TOC, and in every segment every document's stored fields and
-    field lengths, every term of every field with all its posting blocks (ids, weights,
-    values) and positions. An empty list means no byte of the index can make a reader run
-    code or fail; it says nothing about where the index came from."""
+    bounded, restricted unpickler: the TOC, and in every segment every document's stored
+    fields and field lengths, every term of every field with all its posting blocks (ids,
+    weights, values) and positions; and stats.json against the documents. An empty list means
+    no byte of the index can make a reader run code, exhaust its memory, fail or rank with
+    numbers that are not finite; it says nothing about where the index came from."""
     try:
         with reading(folder):
             ix = open_index(folder)
@@ -566,6 +990,7 @@ def verify_index(folder: Path) -> list[str]:
                 with ix.reader() as reader:
                     for leaf, _offset in reader.leaf_readers():
                         _walk_segment(leaf)
+                    _check_stats(load_stats(folder), collection_stats(reader))
             finally:
                 ix.storage.close_files()
     except ArtifactError as exc:
@@ -619,8 +1044,16 @@ def _check_postings(ids: Any, weights: Any, values: Any, count: int, fmt: Any) -
         ids and not (set(map(type, ids)) == {int} and min(ids) >= 0 and max(ids) < count)
     ):
         raise BadIndex("a posting block names documents the segment does not hold")
+    # Ascending, as whoosh writes them: a reader tells from the first and the last document
+    # whether a block holds one its caller may not see (_Mask.hides).
+    if ids and not (ids[0] == min(ids) and ids[-1] == max(ids)):
+        raise BadIndex("a posting block's documents are out of order")
     if type(weights) is not array and not set(map(type, weights)) <= {float, int}:
         raise BadIndex("a posting block holds weights that are not numbers")
+    # Term frequencies: a NaN, an infinity or a negative one would make scores that are not
+    # numbers (sum() is NaN or infinite when any of them is).
+    if weights and not (math.isfinite(sum(weights)) and min(weights) >= 0):
+        raise BadIndex("a posting block holds weights that are not finite frequencies")
     fixed = fmt.fixed_value_size()
     if fixed is not None and fixed >= 0:
         return  # fixed-size values are raw bytes, never unpickled
@@ -632,6 +1065,9 @@ def _check_postings(ids: Any, weights: Any, values: Any, count: int, fmt: Any) -
             raise BadIndex("a posting holds a malformed position list")
 
 
+# --- ranking ---------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     key: str
@@ -640,6 +1076,47 @@ class Hit:
 
 K1 = 1.2
 B = 0.75
+# Callers (sets of visible scopes) whose statistics and length norms an open Searcher keeps.
+MAX_VIEWS = 16
+
+
+def _postings(leaf: Any, field: str, term: str, visible: _Mask | None) -> list[tuple[int, float]]:
+    """A term's (document, frequency) pairs in one segment, read block by block, of the
+    documents `visible` lets through (not deleted, in a scope the caller may see; None: all).
+    A block whose range of documents holds no hidden one is taken whole; in another, the mask
+    is applied by `compress` (no Python step per posting either way). whoosh3 is pinned
+    exactly, so these private reader APIs are stable for us."""
+    if (field, term) not in leaf:
+        return []
+    matcher = leaf._terms.matcher(
+        field, leaf._text_to_bytes(field, term), leaf.schema[field].format
+    )
+    pairs: list[tuple[int, float]] = []
+    while not matcher._atend:
+        matcher._read_ids()
+        matcher._read_weights()
+        ids = matcher._ids
+        block = zip(ids, matcher._weights, strict=False)
+        if visible is None or not visible.hides(ids[0], ids[-1]):
+            pairs.extend(block)
+        elif len(ids) == 1:
+            pairs.extend(block if visible.mask[ids[0]] else ())
+        else:
+            pairs.extend(compress(block, itemgetter(*ids)(visible.mask)))
+        matcher._next_block()
+    return pairs
+
+
+@dataclass(slots=True)
+class _View:
+    """The index as one caller sees it: per segment a mask of the documents it may see (live,
+    in its scopes; None: all), their number, their average field lengths, and (filled on
+    first use) each document's length norm per field."""
+
+    visible: list[_Mask | None]
+    doc_count: int
+    avg: dict[str, float]
+    norms: dict[tuple[int, str], list[float]]
 
 
 class Searcher:
@@ -648,26 +1125,34 @@ class Searcher:
     Scoring reads each query term's postings in bulk, block by block, and adds up Whoosh's
     BM25 formula per field, weighted by the field's boost:
     `boost * idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg_length))` with
-    `idf = log(live_docs / (live_df + 1)) + 1`. The statistics are those of live documents
-    (deleted ones are skipped and not counted), so an incrementally updated index ranks
-    exactly like a freshly written one; and bulk reading is several times faster than
-    Whoosh's generic matcher tree for OR queries."""
+    `idf = log(docs / (df + 1)) + 1`. The statistics (`docs`, `df`, `avg_length`) are those
+    of the live documents the caller may see: the scopes given with the query (SPEC 6.2: a
+    user sees global pages and their own), so that no page of another user changes a score or
+    an order; deleted documents are skipped and not counted, so an incrementally updated
+    index ranks exactly like a freshly written one. Without scopes, every live document counts
+    (the build's view). Bulk reading is several times faster than Whoosh's generic matcher
+    tree for OR queries.
 
-    def __init__(self, folder: Path) -> None:
+    `validated` maps each index file to its identity when the full validation decoded it
+    (artifacts' validation memo): then, and only when every file opened is that very file,
+    posting blocks and stored fields are decoded by the C unpickler; otherwise by the bounded
+    one (the TOC always)."""
+
+    def __init__(self, folder: Path, *, validated: Mapping[str, Identity] | None = None) -> None:
         self.folder = folder
+        self._validated = False  # the constructor reads with the bounded unpickler
         with reading(folder):
-            self.ix = open_index(folder)
+            self.ix = open_index(folder, expected=validated)
             try:
                 self.reader = self.ix.reader()
                 self.leaves = list(self.reader.leaf_readers())
+                self.stats = load_stats(folder)
+                self._scopes = frozenset(self.reader.field_terms("scope"))
             except BaseException:
                 self.ix.storage.close_files()
                 raise
-        stats = load_stats(folder)
-        self.doc_count = int(stats["doc_count"])
-        count = self.doc_count or 1
-        self.avg = {name: (stats["length_sums"].get(name, 0) / count) or 1 for name in TEXT_FIELDS}
-        self._norms: dict[tuple[int, str], list[float]] = {}
+        self._validated = validated is not None
+        self._views: dict[frozenset[str] | None, _View] = {}
         self._keys: dict[int, str] = {}
 
     def close(self) -> None:
@@ -680,62 +1165,111 @@ class Searcher:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _norm(self, position: int, leaf: Any, field: str) -> list[float]:
+    def _reading(self) -> _Reading:
+        """`reading`, with the C unpickler when this index was validated as it is."""
+        return _Reading(self.folder, self._validated)
+
+    def _view(self, scopes: Iterable[str] | None) -> _View:
+        """The view of a caller who may see `scopes` (None: everything), kept for the
+        MAX_VIEWS most recent callers. Callers who see the same documents share one."""
+        key = None if scopes is None else frozenset(scopes) & self._scopes
+        if key == self._scopes:
+            key = None
+        if self._views and key == next(reversed(self._views)):
+            return self._views[key]  # the same caller again
+        view = self._views.pop(key, None) or self._make_view(key)
+        self._views[key] = view
+        while len(self._views) > MAX_VIEWS:
+            del self._views[next(iter(self._views))]
+        return view
+
+    def _make_view(self, scopes: frozenset[str] | None) -> _View:
+        visible: list[_Mask | None] = []
+        count = 0
+        for leaf, _offset in self.leaves:
+            size, deleted = leaf.doc_count_all(), _deleted(leaf)
+            live = _mask(size, deleted)
+            if scopes is None:
+                visible.append(live)
+                count += size - len(deleted)
+                continue
+            seen = {d for scope in scopes for d, _w in _postings(leaf, "scope", scope, live)}
+            visible.append(_mask(size, frozenset(range(size)).difference(seen)))
+            count += len(seen)
+        entries = [self.stats] if scopes is None else self._scope_stats(scopes, visible)
+        total = _total(entries)
+        if total[0] != count:
+            raise BadIndex(f"{STATS_FILE} disagrees with the index's documents")
+        avg = {
+            name: (total[1 + i] / count if count else 0.0) or 1.0
+            for i, name in enumerate(TEXT_FIELDS)
+        }
+        return _View(visible, count, avg, {})
+
+    def _scope_stats(
+        self, scopes: frozenset[str], visible: list[_Mask | None]
+    ) -> list[dict[str, Any]]:
+        """The statistics of the scopes, from stats.json; an index written before knowl kept
+        them there has them added up from its documents."""
+        if "scopes" in self.stats:
+            empty = {"doc_count": 0, "length_sums": dict.fromkeys(TEXT_FIELDS, 0)}
+            return [self.stats["scopes"].get(scope, empty) for scope in sorted(scopes)]
+        rows = []
+        for (leaf, _offset), mask in zip(self.leaves, visible, strict=True):
+            lengths = [leaf._perdoc.doc_field_length_reader(name, 0) for name in TEXT_FIELDS]
+            rows += [
+                [length(d) or 0 for length in lengths]
+                for d in range(leaf.doc_count_all())
+                if mask is None or mask.mask[d]
+            ]
+        return [_sums(rows)]
+
+    def _norm(self, view: _View, position: int, leaf: Any, field: str) -> list[float]:
         """Per document of a segment: K1 * (1 - B + B * length / avg_length) for `field`."""
         key = (position, field)
-        if key not in self._norms:
+        if key not in view.norms:
             length = leaf._perdoc.doc_field_length_reader(field, 0)
-            avg = self.avg[field]
-            self._norms[key] = [
+            avg = view.avg[field]
+            view.norms[key] = [
                 K1 * (1 - B + B * (length(d) or 0) / avg) for d in range(leaf.doc_count_all())
             ]
-        return self._norms[key]
+        return view.norms[key]
 
-    @staticmethod
-    def _postings(leaf: Any, field: str, term: str) -> list[tuple[int, float]]:
-        """A term's live (document, frequency) pairs in one segment, read block by block.
-        whoosh3 is pinned exactly, so these private reader APIs are stable for us."""
-        if (field, term) not in leaf:
-            return []
-        matcher = leaf._terms.matcher(
-            field, leaf._text_to_bytes(field, term), leaf.schema[field].format
-        )
-        deleted = leaf.deleted_docs_set if leaf.has_deletions() else None
-        pairs: list[tuple[int, float]] = []
-        while not matcher._atend:
-            matcher._read_ids()
-            matcher._read_weights()
-            block = zip(matcher._ids, matcher._weights, strict=False)
-            if deleted:
-                pairs.extend((d, w) for d, w in block if d not in deleted)
-            else:
-                pairs.extend(block)
-            matcher._next_block()
-        return pairs
+    def scores(
+        self, terms: list[str], boosts: Mapping[str, float], scopes: Iterable[str] | None = None
+    ) -> dict[int, float]:
+        """Global document number -> score, for every document the caller may see (`scopes`;
+        None: every document) that matches any term."""
+        with self._reading():
+            scores = self._scores(terms, boosts, self._view(scopes))
+            # Finite with bounded boosts and validated frequencies; a sum that is not is
+            # cheap to see (NaN and infinities propagate) and never reaches an answer.
+            if not math.isfinite(sum(scores.values())):
+                raise BadIndex("the index gives a score that is not a finite number")
+            return scores
 
-    def scores(self, terms: list[str], boosts: Mapping[str, float]) -> dict[int, float]:
-        """Global document number -> score, for every document matching any term."""
-        with reading(self.folder):
-            return self._scores(terms, boosts)
-
-    def _scores(self, terms: list[str], boosts: Mapping[str, float]) -> dict[int, float]:
+    def _scores(
+        self, terms: list[str], boosts: Mapping[str, float], view: _View
+    ) -> dict[int, float]:
         acc: dict[int, float] = {}
         get = acc.get
         for field in TEXT_FIELDS:
             boost = boosts.get(field, 1.0)
             for term in terms:
                 lists = [
-                    (position, leaf, offset, self._postings(leaf, field, term))
+                    (position, leaf, offset, _postings(leaf, field, term, view.visible[position]))
                     for position, (leaf, offset) in enumerate(self.leaves)
                 ]
                 df = sum(len(pairs) for *_, pairs in lists)
                 if not df:
                     continue
-                weight = boost * (math.log(self.doc_count / (df + 1)) + 1) * (K1 + 1)
+                # df <= doc_count in an index whose statistics were checked: log() is finite.
+                idf = math.log(max(view.doc_count, 1) / (df + 1)) + 1
+                weight = boost * idf * (K1 + 1)
                 for position, leaf, offset, pairs in lists:
                     if not pairs:
                         continue
-                    norm = self._norm(position, leaf, field)
+                    norm = self._norm(view, position, leaf, field)
                     for doc, tf in pairs:
                         key = offset + doc
                         acc[key] = get(key, 0.0) + weight * tf / (tf + norm[doc])
@@ -743,13 +1277,13 @@ class Searcher:
 
     def key(self, docnum: int) -> str:
         if docnum not in self._keys:
-            with reading(self.folder):
+            with self._reading():
                 self._keys[docnum] = str(self.reader.stored_fields(docnum)["key"])
         return self._keys[docnum]
 
     def docnum(self, key: str) -> int | None:
         """The live document of a page key, looked up through the `key` field."""
-        with reading(self.folder):
+        with self._reading():
             for leaf, offset in self.leaves:
                 if ("key", key) in leaf:
                     matcher = leaf.postings("key", key)  # hides deleted documents
@@ -757,14 +1291,27 @@ class Searcher:
                         return int(offset + matcher.id())
         return None
 
-    def query(self, terms: list[str], boosts: Mapping[str, float]) -> Scored:
-        return Scored(self, self.scores(terms, boosts) if terms else {})
+    def query(
+        self, terms: list[str], boosts: Mapping[str, float], scopes: Iterable[str] | None = None
+    ) -> Scored:
+        return Scored(self, self.scores(terms, boosts, scopes) if terms else {})
 
     def ranked(
-        self, terms: list[str], boosts: Mapping[str, float], limit: int | None = None
+        self,
+        terms: list[str],
+        boosts: Mapping[str, float],
+        limit: int | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> list[Hit]:
         """Hits for OR-ed `terms` over the text fields, best first (score, then key)."""
-        return self.query(terms, boosts).top(limit)
+        return self.query(terms, boosts, scopes).top(limit)
+
+
+def _finite(score: float, folder: Path) -> float:
+    """A score that may reach an answer (and JSON): never NaN or an infinity."""
+    if not math.isfinite(score):
+        raise ArtifactError(f"{folder}: the index gives a score that is not a finite number")
+    return score
 
 
 class Scored:
@@ -784,19 +1331,26 @@ class Scored:
         if limit is not None and len(self.scores) > limit:
             cut = heapq.nlargest(limit, items, key=lambda item: item[1])[-1][1]
             items = [item for item in items if item[1] >= cut]  # type: ignore[assignment]
-        hits = [Hit(self.searcher.key(doc), score) for doc, score in items]
+        folder = self.searcher.folder
+        hits = [Hit(self.searcher.key(doc), _finite(score, folder)) for doc, score in items]
         hits.sort(key=lambda h: (-h.score, h.key))
         return hits if limit is None else hits[:limit]
 
     def of(self, key: str) -> float | None:
         """The score of the page `key`, or None when it did not match."""
         docnum = self.searcher.docnum(key)
-        return None if docnum is None else self.scores.get(docnum)
+        score = None if docnum is None else self.scores.get(docnum)
+        return None if score is None else _finite(score, self.searcher.folder)
 
 
 def search(
-    folder: Path, text: str, boosts: Mapping[str, float], limit: int | None = None
+    folder: Path,
+    text: str,
+    boosts: Mapping[str, float],
+    limit: int | None = None,
+    scopes: Iterable[str] | None = None,
 ) -> list[Hit]:
-    """Plain terms, OR-ed, over the text fields with boosts; score descending, then key."""
+    """Plain terms, OR-ed, over the text fields with boosts; score descending, then key. With
+    `scopes`, only documents in them are ranked, with their statistics."""
     with Searcher(folder) as searcher:
-        return searcher.ranked(query_terms(text), boosts, limit=limit)
+        return searcher.ranked(query_terms(text), boosts, limit=limit, scopes=scopes)

@@ -47,7 +47,7 @@ def test_pyproject_without_tool_table_is_defaults(tmp_path: Path) -> None:
     ("[rules]\nKB999 = 'off'\n", "knowl.toml: 'rules.KB999': unknown rule code"),
     ("[rules]\nKB202 = 'of'\n", "knowl.toml: 'rules.KB202': severity must be one of error, warning, info, off, got 'of' (did you mean 'off'?)"),
     ("[search]\nboosts = { summry = 2.0 }\n", "knowl.toml: 'search.boosts.summry': unknown key (did you mean 'summary'?)"),
-    ("[search]\nboosts = { body = 0 }\n", "knowl.toml: 'search.boosts.body': must be greater than 0, got 0"),
+    ("[search]\nboosts = { body = 0 }\n", "knowl.toml: 'search.boosts.body': must be a number greater than 0, at most 1000, got 0"),
     ("staleness_days = 'ninety'\n", "knowl.toml: 'staleness_days': expected an integer, got str"),
     ("keep_builds = 0\n", "knowl.toml: 'keep_builds': must be at least 1, got 0"),
     ("[security]\nreject_secrets = 1\n", "knowl.toml: 'security.reject_secrets': expected a boolean, got int"),

@@ -301,8 +301,11 @@ def test_the_mcp_server_refuses_hostile_pickles(artifact: Path, tmp_path: Path, 
 # --- the unpickler itself -----------------------------------------------------------------------------
 
 
-def test_exact_pairs_only_whatever_the_module() -> None:
-    toc = index._RestrictedUnpickler(io.BytesIO(), index._TOC_GLOBALS)
+@pytest.mark.parametrize("unpickler", [index._BoundedUnpickler, index._FastUnpickler])
+def test_exact_pairs_only_whatever_the_module(unpickler: type) -> None:
+    """Both unpicklers (the bounded one for what is not validated, the C one for what is)
+    admit the same exact pairs."""
+    toc = unpickler(io.BytesIO(), index._TOC_GLOBALS)
     assert toc.find_class("__builtin__", "int") is int  # protocol 2 spelling
     assert toc.find_class("collections", "defaultdict").__name__ == "defaultdict"
     assert toc.find_class(W3, "W3Segment") is index._SegmentState  # a stand-in, never the class
@@ -318,7 +321,7 @@ def test_exact_pairs_only_whatever_the_module() -> None:
     ]:
         with pytest.raises(index.UnsafePickle):
             toc.find_class(module, name)
-    data = index._RestrictedUnpickler(io.BytesIO(), index._DATA_GLOBALS)
+    data = unpickler(io.BytesIO(), index._DATA_GLOBALS)
     for module, name in [("builtins", "int"), (W3, "W3Segment"), ("collections", "defaultdict")]:
         with pytest.raises(index.UnsafePickle):
             data.find_class(module, name)

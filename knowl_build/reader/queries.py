@@ -59,9 +59,20 @@ class _Arm:
         self.size = size
 
 
-def _lexical(store: Store, terms: list[str]) -> _Arm:
-    scored = store.searcher.query(terms, store.boosts)
+def scopes_of(user: str | None, peer: bool = False) -> frozenset[str]:
+    """The scopes a caller sees (SPEC 6.2): global pages, and the user's own; a peer serves
+    only global pages. Ranking statistics come from these scopes alone."""
+    return frozenset({GLOBAL} if peer or user is None else {GLOBAL, f"user:{user}"})
+
+
+def _lexical(store: Store, terms: list[str], scopes: frozenset[str]) -> _Arm:
+    scored = store.searcher.query(terms, store.boosts, scopes)
     return _Arm(lambda n: [(h.key, h.score) for h in scored.top(n)], scored.of, len(scored))
+
+
+def _scope_of(store: Store, key: str) -> str | None:
+    page = store.by_key.get(key)
+    return None if page is None else str(page["scope"])
 
 
 def _vectors(similarities: dict[str, float]) -> _Arm:
@@ -85,7 +96,7 @@ def _merge(
     A user page with a global page's id is never a hit of its own: the global page is ranked
     by its own score, or by the user page's when the global page itself did not match.
     A peer serves only its global pages with `visibility: workspace`."""
-    scopes = {GLOBAL} if peer or user is None else {GLOBAL, f"user:{user}"}
+    scopes = scopes_of(user, peer)
     want = limit * 2 + 8
     while True:
         raw = arm.top(want)
@@ -121,7 +132,9 @@ def rank(
     """One artifact's lexical hits (see _merge)."""
     if not terms or limit <= 0:
         return []
-    merged = _merge(store, _lexical(store, terms), user, filters, limit, peer)
+    merged = _merge(
+        store, _lexical(store, terms, scopes_of(user, peer)), user, filters, limit, peer
+    )
     return [_hit(store, page, score, None if peer else user) for score, page in merged]
 
 
@@ -188,8 +201,10 @@ def search(
         hits = rank(store, terms, user, filters, limit)
     else:
         depth = max(limit * 4, 20)  # enough of each ranking for the fused top `limit`
-        lexical = _merge(store, _lexical(store, terms), user, filters, depth)
-        vector = _merge(store, _vectors(similarities), user, filters, depth)
+        scopes = scopes_of(user)
+        lexical = _merge(store, _lexical(store, terms, scopes), user, filters, depth)
+        visible = {k: s for k, s in similarities.items() if _scope_of(store, k) in scopes}
+        vector = _merge(store, _vectors(visible), user, filters, depth)
         hits = fuse_arms(store, lexical, vector, user, limit)
     if peers:
         lists = [hits] + [rank(peer, terms, user, filters, limit, peer=True) for peer in peers]

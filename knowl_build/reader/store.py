@@ -13,6 +13,7 @@ from typing import Any
 
 from knowl_build import artifacts
 from knowl_build.artifacts import MANIFEST, Artifact, open_artifact
+from knowl_build.config import MAX_BOOST
 from knowl_build.errors import ArtifactError, KnowlError
 from knowl_build.pageref import candidates
 
@@ -24,6 +25,21 @@ class PageNotFound(KnowlError):
     """A page that does not exist or is not visible to the user (the same message either way)."""
 
     exit_code = 1
+
+
+# The boosts a reader ranks with (the configuration's `search.boosts` are in the same bounds):
+# they multiply every score, and with them (and the frequencies the full validation checks)
+# every score is a finite number, every JSON answer JSON.
+
+
+def boost_problem(boosts: object) -> str | None:
+    """Why a manifest's `search.boosts` cannot be used, or None."""
+    if type(boosts) is not dict or not all(
+        type(value) in (int, float) and 0 < value <= MAX_BOOST  # NaN fails too
+        for value in boosts.values()
+    ):
+        return f"search.boosts must map fields to numbers greater than 0, at most {MAX_BOOST:g}"
+    return None
 
 
 def user_label(user: str | None) -> str:
@@ -60,6 +76,9 @@ class Store:
             pages = json.loads((folder / "catalog.json").read_bytes())["pages"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ArtifactError(f"{folder}: catalog.json is unreadable ({exc})") from None
+        problem = boost_problem(artifact.manifest.get("search", {}).get("boosts"))
+        if problem is not None:
+            raise ArtifactError(f"{folder}: {MANIFEST}: {problem}")
         store = cls(artifact, pages)
         index: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for page in pages:
@@ -137,11 +156,24 @@ class Store:
         from knowl_build.index import Searcher
 
         try:
-            return Searcher(self.folder / "index")
+            return Searcher(self.folder / "index", validated=self._validated_index())
         except KnowlError:
             raise
         except Exception as exc:  # a damaged index: a reason, never a traceback
             raise ArtifactError(f"{self.folder}: the index cannot be opened ({exc})") from None
+
+    def _validated_index(self) -> dict[str, tuple[int, int, int, int]] | None:
+        """Each index file's identity as this machine's full validation decoded it (the
+        validation memo of `artifacts`), when the folder is still in that state; else None,
+        and the index is read with the bounded unpickler only."""
+        files = artifacts.validated_files(self.folder)
+        if files is None:
+            return None
+        return {
+            name.removeprefix("index/"): identity
+            for name, identity in files.items()
+            if name.startswith("index/")
+        }
 
     def similarities(self, query: str) -> dict[str, float] | None:
         """Cosine of the query with every page, or None without vectors or the extra."""
