@@ -32,8 +32,8 @@ from corpus import git, prose
 
 from knowl_build.build import analyse
 from knowl_build.config import load_config
+from knowl_build.hints import BUDGET_NOTICE, HINT_BUDGET
 from knowl_build.rules.context import HINT_CUTOFF, RuleContext
-from knowl_build.rules.hints import BUDGET_NOTICE, HINT_BUDGET
 
 WORDS = ["revenue", "order", "customer", "churn", "subscription", "invoice", "refund", "margin", "cohort", "segment", "retention", "funnel", "product", "channel", "region", "forecast", "quarter", "pipeline", "warehouse", "metric", "dashboard", "finance", "policy", "definition", "caveat", "growth", "active", "monthly", "weekly", "daily", "meeting", "notes", "onboarding", "incident", "review", "roadmap", "okr", "team", "sales", "marketing", "support", "billing", "pricing", "contract", "legal", "security", "access", "api", "data", "model", "schema", "table", "column"]
 
@@ -157,7 +157,7 @@ def old_hints(analysis: Any, lookups: list[tuple[str, str, str | None]]) -> tupl
 
 
 def window_share(analysis: Any, lookups: list[tuple[str, str, str | None]]) -> float:
-    from knowl_build.rules.hints import NearNames
+    from knowl_build.hints import NearNames
 
     indexes: dict[str, NearNames] = {}
     shares = []

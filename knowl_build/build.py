@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from knowl_build import __version__, clock
-from knowl_build.cache import CachePlace, ParseCache, cache_place
 from knowl_build.config import Config, SecurityConfig
 from knowl_build.diagnostics import Diagnostic, Finding
-from knowl_build.discover import Discovery, discover, shown_path
 from knowl_build.errors import KnowlError, UsageError
 from knowl_build.files import atomic_write
-from knowl_build.history import History
+from knowl_build.history.records import History
 from knowl_build.model import Page, ParsedPage, Suppression
 from knowl_build.parse.page import not_text, parse_page
 from knowl_build.parse.semantics import SemanticLayer, load_semantic_layer
+from knowl_build.pipeline.cache import CachePlace, ParseCache, cache_place
+from knowl_build.pipeline.discover import Discovery, discover, shown_path
 from knowl_build.resolve import PageIndex, misplaced, place
 from knowl_build.rules.context import GitFacts, RuleContext
 from knowl_build.rules.freshness import Assessment, assess, check_freshness
@@ -295,8 +295,8 @@ def gather_git_facts(
     `problems` (KB012) and the rules go on without them."""
     if discovery.git is None:
         return None
-    from knowl_build.fingerprints import trace
-    from knowl_build.history import GitHistory
+    from knowl_build.history.log import GitHistory
+    from knowl_build.history.replay import trace
 
     reader = GitHistory(discovery.git)
     try:
@@ -429,7 +429,7 @@ MEMO_CACHE = "check.json"
 
 def _outside_files(toplevel: Path | None, paths: set[str]) -> dict[str, str | None]:
     """Blob ids of files outside the inputs that findings depend on (KB204's affected paths)."""
-    from knowl_build.history import git_blob_id
+    from knowl_build.history.objects import git_blob_id
 
     state: dict[str, str | None] = {}
     for path in sorted(paths):
@@ -615,11 +615,12 @@ def build(
     caches go under `<out>/.cache/` (a notice says so), and without `out` the run stops."""
     import time
 
-    from knowl_build import artifacts, records, reuse
+    from knowl_build import artifacts
     from knowl_build.graph import to_json as graph_json
     from knowl_build.index import write_index
     from knowl_build.output.json_format import diagnostics_document
     from knowl_build.parse.page import decode
+    from knowl_build.pipeline import records, reuse
 
     timings: dict[str, float] = {}
     started: dict[str, float] = {}

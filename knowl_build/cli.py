@@ -279,7 +279,7 @@ SARIF_OPTION = click.option(
 def _repo_prefix(root: Path) -> str:
     """The project's folder inside its git repository ("" at the root or outside git): CI
     resolves annotation and SARIF paths from the repository's root."""
-    from knowl_build.history import GitRepo
+    from knowl_build.history.git import GitRepo
 
     git = GitRepo.find(root)
     return git.prefix if git is not None else ""
@@ -515,7 +515,7 @@ def build(
 def _load_baseline(root: Path, config: Any, ref: str | None) -> Any:
     if ref is None:
         return None
-    from knowl_build import baseline
+    from knowl_build.pipeline import baseline
 
     return baseline.load(root, config, ref)
 

@@ -186,7 +186,8 @@ def make_server(
             exclusive: bool = False,
             supersedes: str | None = None,
         ) -> dict[str, Any]:
-            from knowl_build.writes.store import CATEGORIES, Request, store
+            from knowl_build.model import CATEGORIES
+            from knowl_build.writes.store import Request, store
 
             if category not in CATEGORIES:
                 raise UsageError(f"category must be one of {', '.join(CATEGORIES)}")

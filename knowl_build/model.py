@@ -9,6 +9,14 @@ from typing import Any, NamedTuple
 
 from knowl_build.diagnostics import Finding
 
+# The vocabularies of page fields (SPEC 2.2), for validation, options and MCP schemas alike.
+USAGE_MODES = ("reference", "caveat", "policy", "definition")
+PROVENANCES = ("board_approved", "human_curated", "inferred")
+CATEGORIES = ("fact", "decision", "goal", "constraint", "architecture", "state", "skill")
+STATUSES = ("active", "deprecated", "rejected", "archived", "superseded")
+FRESHNESS = ("fresh", "needs_review", "stale")
+VISIBILITIES = ("repo", "workspace")
+
 
 class TextIndex:
     """Turns character offsets into 1-based (line, column). Only `\\n` ends a line."""

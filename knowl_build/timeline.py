@@ -10,7 +10,8 @@ from typing import Any
 
 from knowl_build.config import Config
 from knowl_build.errors import UsageError
-from knowl_build.history import GitFailed, GitRepo, export_tree, page_history, resolve_revision
+from knowl_build.history.git import GitFailed, GitRepo
+from knowl_build.history.pages import export_tree, page_history, resolve_revision
 from knowl_build.names import valid_user
 from knowl_build.pageref import candidates as page_refs
 from knowl_build.pageref import check_ref, not_found, writable
@@ -34,7 +35,7 @@ def _pick(pages: list[tuple[str, str, str]], ref: str, user: str | None) -> str:
 
 
 def _working_pages(root: Path, config: Config) -> list[tuple[str, str, str]]:
-    from knowl_build.discover import discover
+    from knowl_build.pipeline.discover import discover
 
     found = []
     for path in discover(root, config).pages:

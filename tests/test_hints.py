@@ -1,4 +1,4 @@
-"""Did-you-mean hints (rules/hints.py): the same answer as difflib.get_close_matches(n=1),
+"""Did-you-mean hints (hints.py): the same answer as difflib.get_close_matches(n=1),
 found in a length window of an index, within a deterministic budget per run."""
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from hypothesis import strategies as st
 
 from knowl_build.build import analyse
 from knowl_build.config import config_from_mapping
-from knowl_build.rules.context import HINT_CUTOFF, RuleContext
-from knowl_build.rules.fields import did_you_mean
-from knowl_build.rules.hints import (
+from knowl_build.hints import (
     BUDGET_NOTICE,
     DIFFLIB_UNITS,
     LOOKUP_UNITS,
@@ -23,8 +21,10 @@ from knowl_build.rules.hints import (
     HintBudget,
     NearNames,
     closest,
+    did_you_mean,
     least_common,
 )
+from knowl_build.rules.context import HINT_CUTOFF, RuleContext
 from knowl_build.rules.references import check_references
 from tests.helpers import SEMANTICS, Project
 

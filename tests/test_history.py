@@ -109,8 +109,9 @@ def test_no_git_still_reports_drift_without_commit(tmp_path) -> None:  # type: i
 
 def test_cached_replay_continues_and_equals_a_full_replay(project: Callable[..., Project], tmp_path) -> None:  # type: ignore[no-untyped-def]
     from knowl_build.build import load_layer, read_inputs
-    from knowl_build.fingerprints import trace
-    from knowl_build.history import GitHistory, GitRepo
+    from knowl_build.history.git import GitRepo
+    from knowl_build.history.log import GitHistory
+    from knowl_build.history.replay import trace
 
     def replay(proj: Project, cache: object) -> object:
         config = Config()

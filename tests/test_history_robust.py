@@ -22,7 +22,9 @@ from typing import Any
 import pytest
 
 from knowl_build.build import MAX_HISTORY_PROBLEMS, history_findings
-from knowl_build.history import INCOMPLETE, GitHistory, GitRepo, History
+from knowl_build.history.git import GitRepo
+from knowl_build.history.log import GitHistory
+from knowl_build.history.records import INCOMPLETE, History
 from knowl_build.parse.semantics import measure_fingerprint
 from knowl_build.rules.context import GitFacts
 from tests.helpers import Project, invoke
@@ -351,7 +353,7 @@ def test_problems_past_the_limit_are_counted_in_one_more_warning() -> None:
 def test_a_page_version_git_cannot_read_is_left_out_and_said(
     project: Callable[..., Project],
 ) -> None:
-    from knowl_build.history import page_history
+    from knowl_build.history.pages import page_history
 
     proj = project({PAGE_PATH: "---\nsummary: One\n---\nFirst.\n"})
     first = proj.run_git("rev-parse", "HEAD").strip()

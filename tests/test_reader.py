@@ -241,7 +241,7 @@ def test_reader_import_does_not_load_the_pipeline(built: Path) -> None:
         f"r = Reader.open({str(built)!r})\n"
         "r.search('revenue'); r.show('revenue'); r.traverse(['revenue'])\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('networkx', 'git') or "
-        "m in ('knowl_build.build', 'knowl_build.fingerprints', 'knowl_build.history', 'knowl_build.parse')]\n"
+        "m in ('knowl_build.build', 'knowl_build.history.replay', 'knowl_build.history.git', 'knowl_build.parse')]\n"
         "print(json.dumps(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

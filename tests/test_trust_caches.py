@@ -26,9 +26,9 @@ import pytest
 import knowl_build.build as pipeline
 from knowl_build import artifacts, trust
 from knowl_build.build import MEMO_CACHE, MEMO_SEAL, read_inputs, utc_today
-from knowl_build.cache import CACHE_FORMAT
 from knowl_build.config import load_config
-from knowl_build.fingerprints import HISTORY_SEAL
+from knowl_build.history.replay import HISTORY_SEAL
+from knowl_build.pipeline.cache import CACHE_FORMAT
 from tests.helpers import SEMANTICS, Project, invoke
 
 SECRET = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -293,8 +293,9 @@ def test_committed_history_replay_does_not_hide_a_change(tmp_path: Path, machine
 def test_history_replay_written_here_is_continued(tmp_path: Path, machines: Machines) -> None:
     from knowl_build.build import load_layer
     from knowl_build.config import Config
-    from knowl_build.fingerprints import trace
-    from knowl_build.history import GitHistory, GitRepo
+    from knowl_build.history.git import GitRepo
+    from knowl_build.history.log import GitHistory
+    from knowl_build.history.replay import trace
 
     machines.use("here")
     proj = Project(tmp_path / "kb").write({**SEMANTICS, "knowledge/global/a.md": "# A\n"})

@@ -378,7 +378,7 @@ def test_git_answers_for_every_link_target_at_once(project: Callable[..., Projec
     )
     proj.run_git("add", "-f", "kept.log", ".gitignore", "a.txt")
     proj.commit("tracked")
-    from knowl_build.history import GitRepo
+    from knowl_build.history.git import GitRepo
 
     repo = GitRepo.find(proj.root)
     assert repo is not None

@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 import pytest
 
-from knowl_build.history import GitRepo, page_history
+from knowl_build.history.git import GitRepo
+from knowl_build.history.pages import page_history
 from tests.helpers import Project, invoke
 
 ALICE = "knowledge/user/alice/plan.md"

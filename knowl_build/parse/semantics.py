@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knowl_build.diagnostics import Finding
+from knowl_build.hints import did_you_mean
 from knowl_build.model import Entity, TextIndex
 from knowl_build.parse.page import decode
 from knowl_build.parse.yamlnodes import (
@@ -28,7 +29,6 @@ from knowl_build.parse.yamlnodes import (
     key_text,
     plain,
 )
-from knowl_build.rules.fields import did_you_mean
 
 NAME = re.compile(r"[A-Za-z0-9_-]+")
 # Resolution order for a member name shared by several kinds.

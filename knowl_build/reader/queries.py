@@ -11,7 +11,6 @@ from typing import Any
 from knowl_build.reader.store import GLOBAL, Store, page_node, visible
 
 RRF_K = 60
-STATUSES = ("active", "deprecated", "rejected", "archived", "superseded")
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,12 +9,11 @@ from dataclasses import dataclass, field
 from knowl_build import clock
 from knowl_build.config import Config
 from knowl_build.diagnostics import Finding
-from knowl_build.history import History
+from knowl_build.hints import SKIPPED, HintBudget, NearNames, suggestion
+from knowl_build.history.records import History
 from knowl_build.model import Page, Span
 from knowl_build.parse.semantics import SemanticLayer
 from knowl_build.resolve import PageIndex
-from knowl_build.rules.fields import suggestion
-from knowl_build.rules.hints import SKIPPED, HintBudget, NearNames
 
 Emitted = Iterator[tuple[str, Finding]]
 
@@ -85,7 +84,7 @@ class RuleContext:
     def _lookup(self, names: NearNames, name: str) -> tuple[str | None, str | None]:
         """The hint to keep for `name`, and the hint for this finding. A lookup over the run's
         budget keeps none; the first such finding gets the notice that hints stop there
-        (see rules/hints.py)."""
+        (see hints.py)."""
         found = names.closest(name, HINT_CUTOFF, self._hint_budget)
         if found is SKIPPED:
             return None, self._hint_budget.notice()

@@ -10,18 +10,23 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from knowl_build.diagnostics import Finding
-from knowl_build.model import BoundFingerprint, Conflict, Fields, Located, Span
+from knowl_build.hints import did_you_mean
+from knowl_build.model import (
+    CATEGORIES,
+    FRESHNESS,
+    PROVENANCES,
+    STATUSES,
+    USAGE_MODES,
+    VISIBILITIES,
+    BoundFingerprint,
+    Conflict,
+    Fields,
+    Located,
+    Span,
+)
 from knowl_build.parse.yamlnodes import YMap, YNode, YScalar, YSeq, key_text
-from knowl_build.rules.hints import closest
 
 Locate = Callable[[int, int], Span]
-
-USAGE_MODES = ("reference", "caveat", "policy", "definition")
-PROVENANCES = ("board_approved", "human_curated", "inferred")
-CATEGORIES = ("fact", "decision", "goal", "constraint", "architecture", "state", "skill")
-STATUSES = ("active", "deprecated", "rejected", "archived", "superseded")
-FRESHNESS = ("fresh", "needs_review", "stale")
-VISIBILITIES = ("repo", "workspace")
 
 TOP_FIELDS = (
     "summary",
@@ -93,18 +98,6 @@ def describe_node(node: YNode) -> str:
     if isinstance(node, YSeq):
         return "a list"
     return describe(node.value)
-
-
-def did_you_mean(
-    name: str, choices: list[str] | tuple[str, ...], cutoff: float = 0.6
-) -> str | None:
-    """The hint naming what `difflib.get_close_matches(name, choices, n=1, cutoff)` finds
-    (see rules/hints.py for how it is found cheaply), or None."""
-    return suggestion(closest(name, choices, cutoff))
-
-
-def suggestion(close: str | None) -> str | None:
-    return f"did you mean '{close}'?" if close is not None else None
 
 
 def timestamp(value: Any) -> dt.date | None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from knowl_build import clock
 from knowl_build.diagnostics import Finding
-from knowl_build.history import WORKING_TREE
+from knowl_build.history.records import WORKING_TREE
 from knowl_build.model import Page
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
 

@@ -3,13 +3,12 @@ live-definition directives (KB106) and bound fingerprints (KB107)."""
 
 from __future__ import annotations
 
-from knowl_build.history import WORKING_TREE
+from knowl_build.hints import SKIPPED, NearNames, suggestion
+from knowl_build.history.records import WORKING_TREE
 from knowl_build.model import Link, Page
 from knowl_build.parse.body import heading_key
 from knowl_build.resolve import is_file_target, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
-from knowl_build.rules.fields import suggestion
-from knowl_build.rules.hints import SKIPPED, NearNames
 
 HEADING_CUTOFF = 0.6  # difflib's default, as heading hints always used
 
@@ -128,7 +127,7 @@ class _Headings:
     """The headings of the pages links point at, prepared once per run: each page's heading
     keys as a set (a link is a lookup, not a pass over the target's headings), and, for each
     set of target pages a broken link meets, the index its did-you-mean hints come from. The
-    hints charge the run's hint budget like every other did-you-mean (rules/hints.py), so a
+    hints charge the run's hint budget like every other did-you-mean (hints.py), so a
     page of thousands of headings and thousands of `[[#…]]` links checks in linear time."""
 
     def __init__(self, ctx: RuleContext) -> None:

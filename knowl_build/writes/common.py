@@ -141,7 +141,8 @@ class Tree:
 
 
 def commit(root: Path, paths: list[str], message: str) -> str:
-    from knowl_build.history import GitFailed, GitRepo, IdentityMissing, commit_paths
+    from knowl_build.history.git import GitFailed, GitRepo
+    from knowl_build.history.pages import IdentityMissing, commit_paths
 
     repo = GitRepo.find(root)
     if repo is None:

@@ -96,7 +96,6 @@ NEGATIONS = frozenset(
         "wouldn",
     ]
 )
-CATEGORIES = ("fact", "decision", "goal", "constraint", "architecture", "state", "skill")
 OVERLAP = 0.35
 CANDIDATES = 3
 _SPLIT = re.compile(r"[^a-z0-9_]+")
@@ -418,7 +417,7 @@ def check_confidence(value: object) -> None:
 
 def plan(tree: Tree, request: Request) -> Outcome:
     """Decide what the write does; nothing is written here."""
-    from knowl_build.history import GitRepo
+    from knowl_build.history.git import GitRepo
 
     check_confidence(request.confidence)
     # The tree is the project as the writer sees it; a request for another writer would be
@@ -430,7 +429,7 @@ def plan(tree: Tree, request: Request) -> Outcome:
     git = GitRepo.find(tree.root)
     head = git.head() if git is not None else None
     if request.source_commit and git is not None:
-        from knowl_build.history import GitFailed
+        from knowl_build.history.git import GitFailed
 
         with contextlib.suppress(GitFailed):  # an unknown commit is left as given: KB205 says so
             request.source_commit = (

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from knowl_build.index import DOCS_FILE, IndexDocument
 from knowl_build.model import Page
-from knowl_build.records import catalog_entry, index_document, page_record, record_pages
+from knowl_build.pipeline.records import catalog_entry, index_document, page_record, record_pages
 from knowl_build.render import attribute_value
 
 if TYPE_CHECKING:

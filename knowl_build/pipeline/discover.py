@@ -37,7 +37,7 @@ from pathlib import Path
 from knowl_build.config import Config
 from knowl_build.diagnostics import Finding
 from knowl_build.errors import ConfigError
-from knowl_build.history import GitFailed, GitRepo, first_line
+from knowl_build.history.git import GitFailed, GitRepo, first_line
 from knowl_build.parse.dbt import DbtProject, read_dbt_project
 from knowl_build.resolve import folder_scope
 

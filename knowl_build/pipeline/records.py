@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 
 from knowl_build.graph import entity_node, make_graph, page_node
-from knowl_build.history import History
+from knowl_build.history.records import History
 from knowl_build.index import IndexDocument
 from knowl_build.model import Page
 from knowl_build.render import render_body

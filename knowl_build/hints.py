@@ -218,3 +218,15 @@ def closest(name: str, names: Iterable[str], cutoff: float = 0.6) -> str | None:
     cutoff)` returns, or None."""
     found = NearNames(names).closest(name, cutoff)
     return None if found is SKIPPED else found  # without a budget nothing is skipped
+
+
+def did_you_mean(
+    name: str, choices: list[str] | tuple[str, ...], cutoff: float = 0.6
+) -> str | None:
+    """The hint naming what `difflib.get_close_matches(name, choices, n=1, cutoff)` finds, or
+    None (found cheaply, see `closest`)."""
+    return suggestion(closest(name, choices, cutoff))
+
+
+def suggestion(close: str | None) -> str | None:
+    return f"did you mean '{close}'?" if close is not None else None

@@ -21,16 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from knowl_build.config import Config
-from knowl_build.history import (
+from knowl_build.history.git import GitFailed
+from knowl_build.history.log import GitHistory, history_pathspecs
+from knowl_build.history.records import (
     INCOMPLETE,
     SHALLOW,
     WORKING_TREE,
     Commit,
     EntityHistory,
-    GitFailed,
-    GitHistory,
     History,
-    history_pathspecs,
 )
 from knowl_build.parse.dbt import DbtProject, read_dbt_file
 from knowl_build.parse.semantics import FileRead, SemanticLayer, combine, read_source_file
