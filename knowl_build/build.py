@@ -24,16 +24,17 @@ from knowl_build.errors import KnowlError, UsageError
 from knowl_build.files import atomic_write
 from knowl_build.history.records import History
 from knowl_build.model import Page, ParsedPage, Suppression
-from knowl_build.parse.page import not_text, parse_page
-from knowl_build.parse.semantics import SemanticLayer, load_semantic_layer
 from knowl_build.pipeline.cache import CachePlace, ParseCache, cache_place
 from knowl_build.pipeline.discover import Discovery, discover, shown_path
+from knowl_build.pipeline.pages import not_text, parse_page
 from knowl_build.resolve import PageIndex, misplaced, place
 from knowl_build.rules.context import GitFacts, RuleContext
 from knowl_build.rules.freshness import Assessment, assess, check_freshness
 from knowl_build.rules.governance import check_governance
 from knowl_build.rules.references import check_references
 from knowl_build.rules.security import SecretScanner
+from knowl_build.semantic.layer import SemanticLayer
+from knowl_build.semantic.load import load_semantic_layer
 from knowl_build.trust import MachineKey, Sealer, read_sealed
 
 NO_GIT_PATH = "."
@@ -619,7 +620,7 @@ def build(
     from knowl_build.graph import to_json as graph_json
     from knowl_build.index import write_index
     from knowl_build.output.json_format import diagnostics_document
-    from knowl_build.parse.page import decode
+    from knowl_build.parse.text import decode
     from knowl_build.pipeline import records, reuse
 
     timings: dict[str, float] = {}

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from knowl_build.parse.body import DIRECTIVE
-from knowl_build.parse.semantics import SemanticLayer
+from knowl_build.semantic.layer import SemanticLayer
 
 
 def format_value(value: Any) -> str:

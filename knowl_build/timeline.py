@@ -16,7 +16,8 @@ from knowl_build.names import valid_user
 from knowl_build.pageref import candidates as page_refs
 from knowl_build.pageref import check_ref, not_found, writable
 from knowl_build.parse.frontmatter import split
-from knowl_build.parse.page import decode, parse_page
+from knowl_build.parse.text import decode
+from knowl_build.pipeline.pages import parse_page
 from knowl_build.reader.store import PageNotFound
 from knowl_build.resolve import place
 from knowl_build.rules.security import SecretScanner

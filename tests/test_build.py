@@ -14,8 +14,9 @@ import pytest
 from knowl_build.artifacts import LOCK, verify
 from knowl_build.build import build
 from knowl_build.config import Config
-from knowl_build.parse.semantics import SemanticLayer, load_semantic_layer
 from knowl_build.render import render_body
+from knowl_build.semantic.layer import SemanticLayer
+from knowl_build.semantic.load import load_semantic_layer
 from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, invoke
 
 ORDERS = "semantics/shop/orders.yaml"

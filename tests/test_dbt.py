@@ -10,7 +10,7 @@ import pytest
 
 from knowl_build.build import analyse, build
 from knowl_build.config import ConfigError, load_config
-from knowl_build.parse.semantics import measure_fingerprint
+from knowl_build.semantic.layer import measure_fingerprint
 from tests.helpers import SEMANTICS, Project, invoke
 
 TOML = "[rules]\nKB202 = 'off'\n[semantics.dbt]\nproject_dir = 'analytics_dbt'\n"

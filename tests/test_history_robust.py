@@ -25,8 +25,8 @@ from knowl_build.build import MAX_HISTORY_PROBLEMS, history_findings
 from knowl_build.history.git import GitRepo
 from knowl_build.history.log import GitHistory
 from knowl_build.history.records import INCOMPLETE, History
-from knowl_build.parse.semantics import measure_fingerprint
 from knowl_build.rules.context import GitFacts
+from knowl_build.semantic.layer import measure_fingerprint
 from tests.helpers import Project, invoke
 
 TOML = "[rules]\nKB202 = 'off'\n[semantics.dbt]\nproject_dir = 'analytics_dbt'\n"

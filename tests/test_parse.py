@@ -11,9 +11,10 @@ from knowl_build.build import analyse
 from knowl_build.config import Config, SecurityConfig
 from knowl_build.parse.body import heading_key
 from knowl_build.parse.frontmatter import split
-from knowl_build.parse.page import parse_page
-from knowl_build.parse.semantics import fingerprint_of, load_semantic_layer, measure_fingerprint
+from knowl_build.pipeline.pages import parse_page
 from knowl_build.rules.security import SecretScanner
+from knowl_build.semantic.layer import fingerprint_of, measure_fingerprint
+from knowl_build.semantic.load import load_semantic_layer
 from tests.helpers import SEMANTICS, Project
 
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from knowl_build.build import analyse
 from knowl_build.config import SecurityConfig, config_from_mapping
 from knowl_build.diagnostics import Finding
-from knowl_build.parse.page import parse_page
+from knowl_build.pipeline.pages import parse_page
 from knowl_build.secrets import (
     SecretMatch,
     SecretScanner,

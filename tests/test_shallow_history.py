@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from knowl_build.parse.semantics import measure_fingerprint
+from knowl_build.semantic.layer import measure_fingerprint
 from tests.helpers import Project, invoke
 
 ORDERS = "semantics/shop/orders.yaml"

@@ -22,7 +22,7 @@ from knowl_build.build import analyse
 from knowl_build.config import Config, SecurityConfig
 from knowl_build.hints import BUDGET_NOTICE, HintBudget
 from knowl_build.parse.body import _code_spans, _disjoint, _inside, strip_inline
-from knowl_build.parse.page import parse_page
+from knowl_build.pipeline.pages import parse_page
 from knowl_build.rules.context import RuleContext
 from knowl_build.rules.references import check_references
 from knowl_build.rules.security import SecretScanner

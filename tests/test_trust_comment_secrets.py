@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from knowl_build.config import SecurityConfig
-from knowl_build.parse.page import parse_page
+from knowl_build.pipeline.pages import parse_page
 from knowl_build.rules.security import SecretScanner
 from tests.helpers import Project, invoke
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from knowl_build.config import SecurityConfig
-from knowl_build.parse.page import parse_page
+from knowl_build.pipeline.pages import parse_page
 from knowl_build.secrets import SecretScanner, redact
 from tests.helpers import Project, invoke
 

@@ -221,7 +221,9 @@ class GitHistory:
             "--format=%x01%H%x02%ct%x02%an%x02%s",
         ]
         try:
-            return _parse_log(self.repo.command(*base, "-M", span, "--", *pathspecs), self.repo.prefix)
+            return _parse_log(
+                self.repo.command(*base, "-M", span, "--", *pathspecs), self.repo.prefix
+            )
         except GitFailed as exc:
             renames = exc
         try:

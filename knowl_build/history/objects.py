@@ -80,9 +80,7 @@ def cat_file(
             if contents:
                 data = out[pos : pos + size]
                 if len(data) < size or out[pos + size : pos + size + 1] != b"\n":
-                    why = "corrupt: " + (
-                        first_line(errors) if errors.strip() else "cut short"
-                    )
+                    why = "corrupt: " + (first_line(errors) if errors.strip() else "cut short")
                     break
                 pos += size + 1
                 if FULL_ID.fullmatch(ref) and object_id(kind, data, len(ref)) != ref:

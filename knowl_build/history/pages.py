@@ -176,4 +176,3 @@ def commit_paths(repo: GitRepo, paths: list[str], message: str) -> str:
     repo.command("add", "--", *paths)
     repo.command("commit", "-q", "--only", "-m", message, "--", *paths)
     return repo.command("rev-parse", "HEAD").decode().strip()
-

@@ -31,8 +31,9 @@ from knowl_build.history.records import (
     EntityHistory,
     History,
 )
-from knowl_build.parse.dbt import DbtProject, read_dbt_file
-from knowl_build.parse.semantics import FileRead, SemanticLayer, combine, read_source_file
+from knowl_build.semantic.canonic import read_source_file
+from knowl_build.semantic.dbt import DbtProject, read_dbt_file
+from knowl_build.semantic.layer import FileRead, SemanticLayer, combine
 from knowl_build.trust import MachineKey, Sealer, machine_key, read_sealed
 
 

@@ -38,8 +38,8 @@ from knowl_build.config import Config
 from knowl_build.diagnostics import Finding
 from knowl_build.errors import ConfigError
 from knowl_build.history.git import GitFailed, GitRepo, first_line
-from knowl_build.parse.dbt import DbtProject, read_dbt_project
 from knowl_build.resolve import folder_scope
+from knowl_build.semantic.dbt import DbtProject, read_dbt_project
 
 
 @dataclass(slots=True)

@@ -12,8 +12,8 @@ from knowl_build.diagnostics import Finding
 from knowl_build.hints import SKIPPED, HintBudget, NearNames, suggestion
 from knowl_build.history.records import History
 from knowl_build.model import Page, Span
-from knowl_build.parse.semantics import SemanticLayer
 from knowl_build.resolve import PageIndex
+from knowl_build.semantic.layer import SemanticLayer
 
 Emitted = Iterator[tuple[str, Finding]]
 

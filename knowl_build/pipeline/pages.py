@@ -1,4 +1,6 @@
-"""One page's bytes to a ParsedPage: decoding, frontmatter, fields, body, page-local rules."""
+"""One page's bytes to a ParsedPage: decoding, frontmatter, fields, body, and the rules that
+need nothing but the page itself (field types, secrets, sizes), so the result is cacheable by
+the page's content."""
 
 from __future__ import annotations
 
@@ -7,22 +9,10 @@ from knowl_build.diagnostics import Finding
 from knowl_build.model import Fields, Located, ParsedPage, Span, TextIndex
 from knowl_build.parse.body import FM_SUPPRESSION, scan_body, suppression
 from knowl_build.parse.frontmatter import split
+from knowl_build.parse.text import decode
 from knowl_build.parse.yamlnodes import YamlProblem, YMap, compose, json_safe, plain
 from knowl_build.rules import fields as field_rules
 from knowl_build.rules import security
-
-_BOM = "\ufeff"
-
-
-def decode(data: bytes) -> str | None:
-    """UTF-8 text without a leading byte-order mark, or None for binary or other encodings."""
-    if b"\x00" in data:
-        return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    return text[1:] if text.startswith(_BOM) else text
 
 
 def not_text(kind: str) -> ParsedPage:

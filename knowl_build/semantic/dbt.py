@@ -24,16 +24,7 @@ from typing import Any
 
 from knowl_build.diagnostics import Finding
 from knowl_build.model import Entity, TextIndex
-from knowl_build.parse.page import decode
-from knowl_build.parse.semantics import (
-    NAME,
-    FileRead,
-    SourceRead,
-    fingerprint_of,
-    kb050,
-    measure_fingerprint,
-    open_yaml,
-)
+from knowl_build.parse.text import decode
 from knowl_build.parse.yamlnodes import (
     YamlProblem,
     YMap,
@@ -44,6 +35,15 @@ from knowl_build.parse.yamlnodes import (
     json_safe,
     key_text,
     plain,
+)
+from knowl_build.semantic.layer import (
+    NAME,
+    FileRead,
+    SourceRead,
+    fingerprint_of,
+    kb050,
+    measure_fingerprint,
+    open_yaml,
 )
 
 METRICS_SOURCE = "metrics"
