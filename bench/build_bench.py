@@ -56,10 +56,11 @@ def whoosh_floor(root: Path) -> float:
 
 
 def history_pass(root: Path) -> float:
-    from knowl_build.build import load_layer, read_inputs
     from knowl_build.config import load_config
     from knowl_build.history.log import GitHistory
     from knowl_build.history.replay import trace
+    from knowl_build.pipeline.analysis import load_layer
+    from knowl_build.pipeline.inputs import read_inputs
 
     config = load_config(root)
     inputs = read_inputs(root, config)

@@ -30,9 +30,9 @@ from typing import Any
 
 from corpus import git, prose
 
-from knowl_build.build import analyse
 from knowl_build.config import load_config
 from knowl_build.hints import BUDGET_NOTICE, HINT_BUDGET
+from knowl_build.pipeline.analysis import analyse
 from knowl_build.rules.context import HINT_CUTOFF, RuleContext
 
 WORDS = ["revenue", "order", "customer", "churn", "subscription", "invoice", "refund", "margin", "cohort", "segment", "retention", "funnel", "product", "channel", "region", "forecast", "quarter", "pipeline", "warehouse", "metric", "dashboard", "finance", "policy", "definition", "caveat", "growth", "active", "monthly", "weekly", "daily", "meeting", "notes", "onboarding", "incident", "review", "roadmap", "okr", "team", "sales", "marketing", "support", "billing", "pricing", "contract", "legal", "security", "access", "api", "data", "model", "schema", "table", "column"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -165,3 +165,31 @@ def exit_code_for(diagnostics: Iterable[Diagnostic], *, strict: bool) -> int:
     if counts["error"] or (strict and counts["warning"]):
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def repo_path(path: str, prefix: str) -> str:
+    """A project-relative path as seen from the git repository's root: `prefix` is the
+    project's folder inside the repository ("" or "sub/dir/", as git's --show-prefix says).
+    The project itself ("." for project-level findings) becomes the prefix folder."""
+    if not prefix:
+        return path
+    if path == ".":
+        return prefix.rstrip("/")
+    return prefix + path
+
+
+def diagnostics_document(
+    diagnostics: Sequence[Diagnostic], repo_prefix: str | None = None
+) -> dict[str, Any]:
+    """Each diagnostic with its `subject` (what it is about, its identity across versions with
+    the code and path): a no-op build re-reads the artifact's findings and must fingerprint
+    them as the build that made them did. With `repo_prefix` (the CLI's output), each also
+    carries `repo_path`; the artifact's diagnostics.json is written without it, as it does not
+    depend on where the project sits in a repository."""
+    rows = []
+    for d in sorted(diagnostics):
+        row = {**d.to_json(), "subject": d.subject}
+        if repo_prefix is not None:
+            row["repo_path"] = repo_path(d.path, repo_prefix)
+        rows.append(row)
+    return {"version": 1, "diagnostics": rows, "summary": summarize(diagnostics)}

@@ -27,3 +27,10 @@ class ConfigError(KnowlError):
 
 class ArtifactError(KnowlError):
     """A build artifact is missing, corrupt or incompatible."""
+
+
+class PageNotFound(KnowlError):
+    """A page that does not exist or is not visible to the user (the same message either
+    way, so no answer tells whether another user's page exists)."""
+
+    exit_code = 1

@@ -8,13 +8,14 @@ Built on the official MCP Python SDK (the `mcp` extra).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from knowl_build.config import Config
+from knowl_build.app import history, reading, writing
+from knowl_build.app.project import Locator
 from knowl_build.errors import KnowlError, UsageError
-from knowl_build.names import valid_user
 from knowl_build.secrets import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -27,36 +28,11 @@ a page to the user. Pages have a freshness (fresh, stale, needs_review) and a dr
 so when a page may be out of date. Pass `user` to see that user's own pages as well."""
 
 
-class _Readers:
-    """The artifact to answer from; re-opened when a new build becomes current."""
-
-    def __init__(self, artifact: Path | None, out_dir: Path | None) -> None:
-        self.artifact = artifact
-        self.out_dir = out_dir
-        self.folder: Path | None = None
-        self.reader: Any = None
-
-    def get(self) -> Any:
-        from knowl_build import artifacts
-        from knowl_build.reader import Reader
-        from knowl_build.reader.store import Store, find_artifact
-
-        if self.artifact is not None:
-            folder = find_artifact(self.artifact)
-        else:
-            assert self.out_dir is not None
-            folder = artifacts.resolve_artifact(self.out_dir)
-        if folder != self.folder:
-            if self.reader is not None:
-                self.reader.close()
-            self.reader = Reader(Store.open(folder))
-            self.folder = folder
-        return self.reader
-
-
 def make_server(
-    *, artifact: Path | None, repo: Path | None, config: Config, allow_writes: bool = False
+    *, locator: Locator, artifact: Path | None, with_repo: bool, allow_writes: bool = False
 ) -> Any:
+    """The server: read tools over `artifact` (or the project's current build); with the
+    project given (`with_repo`), the timeline too, and with `allow_writes` the writes."""
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
@@ -64,12 +40,9 @@ def make_server(
         raise UsageError(
             "the MCP server needs the official MCP Python SDK: pip install 'knowl-build[mcp]'"
         ) from None
-    if allow_writes and repo is None:
+    if allow_writes and not with_repo:
         raise UsageError("--allow-writes needs --repo (writes go to a project's files)")
-    out_dir = (repo / config.out_dir) if repo is not None else None
-    if artifact is None and out_dir is None:
-        out_dir = Path.cwd() / config.out_dir
-    readers = _Readers(artifact, out_dir)
+    readers = reading.CurrentReader(locator, artifact)
 
     class Server(MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
@@ -85,8 +58,6 @@ def make_server(
         """Register a tool whose KnowlErrors become MCP tool errors."""
 
         def wrap(fn: F) -> F:
-            import functools
-
             @functools.wraps(fn)
             def guarded(*args: Any, **kwargs: Any) -> Any:
                 try:
@@ -107,9 +78,8 @@ def make_server(
     def search_knowledge(query: str, user: str | None = None, limit: int = 5) -> dict[str, Any]:
         if limit < 1:
             raise UsageError("limit must be at least 1")
-        user = valid_user(user, "user")
-        result: dict[str, Any] = readers.get().search(query, user=user, limit=limit)
-        return result
+        options = reading.SearchOptions(user=user, limit=limit)
+        return reading.search(readers.get(), query, options)
 
     @tool(
         "Read one page: its rendered body (live definitions filled in), freshness and "
@@ -117,9 +87,7 @@ def make_server(
         "an id, global:<id> or user:<owner>:<id>. Relay its caveats."
     )
     def read_knowledge_page(page: str, user: str | None = None) -> dict[str, Any]:
-        user = valid_user(user, "user")
-        result: dict[str, Any] = readers.get().show(page, user=user)
-        return result
+        return reading.show(readers.get(), page, user)
 
     @tool(
         "Walk the reference graph from one or more pages (refs, links, and caveats about the "
@@ -131,35 +99,27 @@ def make_server(
     ) -> dict[str, Any]:
         if depth < 0:
             raise UsageError("depth must be 0 or more")
-        user = valid_user(user, "user")
-        result: dict[str, Any] = readers.get().traverse(pages, user=user, depth=depth)
-        return result
+        return reading.traverse(readers.get(), pages, user, depth)
 
     @tool(
         "List the pages that are not fresh (stale or needing review), with every reason, "
         "from the last build. Use it to warn about knowledge that may be out of date."
     )
     def list_stale(user: str | None = None) -> dict[str, Any]:
-        user = valid_user(user, "user")
-        result: dict[str, Any] = readers.get().stale(user=user)
-        return result
+        return reading.stale(readers.get(), user)
 
     @tool(
         "Every committed version of a page, newest first: commit, date, author, subject, "
         "status, summary and the body's diff. Needs the server started with --repo."
     )
     def knowledge_timeline(page: str, user: str | None = None) -> dict[str, Any]:
-        user = valid_user(user, "user")
-        if repo is None:
+        if not with_repo:
             raise UsageError(
                 "knowledge_timeline needs the server started with --repo (it reads git)"
             )
-        from knowl_build.timeline import timeline
-
-        return timeline(repo, config, page, user)
+        return history.timeline(locator.project(), page, user)
 
     if allow_writes:
-        assert repo is not None
 
         @tool(
             "Store a piece of knowledge as a new page, reconciled with what exists: a repeat "
@@ -186,46 +146,35 @@ def make_server(
             exclusive: bool = False,
             supersedes: str | None = None,
         ) -> dict[str, Any]:
-            from knowl_build.model import CATEGORIES
-            from knowl_build.writes.store import Request, store
-
-            if category not in CATEGORIES:
-                raise UsageError(f"category must be one of {', '.join(CATEGORIES)}")
-            user = valid_user(user, "user")
-            request = Request(
+            request = writing.request(
                 category=category,
                 title=title,
                 content=content,
                 user=user,
                 summary=summary,
-                tags=list(tags or []),
-                sl_refs=list(sl_refs or []),
-                refs=list(refs or []),
+                tags=tags,
+                sl_refs=sl_refs,
+                refs=refs,
                 usage_mode=usage_mode,
                 confidence=confidence,
                 source=source,
                 reasoning=reasoning,
-                alternatives=list(alternatives or []),
-                steps=list(steps or []),
+                alternatives=alternatives,
+                steps=steps,
                 conflict_key=conflict_key,
-                conflict_scope=dict(conflict_scope or {}),
+                conflict_scope=conflict_scope,
                 exclusive=exclusive,
                 supersedes=supersedes,
             )
-            outcome = store(repo, config, request)
-            return outcome.to_json()
+            return writing.store(locator.project(), request).outcome.to_json()
 
         @tool("Mark page OLD as superseded by page NEW (nothing is deleted).")
         def supersede_knowledge(old: str, new: str, user: str | None = None) -> dict[str, Any]:
-            from knowl_build.writes.governance import supersede
-
-            # The library checks the name and who may write both pages; the same rule and
-            # the same "no page" answer as the CLI.
-            result = supersede(repo, config, old, new, user=valid_user(user, "user"))
+            written = writing.supersede(locator.project(), old, new, user=user)
             return {
                 "superseded": old,
                 "superseded_by": new,
-                "paths": [change.path for change in result.changes],
+                "paths": [change.path for change in written.changes],
             }
 
     del search_knowledge, read_knowledge_page, traverse_knowledge, list_stale, knowledge_timeline

@@ -9,7 +9,13 @@ tells whether another user's page exists.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
+from knowl_build.errors import KnowlError, PageNotFound
 from knowl_build.names import normalize_owner, valid_user
+
+T = TypeVar("T")
 
 GLOBAL = "global"
 
@@ -47,3 +53,19 @@ def user_label(user: str | None) -> str:
 def not_found(ref: str, user: str | None) -> str:
     """The one answer for a page that does not exist and for a page the user may not see."""
     return f"no page '{ref}' visible to {user_label(user)}"
+
+
+def pick(
+    ref: str,
+    user: str | None,
+    find: Callable[[str, str], T | None],
+    missing: type[KnowlError] = PageNotFound,
+) -> T:
+    """The page PAGE names for `user`: the first of `candidates` that `find(scope, id)` holds
+    and that `user` may see; `missing` (a reader's PageNotFound, a write's refusal) with the
+    one message of `not_found` otherwise."""
+    for scope, page_id in candidates(ref, user):
+        found = find(scope, page_id)
+        if found is not None and writable(scope, user):
+            return found
+    raise missing(not_found(ref, user))

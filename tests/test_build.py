@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from knowl_build.artifacts import LOCK, verify
-from knowl_build.build import build
 from knowl_build.config import Config
+from knowl_build.pipeline.publish import build
 from knowl_build.render import render_body
 from knowl_build.semantic.layer import SemanticLayer
 from knowl_build.semantic.load import load_semantic_layer

@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from knowl_build import diagnostics
+from knowl_build.app.checking import rule_table
+from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
-from knowl_build.output import github, json_format, sarif
+from knowl_build.output import github, sarif
 from tests.helpers import SEMANTICS, Project, invoke
 
 FILES: dict[str, str | bytes] = {
@@ -106,18 +109,18 @@ def test_project_level_findings_become_the_project_folder() -> None:
     # Findings about the whole project (KB009, KB010) sit at ".": from the repository's root
     # that is the project's folder, or "." when the project is the repository.
     finding = Diagnostic(".", 1, 1, "KB010", "warning", "git history is shallow")
-    assert json_format.repo_path(".", "analytics/") == "analytics"
-    assert json_format.repo_path(".", "") == "."
-    assert json_format.repo_path(PAGE, "a/b c/") == f"a/b c/{PAGE}"
+    assert diagnostics.repo_path(".", "analytics/") == "analytics"
+    assert diagnostics.repo_path(".", "") == "."
+    assert diagnostics.repo_path(PAGE, "a/b c/") == f"a/b c/{PAGE}"
     assert github.render([finding], "analytics/").startswith("::warning file=analytics,line=1,col=1,")
     assert github.render([finding]).startswith("::warning file=.,line=1,col=1,")
-    location = sarif.document([finding], None, "analytics/")["runs"][0]["results"][0]["locations"][0]
+    location = sarif.document([finding], rule_table(Config()), "analytics/")["runs"][0]["results"][0]["locations"][0]
     assert location["physicalLocation"]["artifactLocation"]["uri"] == "analytics"
-    [row] = json_format.diagnostics_document([finding], "deep/er/")["diagnostics"]
+    [row] = diagnostics.diagnostics_document([finding], "deep/er/")["diagnostics"]
     assert row["repo_path"] == "deep/er"
 
 
 def test_artifact_diagnostics_do_not_depend_on_the_repository_layout() -> None:
     finding = Diagnostic(PAGE, 1, 1, "KB103", "error", "x")
-    [row] = json_format.diagnostics_document([finding])["diagnostics"]
+    [row] = diagnostics.diagnostics_document([finding])["diagnostics"]
     assert "repo_path" not in row

@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.config import Config, load_config
+from knowl_build.app.project import load_config
+from knowl_build.config import Config
 from knowl_build.errors import ConfigError
+from knowl_build.rules.registry import severity
 from tests.helpers import invoke
 
 
@@ -16,7 +18,7 @@ def write(root: Path, name: str, text: str) -> None:
 def test_defaults_without_file(tmp_path: Path) -> None:
     config = load_config(tmp_path)
     assert config == Config()
-    assert config.severity("KB202") == "warning"
+    assert severity(config, "KB202") == "warning"
     assert config.search.boosts == {"summary": 3.0, "tags": 2.0, "title": 2.0, "body": 1.0}
 
 
@@ -25,7 +27,7 @@ def test_partial_tables_merge_over_defaults(tmp_path: Path) -> None:
                                   "[search]\nboosts = { title = 5 }\n[security]\nextra_patterns = ['acme-internal']\n")
     config = load_config(tmp_path)
     assert config.staleness_days == 30
-    assert config.severity("KB202") == "off"
+    assert severity(config, "KB202") == "off"
     assert config.search.boosts == {"summary": 3.0, "tags": 2.0, "title": 5.0, "body": 1.0}
     assert config.search.max_caveats == 3
     assert config.security.extra_patterns == ("acme-internal",)
@@ -85,7 +87,7 @@ def test_explicit_config_file(tmp_path: Path) -> None:
     other = tmp_path / "ci.toml"
     other.write_text("[rules]\nKB202 = 'error'\n")
     config = load_config(tmp_path, other)
-    assert config.severity("KB202") == "error"
+    assert severity(config, "KB202") == "error"
     assert config.source == str(other)
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.build import analyse, build
 from knowl_build.config import ConfigError, load_config
+from knowl_build.pipeline.analysis import analyse
+from knowl_build.pipeline.publish import build
 from knowl_build.semantic.layer import measure_fingerprint
 from tests.helpers import SEMANTICS, Project, invoke
 

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.build import analyse
 from knowl_build.config import config_from_mapping
 from knowl_build.hints import (
     BUDGET_NOTICE,
@@ -24,6 +23,7 @@ from knowl_build.hints import (
     did_you_mean,
     least_common,
 )
+from knowl_build.pipeline.analysis import analyse
 from knowl_build.rules.context import HINT_CUTOFF, RuleContext
 from knowl_build.rules.references import check_references
 from tests.helpers import SEMANTICS, Project

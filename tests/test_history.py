@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from knowl_build.build import analyse
 from knowl_build.config import Config
+from knowl_build.pipeline.analysis import analyse
 from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project
 
 ORDERS = "semantics/shop/orders.yaml"
@@ -108,10 +108,11 @@ def test_no_git_still_reports_drift_without_commit(tmp_path) -> None:  # type: i
 
 
 def test_cached_replay_continues_and_equals_a_full_replay(project: Callable[..., Project], tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from knowl_build.build import load_layer, read_inputs
     from knowl_build.history.git import GitRepo
     from knowl_build.history.log import GitHistory
     from knowl_build.history.replay import trace
+    from knowl_build.pipeline.analysis import load_layer
+    from knowl_build.pipeline.inputs import read_inputs
 
     def replay(proj: Project, cache: object) -> object:
         config = Config()

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from knowl_build.build import MAX_HISTORY_PROBLEMS, history_findings
 from knowl_build.history.git import GitRepo
 from knowl_build.history.log import GitHistory
 from knowl_build.history.records import INCOMPLETE, History
+from knowl_build.pipeline.analysis import MAX_HISTORY_PROBLEMS, history_findings
 from knowl_build.rules.context import GitFacts
 from knowl_build.semantic.layer import measure_fingerprint
 from tests.helpers import Project, invoke

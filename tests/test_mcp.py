@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from knowl_build.build import build
 from knowl_build.config import Config
+from knowl_build.pipeline.publish import build
 from tests.helpers import SEMANTICS, Project
 from tests.test_reader import CORPUS
 

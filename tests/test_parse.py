@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.build import analyse
 from knowl_build.config import Config, SecurityConfig
 from knowl_build.parse.body import heading_key
 from knowl_build.parse.frontmatter import split
+from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.pages import parse_page
 from knowl_build.rules.security import SecretScanner
 from knowl_build.semantic.layer import fingerprint_of, measure_fingerprint

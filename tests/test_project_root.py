@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from knowl_build.cli import find_project_root
+from knowl_build.app.project import find_project_root
 from tests.helpers import SEMANTICS, Project, invoke
 
 FILES: dict[str, str | bytes] = {
@@ -150,12 +150,13 @@ def test_artifact_readers_need_no_project(tmp_path: Path, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(knowl_build.mcp_server, "make_server", make_server)
     invoke(["mcp", "--artifact", artifact])
-    assert served["artifact"] == Path(artifact) and served["repo"] is None
+    assert served["artifact"] == Path(artifact) and served["with_repo"] is False
     assert served["transport"] == "stdio"
     # Without --artifact, the server reads the current build of the project found upward.
     monkeypatch.chdir(proj.root / "knowledge" / "global")
     invoke(["mcp"])
-    assert served["artifact"] == proj.root / ".knowl" / "build" and served["repo"] is None
+    assert served["artifact"] is None and served["with_repo"] is False
+    assert served["locator"].reader_project().out_dir == proj.root / ".knowl" / "build"
 
 
 def test_rules_show_the_project_severities_or_the_defaults(tmp_path: Path,

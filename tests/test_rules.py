@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from knowl_build.build import analyse
 from knowl_build.config import config_from_mapping
+from knowl_build.pipeline.analysis import analyse
 from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project
 
 OFF_STALE = {"rules": {"KB202": "off"}}

@@ -7,8 +7,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from knowl_build.build import analyse
 from knowl_build.config import load_config
+from knowl_build.pipeline.analysis import analyse
 from tests.helpers import Project, invoke
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_repo"

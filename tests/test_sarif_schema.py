@@ -155,12 +155,12 @@ def test_exit_2_outside_a_project_and_on_internal_errors(
     text = log["runs"][0]["invocations"][0]["toolExecutionNotifications"][0]["message"]["text"]
     assert "no knowl project" in text
 
-    import knowl_build.build
+    import knowl_build.pipeline.check
 
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(knowl_build.build, "check", boom)
+    monkeypatch.setattr(knowl_build.pipeline.check, "check", boom)
     proj = Project(tmp_path / "proj").write(CONFIG)
     log = sarif(["--repo", str(proj.root)], 2)
     validate(log)

@@ -23,12 +23,17 @@ from pathlib import Path
 
 import pytest
 
-import knowl_build.build as pipeline
+import knowl_build.pipeline.check as checking
+import knowl_build.pipeline.pages as pages
+import knowl_build.pipeline.publish as publishing
 from knowl_build import artifacts, trust
-from knowl_build.build import MEMO_CACHE, MEMO_SEAL, read_inputs, utc_today
+from knowl_build.clock import today as utc_today
 from knowl_build.config import load_config
 from knowl_build.history.replay import HISTORY_SEAL
+from knowl_build.pipeline.analysis import Analysis
 from knowl_build.pipeline.cache import CACHE_FORMAT
+from knowl_build.pipeline.check import MEMO_CACHE, MEMO_SEAL
+from knowl_build.pipeline.inputs import read_inputs
 from tests.helpers import SEMANTICS, Project, invoke
 
 SECRET = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -72,9 +77,9 @@ def machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Machin
 def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How often the pipeline analysed the project and how many pages it parsed."""
     counts = {"analyses": 0, "parsed": 0}
-    analyse, parse = pipeline.analyse, pipeline._parse_uncached
+    analyse, parse = checking.analyse, pages._parse_uncached
 
-    def counting_analyse(*args: object, **kwargs: object) -> pipeline.Analysis:
+    def counting_analyse(*args: object, **kwargs: object) -> Analysis:
         counts["analyses"] += 1
         return analyse(*args, **kwargs)  # type: ignore[arg-type]
 
@@ -82,8 +87,9 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         counts["parsed"] += len(todo)
         return parse(todo, security)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(pipeline, "analyse", counting_analyse)
-    monkeypatch.setattr(pipeline, "_parse_uncached", counting_parse)
+    monkeypatch.setattr(checking, "analyse", counting_analyse)
+    monkeypatch.setattr(publishing, "analyse", counting_analyse)
+    monkeypatch.setattr(pages, "_parse_uncached", counting_parse)
     return counts
 
 
@@ -291,11 +297,11 @@ def test_committed_history_replay_does_not_hide_a_change(tmp_path: Path, machine
 
 
 def test_history_replay_written_here_is_continued(tmp_path: Path, machines: Machines) -> None:
-    from knowl_build.build import load_layer
     from knowl_build.config import Config
     from knowl_build.history.git import GitRepo
     from knowl_build.history.log import GitHistory
     from knowl_build.history.replay import trace
+    from knowl_build.pipeline.analysis import load_layer
 
     machines.use("here")
     proj = Project(tmp_path / "kb").write({**SEMANTICS, "knowledge/global/a.md": "# A\n"})
@@ -444,7 +450,7 @@ def test_warm_check_answers_from_the_memo(
 
 
 def test_builds_reuse_what_this_machine_built(project: Callable[..., Project], machines: Machines) -> None:
-    from knowl_build.build import build
+    from knowl_build.pipeline.publish import build
 
     machines.use("here")
     proj = project({f"knowledge/global/p{i}.md": f"# Page {i}\n" for i in range(3)})
@@ -469,7 +475,7 @@ def test_a_shared_key_shares_caches_between_machines(
 ) -> None:
     """Two machines (two cache homes) with the same KNOWL_CACHE_KEY trust each other's
     caches and builds; a third without it trusts neither."""
-    from knowl_build.build import build
+    from knowl_build.pipeline.publish import build
 
     secret = "ci-secret-" + "k" * 24
     machines.use("runner-1", secret)
@@ -520,7 +526,8 @@ def test_a_short_shared_key_is_refused(machines: Machines) -> None:
 def test_without_a_usable_key_caches_are_off_and_builds_start_over(
     project: Callable[..., Project], counted: dict[str, int], machines: Machines, tmp_path: Path
 ) -> None:
-    from knowl_build.build import build, check
+    from knowl_build.pipeline.check import check
+    from knowl_build.pipeline.publish import build
 
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("a file where the cache home would be\n")

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from knowl_build import artifacts
-from knowl_build.build import build
 from knowl_build.config import Config
+from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
 from tests.helpers import Project
 

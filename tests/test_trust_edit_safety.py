@@ -24,7 +24,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.config import Config, load_config
+from knowl_build.config import load_config
 from knowl_build.parse.frontmatter import split
 from knowl_build.writes.edit import EditError, FrontmatterEditor
 from knowl_build.writes.pagefile import WriteRefused
@@ -345,10 +345,13 @@ def test_a_confidence_outside_0_1_is_refused_by_every_front_end(
     pytest.importorskip("mcp", reason="the mcp extra is not installed")
     from mcp.server.mcpserver.exceptions import ToolError
 
+    from knowl_build.app.project import Locator
     from knowl_build.mcp_server import make_server
 
     # In process: a JSON client may send NaN (the Python SDK's client turns it into null).
-    server = make_server(artifact=None, repo=proj.root, config=Config(), allow_writes=True)
+    server = make_server(
+        locator=Locator(proj.root), artifact=None, with_repo=True, allow_writes=True
+    )
     for number in (math.nan, math.inf, -math.inf, 2.0):
         with pytest.raises(ToolError, match=r"confidence must be a finite number in \[0, 1\]"):
             asyncio.run(server.call_tool("store_knowledge", {

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.build import build, check
 from knowl_build.config import load_config
 from knowl_build.errors import UsageError
+from knowl_build.pipeline.check import check
+from knowl_build.pipeline.publish import build
 from tests.helpers import SEMANTICS, Project
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,24 +39,26 @@ FILES: dict[str, str | bytes] = {
 DRIVER = """
 import json, sys
 from pathlib import Path
-import knowl_build.build as pipeline
+import knowl_build.pipeline.pages as pages
 from knowl_build.config import load_config
+from knowl_build.pipeline.check import check
+from knowl_build.pipeline.publish import build
 from knowl_build.errors import UsageError
 
 parsed = []
-original = pipeline._parse_uncached
+original = pages._parse_uncached
 def counting(todo, security):
     parsed.extend(todo)
     return original(todo, security)
-pipeline._parse_uncached = counting
+pages._parse_uncached = counting
 
 command, root = sys.argv[1], Path(sys.argv[2])
 config = load_config(root)
 if command == "build":
-    result = pipeline.build(root, config, out=Path(sys.argv[3]), full=True, allow_errors=True)
+    result = build(root, config, out=Path(sys.argv[3]), full=True, allow_errors=True)
     status = result.status
 else:
-    result = pipeline.check(root, config)
+    result = check(root, config)
     status = "checked"
 print(json.dumps({"status": status, "notices": result.notices, "parsed": len(parsed),
                   "codes": [d.code for d in result.diagnostics]}))

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from knowl_build.artifacts import dump_json
-from knowl_build.build import build
 from knowl_build.config import Config
 from knowl_build.index import search
+from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
 from tests.helpers import SEMANTICS, Project, invoke
 from tests.tamper import rehash, tampered

@@ -21,9 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.build import check
 from knowl_build.config import Config, SecurityConfig
 from knowl_build.diagnostics import Diagnostic
+from knowl_build.pipeline.check import check
 from knowl_build.pipeline.pages import parse_page
 from knowl_build.rules.security import SecretScanner
 from tests.helpers import SEMANTICS, Project, invoke

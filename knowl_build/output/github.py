@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from knowl_build.diagnostics import Diagnostic, summarize
-from knowl_build.output.json_format import repo_path
+from knowl_build.diagnostics import Diagnostic, repo_path, summarize
 
 _COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
 SUMMARY_ROWS = 500

@@ -16,10 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from knowl_build import DOCS_URL, __version__
-from knowl_build.config import Config
-from knowl_build.diagnostics import Diagnostic
-from knowl_build.output.json_format import repo_path
-from knowl_build.rules.registry import RULES
+from knowl_build.diagnostics import Diagnostic, repo_path
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "note", "off": "none"}
 SRCROOT = "%SRCROOT%"
@@ -43,10 +40,11 @@ def fingerprint(code: str, path: str, subject: str, occurrence: int) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _rules(config: Config | None) -> list[dict[str, Any]]:
+def _rules(table: Any) -> list[dict[str, Any]]:
+    """`tool.driver.rules` from the rule table (`app.checking.RuleTable`)."""
     rules = []
-    for rule in RULES:
-        severity = config.severity(rule.code) if config is not None else rule.default
+    for rule in table.rules:
+        level = rule.configured
         entry: dict[str, Any] = {
             "id": rule.code,
             "name": rule.name,
@@ -54,7 +52,7 @@ def _rules(config: Config | None) -> list[dict[str, Any]]:
             "fullDescription": {"text": rule.doc},
             "help": {"text": rule.doc},
             "helpUri": f"{DOCS_URL}/rules/#{rule.code.lower()}",
-            "defaultConfiguration": {"level": _LEVEL[severity], "enabled": severity != "off"},
+            "defaultConfiguration": {"level": _LEVEL[level], "enabled": level != "off"},
         }
         if rule.code in SECURITY_SEVERITY:
             entry["properties"] = {
@@ -65,8 +63,9 @@ def _rules(config: Config | None) -> list[dict[str, Any]]:
     return rules
 
 
-def _results(diagnostics: Sequence[Diagnostic], repo_prefix: str) -> list[dict[str, Any]]:
-    index = {rule.code: i for i, rule in enumerate(RULES)}
+def _results(
+    diagnostics: Sequence[Diagnostic], repo_prefix: str, index: dict[str, int]
+) -> list[dict[str, Any]]:
     occurrences: Counter[tuple[str, str, str]] = Counter()
     results = []
     for d in sorted(diagnostics):
@@ -103,14 +102,15 @@ def _results(diagnostics: Sequence[Diagnostic], repo_prefix: str) -> list[dict[s
 
 def document(
     diagnostics: Sequence[Diagnostic],
-    config: Config | None,
+    rules: Any,
     repo_prefix: str = "",
     *,
     failure: str | None = None,
 ) -> dict[str, Any]:
     """The SARIF log of a run. With `failure` (the one-line error of a run that stopped, exit
     2), the log holds no result and says so: executionSuccessful false and the error as a
-    tool execution notification. Without a configuration, rules show their default levels."""
+    tool execution notification. `rules` is the rule table (`app.checking.RuleTable`), with
+    each rule's configured level."""
     invocation: dict[str, Any] = {"executionSuccessful": failure is None}
     if failure is not None:
         invocation["toolExecutionNotifications"] = [
@@ -126,7 +126,7 @@ def document(
                         "name": "knowl-build",
                         "version": __version__,
                         "informationUri": DOCS_URL,
-                        "rules": _rules(config),
+                        "rules": _rules(rules),
                     }
                 },
                 # No absolute local path: the output stays the same on every machine, and
@@ -141,7 +141,13 @@ def document(
                 },
                 "invocations": [invocation],
                 "columnKind": "unicodeCodePoints",
-                "results": [] if failure is not None else _results(diagnostics, repo_prefix),
+                "results": []
+                if failure is not None
+                else _results(
+                    diagnostics,
+                    repo_prefix,
+                    {rule.code: i for i, rule in enumerate(rules.rules)},
+                ),
             }
         ],
     }
@@ -149,14 +155,14 @@ def document(
 
 def render(
     diagnostics: Sequence[Diagnostic],
-    config: Config | None,
+    rules: Any,
     repo_prefix: str = "",
     *,
     failure: str | None = None,
 ) -> str:
     return (
         json.dumps(
-            document(diagnostics, config, repo_prefix, failure=failure),
+            document(diagnostics, rules, repo_prefix, failure=failure),
             indent=2,
             sort_keys=True,
             ensure_ascii=False,

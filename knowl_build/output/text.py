@@ -15,9 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
-from knowl_build.rules.registry import RULES
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -116,27 +114,28 @@ def baseline_line(compared: dict[str, Any]) -> str:
     )
 
 
-def rules_table(config: Config, out: Console) -> None:
+def rules_table(table_data: Any, out: Console) -> None:
+    """The rule table (`app.checking.RuleTable`): each rule's default and configured severity,
+    then the per-path severities."""
     table = Table(show_lines=False, box=None, pad_edge=False)
     for column in ("code", "name", "default", "configured", "summary"):
         table.add_column(column, overflow="fold")
-    for rule in RULES:
-        configured = config.severity(rule.code)
+    for rule in table_data.rules:
         table.add_row(
             _text(rule.code),
             _text(rule.name),
             _text(rule.default),
-            _text(configured, style="bold" if configured != rule.default else ""),
+            _text(rule.configured, style="bold" if rule.configured != rule.default else ""),
             _text(rule.summary),
         )
     out.print(table)
-    if config.per_path:
+    if table_data.per_path:
         out.print()
         out.print(_text("per path ([rules.per-path], a later glob wins):", style="bold"))
         paths = Table(show_lines=False, box=None, pad_edge=False)
         for column in ("glob", "severities"):
             paths.add_column(column, overflow="fold")
-        for glob, severities in config.per_path:
+        for glob, severities in table_data.per_path:
             paths.add_row(
                 _text(glob), _text(", ".join(f"{c} = {v}" for c, v in severities.items()))
             )
@@ -156,18 +155,18 @@ def rules_table(config: Config, out: Console) -> None:
 class _Stages:
     """A rich progress bar over the build's stages (or nothing, when disabled)."""
 
-    def __init__(self, out: Console, enabled: bool) -> None:
+    def __init__(self, out: Console, enabled: bool, stages: Sequence[str]) -> None:
         self.out = out
         self.enabled = enabled
+        self.stages = list(stages)
         self.progress: Any = None
         self.task: Any = None
 
     def __enter__(self) -> Callable[[str], None] | None:
         if not self.enabled:
             return None
+        # Imported only when a bar is drawn (start-up time of every other run).
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        from knowl_build.build import STAGES
 
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -177,8 +176,8 @@ class _Stages:
             transient=True,
         )
         self.progress.start()
-        self.task = self.progress.add_task("knowl build", total=len(STAGES))
-        names = list(STAGES)
+        self.task = self.progress.add_task("knowl build", total=len(self.stages))
+        names = self.stages
 
         def advance(stage: str) -> None:
             done = names.index(stage) if stage in names else 0
@@ -192,8 +191,8 @@ class _Stages:
             self.progress.stop()
 
 
-def stage_progress(out: Console, enabled: bool) -> _Stages:
-    return _Stages(out, enabled)
+def stage_progress(out: Console, enabled: bool, stages: Sequence[str]) -> _Stages:
+    return _Stages(out, enabled, stages)
 
 
 def build_summary(out: Console, result: Any, seconds: float) -> None:

@@ -17,13 +17,13 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from knowl_build.build import check
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
 from knowl_build.errors import UsageError
 from knowl_build.history.git import GitFailed, GitRepo, first_line
 from knowl_build.history.pages import checkout_at
 from knowl_build.pipeline.cache import cache_place
+from knowl_build.pipeline.check import check
 
 PARSE_CACHE = "pages.jsonl"
 

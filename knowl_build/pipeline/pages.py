@@ -4,15 +4,24 @@ the page's content."""
 
 from __future__ import annotations
 
-from knowl_build.config import SecurityConfig
+import hashlib
+import json
+import os
+
+from knowl_build import __version__
+from knowl_build.config import Config, SecurityConfig
 from knowl_build.diagnostics import Finding
-from knowl_build.model import Fields, Located, ParsedPage, Span, TextIndex
+from knowl_build.model import Fields, Located, Page, ParsedPage, Span, TextIndex
 from knowl_build.parse.body import FM_SUPPRESSION, scan_body, suppression
 from knowl_build.parse.frontmatter import split
 from knowl_build.parse.text import decode
 from knowl_build.parse.yamlnodes import YamlProblem, YMap, compose, json_safe, plain
+from knowl_build.pipeline.cache import ParseCache
+from knowl_build.pipeline.inputs import Inputs
+from knowl_build.resolve import misplaced, place
 from knowl_build.rules import fields as field_rules
 from knowl_build.rules import security
+from knowl_build.secrets import SecretScanner
 
 
 def not_text(kind: str) -> ParsedPage:
@@ -29,7 +38,7 @@ def not_text(kind: str) -> ParsedPage:
     )
 
 
-def parse_page(data: bytes, config: SecurityConfig, scanner: security.SecretScanner) -> ParsedPage:
+def parse_page(data: bytes, config: SecurityConfig, scanner: SecretScanner) -> ParsedPage:
     text = decode(data)
     if text is None:
         return not_text("page")
@@ -126,3 +135,77 @@ def parse_page(data: bytes, config: SecurityConfig, scanner: security.SecretScan
         findings=tuple(sorted(findings, key=lambda f: (f.line, f.column, f.code))),
         suppressions=tuple(suppressions),
     )
+
+
+def parse_cache_key(config: Config) -> str:
+    security = config.to_json()["security"]
+    return hashlib.sha256(json.dumps([__version__, security], sort_keys=True).encode()).hexdigest()
+
+
+# Below this many pages to parse, starting worker processes costs more than it saves.
+PARALLEL_MIN_PAGES = 1000
+
+
+def _parse_chunk(
+    items: list[tuple[str, bytes]], security: SecurityConfig
+) -> list[tuple[str, ParsedPage]]:
+    scanner = SecretScanner(security.extra_patterns)
+    return [(digest, parse_page(data, security, scanner)) for digest, data in items]
+
+
+def _parse_uncached(todo: dict[str, bytes], security: SecurityConfig) -> dict[str, ParsedPage]:
+    """Parse pages the cache does not know, in worker processes when there are many."""
+    import multiprocessing
+    import threading
+
+    items = sorted(todo.items())
+    workers = min(os.cpu_count() or 1, 4)
+    # Forking is only safe while this process runs a single thread; "spawn" would re-run the
+    # caller's __main__, which a library user's script or REPL may not allow. Else: serial.
+    if (
+        len(items) < PARALLEL_MIN_PAGES
+        or workers < 2
+        or threading.active_count() > 1
+        or "fork" not in multiprocessing.get_all_start_methods()
+    ):
+        return dict(_parse_chunk(items, security))
+    from concurrent.futures import ProcessPoolExecutor
+
+    size = max(64, len(items) // (workers * 8))
+    chunks = [items[i : i + size] for i in range(0, len(items), size)]
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        results = pool.map(_parse_chunk, chunks, [security] * len(chunks))
+        return {digest: parsed for chunk in results for digest, parsed in chunk}
+
+
+def parse_pages(
+    inputs: Inputs, config: Config, cache: ParseCache
+) -> tuple[list[Page], dict[str, list[Finding]]]:
+    """Parse every page (through the cache); return placed pages and per-file findings."""
+    parsed_by_digest: dict[str, ParsedPage] = {}
+    todo: dict[str, bytes] = {}
+    for data, digest in inputs.pages.values():
+        if data is None or digest in parsed_by_digest or digest in todo:
+            continue
+        cached = cache.get(digest)
+        if cached is None:
+            todo[digest] = data
+        else:
+            parsed_by_digest[digest] = cached
+    for digest, parsed in _parse_uncached(todo, config.security).items():
+        cache.put(digest, parsed)
+        parsed_by_digest[digest] = parsed
+
+    pages: list[Page] = []
+    findings: dict[str, list[Finding]] = {}
+    for path, (data, digest) in inputs.pages.items():
+        parsed = not_text("page") if data is None else parsed_by_digest[digest]
+        findings[path] = list(parsed.findings)
+        where = place(path, config.knowledge_dir)
+        if where is None:
+            message, hint = misplaced(path, config.knowledge_dir)
+            findings[path].insert(0, Finding("KB004", 1, 1, message, hint))
+            continue
+        pages.append(Page(path, where.id, where.scope, where.owner, where.rel, parsed))
+    return pages, findings

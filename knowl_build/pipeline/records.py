@@ -17,7 +17,7 @@ from knowl_build.model import Page
 from knowl_build.render import render_body
 
 if TYPE_CHECKING:
-    from knowl_build.build import Analysis
+    from knowl_build.pipeline.analysis import Analysis
 
 
 def _fields(page: Page) -> dict[str, Any]:

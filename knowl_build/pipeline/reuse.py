@@ -22,7 +22,7 @@ from knowl_build.pipeline.records import catalog_entry, index_document, page_rec
 from knowl_build.render import attribute_value
 
 if TYPE_CHECKING:
-    from knowl_build.build import Analysis
+    from knowl_build.pipeline.analysis import Analysis
 
 SIGNATURES = "signatures.json"
 _encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from knowl_build.errors import PageNotFound
 from knowl_build.reader import queries
 from knowl_build.reader.queries import Filters
-from knowl_build.reader.store import PageNotFound, Store, find_artifact
+from knowl_build.reader.store import Store, find_artifact
 
 __all__ = ["Filters", "PageNotFound", "Reader"]
 

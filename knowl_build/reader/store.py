@@ -15,16 +15,10 @@ from knowl_build import artifacts
 from knowl_build.artifacts import MANIFEST, Artifact, open_artifact
 from knowl_build.config import MAX_BOOST
 from knowl_build.errors import ArtifactError, KnowlError
-from knowl_build.pageref import candidates
+from knowl_build.pageref import pick
 
 GLOBAL = "global"
 CAVEAT = "caveat"
-
-
-class PageNotFound(KnowlError):
-    """A page that does not exist or is not visible to the user (the same message either way)."""
-
-    exit_code = 1
 
 
 # The boosts a reader ranks with (the configuration's `search.boosts` are in the same bounds):
@@ -128,11 +122,7 @@ class Store:
     def resolve(self, ref: str, user: str | None) -> dict[str, Any]:
         """PAGE as `id`, `global:<id>` or `user:<owner>:<id>`; a bare id means the global
         page if there is one, else the user's own page."""
-        found = (self.page(scope, page_id) for scope, page_id in candidates(ref, user))
-        page = next((p for p in found if p is not None), None)
-        if page is None or not visible(page, user):
-            raise PageNotFound(f"no page '{ref}' visible to {user_label(user)}")
-        return page
+        return pick(ref, user, self.page)
 
     def record(self, page: dict[str, Any]) -> dict[str, Any]:
         """The page's full record: one line of pages.jsonl, read at its offset."""

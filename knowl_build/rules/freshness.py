@@ -22,6 +22,7 @@ from knowl_build.diagnostics import Finding
 from knowl_build.history.records import WORKING_TREE
 from knowl_build.model import Page
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
+from knowl_build.rules.registry import severity
 
 ORDER = {"fresh": 0, "stale": 1, "needs_review": 2}
 _REVIEW = "after checking the page against the live definitions, run: knowl review "
@@ -37,7 +38,7 @@ class Assessment:
     findings: list[Finding] = field(default_factory=list)
 
     def add(self, ctx: RuleContext, finding: Finding, value: str, **data: Any) -> None:
-        if ctx.config.severity(finding.code, self.path) == "off":
+        if severity(ctx.config, finding.code, self.path) == "off":
             return
         self.findings.append(finding)
         self.reasons.append(

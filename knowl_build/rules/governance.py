@@ -4,6 +4,7 @@ exclusive conflicts (KB301) and supersession (KB302)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from knowl_build.diagnostics import Finding
 from knowl_build.model import Page
@@ -55,22 +56,60 @@ def _shadows(ctx: RuleContext) -> Emitted:
             )
 
 
-def _conflicts(ctx: RuleContext) -> Emitted:
-    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[Page]] = defaultdict(list)
-    for page in ctx.pages:
+ConflictGroups = dict[tuple[str, tuple[tuple[str, str], ...]], list[Page]]
+
+
+def exclusive_groups(pages: list[Page]) -> ConflictGroups:
+    """Every active exclusive page, grouped by normalized conflict key and scope (SPEC 8.3):
+    what KB301 reports and `knowl conflicts` lists."""
+    groups: ConflictGroups = defaultdict(list)
+    for page in pages:
         conflict = page.parsed.fields.conflict
-        if conflict and conflict.exclusive and page.parsed.fields.status == "active":
+        if (
+            page.parsed.text_ok
+            and conflict
+            and conflict.exclusive
+            and page.parsed.fields.status == "active"
+        ):
             groups[(conflict.normalized_key, conflict.scope)].append(page)
-    for (key, scope), pages in groups.items():
+    return groups
+
+
+def shown_key(key: str, pages: list[Page]) -> str:
+    """A normalized key as it may be shown: lowercasing hides a pasted secret from
+    redaction, so a key that any page writes with a secret in it is shown redacted."""
+    for page in pages:
+        written = page.parsed.fields.conflict.key if page.parsed.fields.conflict else key
+        if redact(written) != written:
+            return REDACTED
+    return key
+
+
+def conflict_groups(pages: list[Page]) -> list[dict[str, Any]]:
+    """`knowl conflicts`: each group with its pages and whether it is a violation."""
+    rows = []
+    for (key, scope), members in sorted(exclusive_groups(pages).items()):
+        members = sorted(members, key=lambda p: (p.scope, p.id, p.path))
+        rows.append(
+            {
+                "key": shown_key(key, members),
+                "scope": {k: redact(v) for k, v in scope},
+                "pages": [{"page": p.id, "scope": p.scope, "path": p.path} for p in members],
+                "violation": len(members) > 1,
+            }
+        )
+    return rows
+
+
+def _conflicts(ctx: RuleContext) -> Emitted:
+    for (key, scope), pages in exclusive_groups(ctx.pages).items():
         if len(pages) < 2:
             continue
         where = f" in scope {dict(scope)}" if scope else ""
+        shown = shown_key(key, pages)
         for page in pages:
             others = ", ".join(p.path for p in pages if p is not page)
-            # The key as this page writes it: the normalized form is lowercased, which would
-            # hide a pasted secret from redaction, so it is shown only when the key is clean.
             written = page.parsed.fields.conflict.key if page.parsed.fields.conflict else key
-            shown = key if redact(written) == written else REDACTED
             yield (
                 page.path,
                 finding_at(

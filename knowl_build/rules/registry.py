@@ -9,6 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from knowl_build.config import PER_PATH, Config
+from knowl_build.errors import ConfigError
+from knowl_build.hints import did_you_mean
+
 
 @dataclass(frozen=True, slots=True)
 class Rule:
@@ -341,3 +345,26 @@ RULES: tuple[Rule, ...] = (
 )
 
 RULES_BY_CODE: Mapping[str, Rule] = {rule.code: rule for rule in RULES}
+
+
+def severity(config: Config, code: str, path: str | None = None) -> str:
+    """The severity `code` has for a finding in `path`: as configured, else the default."""
+    return config.configured(code, path) or RULES_BY_CODE[code].default
+
+
+def check_config(config: Config) -> Config:
+    """`config`, once every rule code it names is a known one (ConfigError otherwise, naming
+    the file and the key, with a did-you-mean)."""
+    known = [*RULES_BY_CODE, PER_PATH]
+    tables = [("rules.", config.rules)] + [
+        (f"rules.{PER_PATH}.{glob}.", table) for glob, table in config.per_path
+    ]
+    for prefix, table in tables:
+        for code in table:
+            if code not in RULES_BY_CODE:
+                close = did_you_mean(code, known)
+                raise ConfigError(
+                    f"{config.source or 'configuration'}: '{prefix}{code}': unknown rule code"
+                    + (f" ({close})" if close else "")
+                )
+    return config

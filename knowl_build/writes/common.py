@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from knowl_build import clock
-from knowl_build.build import Analysis, Inputs, analyse, read_inputs, utc_today
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
 from knowl_build.errors import UsageError
 from knowl_build.model import Page
 from knowl_build.names import normalize_owner, valid_user
-from knowl_build.pageref import GLOBAL, candidates, not_found, writable
+from knowl_build.pageref import GLOBAL, pick, writable
+from knowl_build.pipeline.analysis import Analysis, analyse
+from knowl_build.pipeline.inputs import Inputs, read_inputs
 from knowl_build.writes.pagefile import (
     Change,
     PageBytes,
@@ -96,7 +97,7 @@ class Tree:
     def load(cls, root: Path, config: Config, user: str | None = None) -> Tree:
         user = valid_user(user)
         inputs = writer_view(read_inputs(root, config), config.knowledge_dir, user)
-        analysis = analyse(root, config, inputs=inputs, today=utc_today())
+        analysis = analyse(root, config, inputs=inputs, today=clock.today())
         return cls(root, config, inputs, analysis, user)
 
     def source(self, path: str) -> PageBytes:
@@ -115,22 +116,19 @@ class Tree:
         for change in changes:
             data = change.data()
             inputs.pages[change.path] = (data, hashlib.sha256(data).hexdigest())
-        return analyse(self.root, self.config, inputs=inputs, today=utc_today(), use_cache=False)
+        return analyse(self.root, self.config, inputs=inputs, today=clock.today(), use_cache=False)
 
     def page(self, ref: str) -> Page:
         """PAGE (`id`, `global:<id>`, `user:<owner>:<id>`), as the reader resolves it for the
         writing user: a global page or their own, the only pages they may change. Another
         user's page answers exactly as a page that does not exist."""
-        user = self.user
-        index = self.analysis.index.by_id  # (scope, id) -> pages, each list in path order
-        texts = ([p for p in index.get(c, []) if p.parsed.text_ok] for c in candidates(ref, user))
-        found = next(
-            (min(pages, key=lambda p: p.path) for pages in texts if pages),
-            None,
-        )
-        if found is None or not writable(found.scope, user):
-            raise WriteRefused(not_found(ref, user))
-        return found
+        index = self.analysis.index.by_id  # (scope, id) -> pages
+
+        def find(scope: str, page_id: str) -> Page | None:
+            pages = [p for p in index.get((scope, page_id), []) if p.parsed.text_ok]
+            return min(pages, key=lambda p: p.path) if pages else None
+
+        return pick(ref, self.user, find, WriteRefused)
 
     def errors_for(self, analysis: Analysis, path: str) -> list[Diagnostic]:
         return [d for d in analysis.diagnostics if d.path == path and d.severity == "error"]

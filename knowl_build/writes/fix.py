@@ -21,7 +21,7 @@ from knowl_build.writes.edit import EditError, FrontmatterEditor
 from knowl_build.writes.pagefile import Change, PageBytes, WriteRefused, unified_diff, write_changes
 
 if TYPE_CHECKING:
-    from knowl_build.build import Analysis
+    from knowl_build.pipeline.analysis import Analysis
 
 PROTECTED = ("human_curated", "board_approved")
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from knowl_build.build import Analysis
 from knowl_build.config import Config
 from knowl_build.model import Page
 from knowl_build.pageref import check_ref
+from knowl_build.pipeline.analysis import Analysis
 from knowl_build.writes.common import (
     Change,
     Tree,
@@ -155,29 +153,3 @@ def review(
         for (page, _), path in zip(changes, written, strict=True):
             result.commits.append(commit(root, [path], f"Review {page.id}"))
     return result
-
-
-def conflict_groups(analysis: Analysis) -> list[dict[str, Any]]:
-    """Every active exclusive page, grouped by normalized conflict key and scope."""
-    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[Page]] = defaultdict(list)
-    for page in analysis.pages:
-        conflict = page.parsed.fields.conflict
-        if (
-            page.parsed.text_ok
-            and conflict
-            and conflict.exclusive
-            and page.parsed.fields.status == "active"
-        ):
-            groups[(conflict.normalized_key, conflict.scope)].append(page)
-    rows = []
-    for (key, scope), pages in sorted(groups.items()):
-        members = sorted(pages, key=lambda p: (p.scope, p.id, p.path))
-        rows.append(
-            {
-                "key": key,
-                "scope": dict(scope),
-                "pages": [{"page": p.id, "scope": p.scope, "path": p.path} for p in members],
-                "violation": len(members) > 1,
-            }
-        )
-    return rows

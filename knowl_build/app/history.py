@@ -1,4 +1,5 @@
-"""A page's history (SPEC 8.1): `knowl timeline PAGE` and `knowl show PAGE --at REV`."""
+"""A page's history (SPEC 8.1): `knowl timeline PAGE` and `knowl show PAGE --at REV`, read from
+git (these are the reader commands that need the source tree's repository)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from knowl_build.app.project import Project
 from knowl_build.config import Config
 from knowl_build.errors import UsageError
 from knowl_build.history.git import GitFailed, GitRepo
 from knowl_build.history.pages import export_tree, page_history, resolve_revision
 from knowl_build.names import valid_user
-from knowl_build.pageref import candidates as page_refs
-from knowl_build.pageref import check_ref, not_found, writable
+from knowl_build.pageref import check_ref, pick, writable
 from knowl_build.parse.frontmatter import split
 from knowl_build.parse.text import decode
+from knowl_build.pipeline.discover import discover
 from knowl_build.pipeline.pages import parse_page
-from knowl_build.reader.store import PageNotFound
+from knowl_build.pipeline.publish import build
+from knowl_build.reader import Reader
 from knowl_build.resolve import place
 from knowl_build.rules.security import SecretScanner
 from knowl_build.secrets import redact
@@ -29,15 +32,10 @@ def _pick(pages: list[tuple[str, str, str]], ref: str, user: str | None) -> str:
     paths: dict[tuple[str, str], str] = {}
     for path, scope, page_id in sorted(pages):
         paths.setdefault((scope, page_id), path)
-    found = next((paths[c] for c in page_refs(ref, user) if c in paths), None)
-    if found is None:
-        raise PageNotFound(not_found(ref, user))
-    return found
+    return pick(ref, user, lambda scope, page_id: paths.get((scope, page_id)))
 
 
 def _working_pages(root: Path, config: Config) -> list[tuple[str, str, str]]:
-    from knowl_build.pipeline.discover import discover
-
     found = []
     for path in discover(root, config).pages:
         where = place(path, config.knowledge_dir)
@@ -66,11 +64,12 @@ def readable_at(path: str, knowledge_dir: str, user: str | None) -> bool:
     return where is not None and writable(where.scope, user)
 
 
-def timeline(root: Path, config: Config, ref: str, user: str | None = None) -> dict[str, Any]:
+def timeline(project: Project, ref: str, user: str | None = None) -> dict[str, Any]:
     """Every committed version of the page, newest first, following renames: only the
     versions `user` could read when they were made (the global scope or their own), so a
     page's past in another user's folder is neither listed nor diffed against. `notices`
     says which versions git could not read (they are left out, never guessed)."""
+    root, config = project.root, project.config
     user, ref = valid_user(user), check_ref(ref)
     repo = _git(root)
     path = _pick(_working_pages(root, config), ref, user)
@@ -112,16 +111,12 @@ def timeline(root: Path, config: Config, ref: str, user: str | None = None) -> d
     return {"page": where.id, "scope": where.scope, "versions": rows, "notices": notices}
 
 
-def show_at(
-    root: Path, config: Config, ref: str, rev: str, user: str | None = None
-) -> dict[str, Any]:
+def show_at(project: Project, ref: str, rev: str, user: str | None = None) -> dict[str, Any]:
     """The page as it was at `rev`, rendered against the semantic layer as it was at `rev`.
 
     The project's tree at `rev` is exported to a temporary folder and built there; the answer
     is `knowl show`'s, plus the commit it was read at."""
-    from knowl_build.build import build
-    from knowl_build.reader import Reader
-
+    root, config = project.root, project.config
     user, ref = valid_user(user), check_ref(ref)
     repo = _git(root)
     try:

@@ -1,0 +1,219 @@
+"""Validating the project: `check`, `build`, `stale`, `conflicts`, and the rule table.
+
+Each operation takes a project and typed options and returns a typed outcome with the exit
+status the command ends with (SPEC 10: 0 clean, 1 findings or a refusal, 2 is an error, raised).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from knowl_build.app.project import Project
+from knowl_build.config import Config
+from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK, Diagnostic, exit_code_for
+from knowl_build.history.git import GitRepo
+from knowl_build.pipeline import baseline as baselines
+from knowl_build.pipeline import check as pipeline_check
+from knowl_build.pipeline.analysis import analyse
+from knowl_build.pipeline.publish import STAGES as STAGES  # the stages a front end shows
+from knowl_build.pipeline.publish import BuildResult
+from knowl_build.pipeline.publish import build as run_build
+from knowl_build.rules.governance import conflict_groups
+from knowl_build.rules.registry import RULES, severity
+
+
+def repo_prefix(root: Path) -> str:
+    """The project's folder inside its git repository ("" at the root or outside git): CI
+    resolves annotation and SARIF paths from the repository's root."""
+    git = GitRepo.find(root)
+    return git.prefix if git is not None else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Compared:
+    """What `--baseline` compared against, and how many known findings it hid."""
+
+    ref: str
+    commit: str
+    hidden: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ref": self.ref, "commit": self.commit, "hidden": self.hidden}
+
+
+def _reported(
+    known: baselines.Baseline | None, diagnostics: list[Diagnostic]
+) -> tuple[list[Diagnostic], Compared | None]:
+    """The findings to report: all of them, or with a baseline the new ones."""
+    if known is None:
+        return diagnostics, None
+    new, hidden = known.new(diagnostics)
+    return new, Compared(known.ref, known.commit, hidden)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOptions:
+    strict: bool = False
+    changed_only: bool = False
+    use_cache: bool = True
+    baseline: str | None = None  # a revision: report only findings new against it
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    findings: list[Diagnostic]  # what is reported (with a baseline: the new ones)
+    page_count: int
+    semantic_file_count: int
+    knowledge_exists: bool
+    notices: list[str]
+    compared: Compared | None
+    exit_status: int
+
+
+def check(project: Project, options: CheckOptions = CheckOptions()) -> CheckOutcome:
+    """`knowl check`: every finding of the project (validation covers everything; the
+    options filter what is reported)."""
+    result = pipeline_check.check(
+        project.root,
+        project.config,
+        changed_only=options.changed_only,
+        use_cache=options.use_cache,
+    )
+    # After the working tree's check: the base reuses the pages its parse cache now holds.
+    known = _load_baseline(project, options.baseline)
+    findings, compared = _reported(known, result.diagnostics)
+    return CheckOutcome(
+        findings,
+        result.page_count,
+        result.semantic_file_count,
+        result.knowledge_exists,
+        result.notices,
+        compared,
+        exit_code_for(findings, strict=options.strict),
+    )
+
+
+def _load_baseline(project: Project, ref: str | None) -> baselines.Baseline | None:
+    return None if ref is None else baselines.load(project.root, project.config, ref)
+
+
+@dataclass(frozen=True, slots=True)
+class BuildOptions:
+    strict: bool = False
+    allow_errors: bool = False
+    full: bool = False
+    out: Path | None = None
+    baseline: str | None = None
+    progress: Callable[[str], None] | None = None  # told each stage's name as it starts
+
+
+@dataclass(frozen=True, slots=True)
+class BuildOutcome:
+    result: BuildResult
+    findings: list[Diagnostic]  # what is reported (with a baseline: the new ones)
+    compared: Compared | None
+    exit_status: int
+
+
+def build(project: Project, options: BuildOptions = BuildOptions()) -> BuildOutcome:
+    """`knowl build`: validate and publish an artifact; with a baseline, only new errors
+    refuse the publication (the artifact records every finding either way)."""
+    known = _load_baseline(project, options.baseline)
+    result = run_build(
+        project.root,
+        project.config,
+        full=options.full,
+        allow_errors=options.allow_errors,
+        out=options.out,
+        progress=options.progress,
+        gate=None if known is None else (lambda found: known.new(found)[0]),
+    )
+    findings, compared = _reported(known, result.diagnostics)
+    if result.status == "refused":
+        status = EXIT_FINDINGS
+    elif options.allow_errors:
+        warnings = any(d.severity == "warning" for d in findings)
+        status = EXIT_FINDINGS if options.strict and warnings else EXIT_OK
+    else:
+        status = exit_code_for(findings, strict=options.strict)
+    return BuildOutcome(result, findings, compared, status)
+
+
+@dataclass(frozen=True, slots=True)
+class StaleOutcome:
+    pages: list[dict[str, Any]]  # {page, scope, path, freshness, reasons}, sorted
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pages": self.pages}
+
+
+def stale(project: Project) -> StaleOutcome:
+    """The pages that are not fresh, with every reason, from the working tree."""
+    analysis = analyse(project.root, project.config)
+    rows = []
+    for page in sorted(analysis.pages, key=lambda p: (p.scope, p.id, p.path)):
+        assessment = analysis.assessments.get(page.path)
+        if assessment is None or assessment.value == "fresh":
+            continue
+        data = assessment.to_json()
+        rows.append(
+            {
+                "page": page.id,
+                "scope": page.scope,
+                "path": page.path,
+                "freshness": data["value"],
+                "reasons": data["reasons"],
+            }
+        )
+    return StaleOutcome(rows)
+
+
+@dataclass(frozen=True, slots=True)
+class ConflictsOutcome:
+    groups: list[dict[str, Any]]
+    exit_status: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"groups": self.groups}
+
+
+def conflicts(project: Project) -> ConflictsOutcome:
+    """Every active exclusive page grouped by normalized key and scope; a group of more
+    than one page is a violation (exit 1)."""
+    groups = conflict_groups(analyse(project.root, project.config).pages)
+    return ConflictsOutcome(groups, EXIT_FINDINGS if any(g["violation"] for g in groups) else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleRow:
+    code: str
+    name: str
+    default: str
+    configured: str
+    summary: str
+    doc: str
+
+
+@dataclass(frozen=True, slots=True)
+class RuleTable:
+    rules: list[RuleRow]
+    per_path: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+
+
+def rule_table(config: Config) -> RuleTable:
+    """Every rule with its default and configured severity, and the per-path severities."""
+    rows = [
+        RuleRow(
+            rule.code,
+            rule.name,
+            rule.default,
+            severity(config, rule.code),
+            rule.summary,
+            rule.doc,
+        )
+        for rule in RULES
+    ]
+    return RuleTable(rows, [(glob, dict(table)) for glob, table in config.per_path])

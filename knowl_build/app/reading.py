@@ -1,0 +1,165 @@
+"""Answering from an artifact: `search`, `show`, `traverse`, the graph export and `verify`.
+
+An artifact is the project's current build (`<out_dir>/CURRENT`) or any folder given with
+`--artifact` (one downloaded from CI); peers come from `--peer` or `[peers] paths`. Nothing
+here reads the source tree or git: a reader works where only the artifact is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from knowl_build import artifacts
+from knowl_build.app.project import Locator
+from knowl_build.errors import ArtifactError
+from knowl_build.names import valid_user
+from knowl_build.reader import Reader
+from knowl_build.reader.queries import Filters
+from knowl_build.reader.store import Store, find_artifact
+
+
+def artifact_folder(locator: Locator, artifact: Path | None) -> Path:
+    """`--artifact` as given, else the project's current build."""
+    if artifact is not None:
+        return artifact
+    return artifacts.resolve_artifact(locator.reader_project().out_dir)
+
+
+def open_reader(
+    locator: Locator, artifact: Path | None = None, peers: Sequence[Path] = ()
+) -> Reader:
+    """A reader of `--artifact` (or the project's current build) and its peers: `--peer`,
+    else, for the project's own build, its configured `[peers] paths`."""
+    folder = artifact_folder(locator, artifact)
+    peer_paths = list(peers)
+    if artifact is None and not peers:
+        project = locator.reader_project()
+        peer_paths = [project.root / p for p in project.config.peer_paths]
+    store = Store.open(find_artifact(folder))
+    try:
+        return Reader(store, [Store.open(find_artifact(p)) for p in peer_paths])
+    except BaseException:
+        store.close()
+        raise
+
+
+class CurrentReader:
+    """A reader of `--artifact`, or of the project's current build, opened again when a
+    newer build becomes current (a long-lived front end: the MCP server)."""
+
+    def __init__(self, locator: Locator, artifact: Path | None) -> None:
+        self.locator = locator
+        self.artifact = artifact
+        self.folder: Path | None = None
+        self.reader: Reader | None = None
+
+    def get(self) -> Reader:
+        folder = find_artifact(artifact_folder(self.locator, self.artifact))
+        if self.reader is None or folder != self.folder:
+            if self.reader is not None:
+                self.reader.close()
+            self.reader = Reader(Store.open(folder))
+            self.folder = folder
+        return self.reader
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOptions:
+    user: str | None = None
+    limit: int = 5
+    status: str = "active"
+    category: str | None = None
+    usage_mode: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+def search(reader: Reader, query: str, options: SearchOptions = SearchOptions()) -> dict[str, Any]:
+    """The `search` answer (SPEC 10): hits best first, caveats riding along."""
+    return reader.search(
+        query,
+        user=valid_user(options.user),
+        limit=options.limit,
+        status=options.status,
+        category=options.category,
+        usage_mode=options.usage_mode,
+        tags=options.tags,
+    )
+
+
+def show(reader: Reader, page: str, user: str | None = None) -> dict[str, Any]:
+    return reader.show(page, user=valid_user(user))
+
+
+def traverse(
+    reader: Reader,
+    pages: Sequence[str],
+    user: str | None = None,
+    depth: int = 2,
+    max_nodes: int = 50,
+) -> dict[str, Any]:
+    return reader.traverse(list(pages), user=valid_user(user), depth=depth, max_nodes=max_nodes)
+
+
+def stale(reader: Reader, user: str | None = None) -> dict[str, Any]:
+    """The visible pages that were not fresh when the artifact was built."""
+    return reader.stale(user=valid_user(user))
+
+
+def filters(
+    status: str = "active",
+    category: str | None = None,
+    usage_mode: str | None = None,
+    tags: Sequence[str] = (),
+) -> Filters:
+    return Filters(status, category, usage_mode, tuple(tags))
+
+
+GRAPH_FORMATS = ("json", "graphml", "dot")
+
+
+def graph_export(locator: Locator, artifact: Path | None, fmt: str) -> str:
+    """The artifact's reference graph as networkx node-link JSON, GraphML or DOT."""
+    # networkx is imported only here, by the one command that needs it (start-up time).
+    from knowl_build import graph as graphs
+
+    opened = artifacts.open_artifact(artifact_folder(locator, artifact))
+    try:
+        data = (opened.folder / "graph.json").read_text(encoding="utf-8")
+    finally:
+        opened.close()
+    if fmt == "json":
+        return data
+    loaded = graphs.from_json(data)
+    return graphs.to_graphml(loaded) if fmt == "graphml" else graphs.to_dot(loaded)
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    folder: Path
+    problems: list[str]  # empty: intact and safe to read
+    files: int  # every file of the folder, the manifest included
+
+    def failure(self) -> ArtifactError | None:
+        """The error a corrupt artifact ends the run with (exit 2), or None."""
+        if not self.problems:
+            return None
+        return ArtifactError(
+            f"{self.folder}: {len(self.problems)} problem(s); the artifact is corrupt"
+        )
+
+
+def verify(locator: Locator, artifact: Path | None) -> Verification:
+    """The whole artifact checked (SPEC 6.1, issue 10): every file against the manifest,
+    every record against its schema, every pickle of the index."""
+    folder = artifact_folder(locator, artifact)
+    problems = artifacts.verify(folder, full=True)
+    files = 0 if problems else len(artifacts.read_manifest(folder)["files"]) + 1
+    return Verification(folder, problems, files)

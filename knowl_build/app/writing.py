@@ -1,0 +1,152 @@
+"""Governed writes: `store`, `supersede`, `review` and `fix` (SPEC 7).
+
+Every write acts for a user (or anonymous), whose name is checked before anything is read;
+the writes themselves enforce who may change what, keep files byte for byte and refuse what
+they cannot do safely. `--commit` commits exactly the files written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from knowl_build.app.project import Project
+from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK
+from knowl_build.errors import UsageError
+from knowl_build.model import CATEGORIES
+from knowl_build.names import valid_user
+from knowl_build.pipeline.analysis import analyse
+from knowl_build.writes import fix as fixes
+from knowl_build.writes import governance
+from knowl_build.writes.common import commit
+from knowl_build.writes.pagefile import Change
+from knowl_build.writes.store import Outcome, Request
+from knowl_build.writes.store import store as run_store
+
+
+def request(
+    *,
+    category: str,
+    title: str,
+    content: str,
+    user: str | None = None,
+    summary: str | None = None,
+    tags: Sequence[str] | None = None,
+    sl_refs: Sequence[str] | None = None,
+    refs: Sequence[str] | None = None,
+    usage_mode: str | None = None,
+    confidence: float | None = None,
+    provenance: str | None = None,
+    source: str | None = None,
+    source_commit: str | None = None,
+    paths: Sequence[str] | None = None,
+    reasoning: str | None = None,
+    alternatives: Sequence[str] | None = None,
+    steps: Sequence[str] | None = None,
+    conflict_key: str | None = None,
+    conflict_scope: Mapping[str, str] | None = None,
+    exclusive: bool = False,
+    supersedes: str | None = None,
+) -> Request:
+    """What `store` is asked to write, from any front end's arguments: the category and the
+    conflict options are checked here (exit 2 / a tool error), the rest by the write."""
+    if category not in CATEGORIES:
+        raise UsageError(f"category must be one of {', '.join(CATEGORIES)}")
+    if conflict_key is None and (conflict_scope or exclusive):
+        raise UsageError("--conflict-scope and --exclusive need --conflict-key")
+    return Request(
+        category=category,
+        title=title,
+        content=content,
+        user=user,
+        summary=summary,
+        tags=list(tags or ()),
+        sl_refs=list(sl_refs or ()),
+        refs=list(refs or ()),
+        usage_mode=usage_mode,
+        confidence=confidence,
+        provenance=provenance,
+        source=source,
+        source_commit=source_commit,
+        paths=list(paths or ()),
+        reasoning=reasoning,
+        alternatives=list(alternatives or ()),
+        steps=list(steps or ()),
+        conflict_key=conflict_key,
+        conflict_scope=dict(conflict_scope or {}),
+        exclusive=exclusive,
+        supersedes=supersedes,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    outcome: Outcome
+    exit_status: int
+
+
+def store(project: Project, request: Request, *, do_commit: bool = False) -> Stored:
+    """Write knowledge as a new page, reconciled with what the tree holds (SPEC 7.1)."""
+    outcome = run_store(project.root, project.config, request, do_commit=do_commit)
+    return Stored(outcome, EXIT_FINDINGS if outcome.action == "refused" else EXIT_OK)
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    changes: list[Change]
+    commits: list[str] = field(default_factory=list)
+
+
+def supersede(
+    project: Project, old: str, new: str, *, user: str | None = None, do_commit: bool = False
+) -> Written:
+    """Mark OLD superseded by NEW (SPEC 7.2); a refusal is exit 1 (WriteRefused)."""
+    result = governance.supersede(
+        project.root, project.config, old, new, user=valid_user(user), do_commit=do_commit
+    )
+    return Written(result.changes, result.commits)
+
+
+def review(
+    project: Project,
+    pages: list[str],
+    *,
+    user: str | None = None,
+    force: bool = False,
+    do_commit: bool = False,
+) -> Written:
+    """A person re-read the pages (SPEC 7.3): validation date now, fingerprints refreshed."""
+    result = governance.review(
+        project.root,
+        project.config,
+        pages,
+        user=valid_user(user),
+        force=force,
+        do_commit=do_commit,
+    )
+    return Written(result.changes, result.commits)
+
+
+@dataclass(frozen=True, slots=True)
+class Fixed:
+    plan: fixes.FixPlan
+    written: list[str]  # with apply: the paths written
+    applied: bool
+    exit_status: int
+
+
+def fix(
+    project: Project, *, user: str | None = None, apply: bool = False, do_commit: bool = False
+) -> Fixed:
+    """Proposals for what is fixable (SPEC 7.4), written with `apply`: exit 1 when proposals
+    (or refusals) are left unwritten, 0 otherwise."""
+    plan = fixes.plan(analyse(project.root, project.config), user=valid_user(user))
+    if not apply:
+        status = EXIT_FINDINGS if plan.proposals or plan.refused else EXIT_OK
+        return Fixed(plan, [], False, status)
+    written = fixes.apply(project.root, plan)
+    if do_commit:
+        for proposal, path in zip(plan.proposals, written, strict=True):
+            commit(project.root, [path], f"Fix {Path(proposal.path).stem}")
+    return Fixed(plan, written, True, EXIT_OK)

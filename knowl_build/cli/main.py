@@ -1,0 +1,314 @@
+"""The `knowl` group: global options, the one place errors become exit codes, and the
+helpers every command renders with.
+
+A command translates its options into one call of the application layer (`knowl_build.app`)
+and renders what comes back (`knowl_build.output`). Commands import the application lazily,
+inside the command, so `knowl --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from knowl_build import __version__
+from knowl_build.diagnostics import EXIT_USAGE
+from knowl_build.errors import ArtifactError, KnowlError
+from knowl_build.secrets import redact
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Settings:
+    """Global options, accepted before or after the command name."""
+
+    def __init__(self) -> None:
+        self.repo: Path | None = None
+        self.config: Path | None = None
+        self.quiet = 0
+        self.verbose = 0
+        self._locator: Any = None
+
+    @property
+    def locator(self) -> Any:
+        """Where the project is (`app.project.Locator`: --repo, else found upward)."""
+        if self._locator is None:
+            # Lazy: the application layer is imported by commands, not by `knowl --help`.
+            from knowl_build.app.project import Locator
+
+            self._locator = Locator(self.repo, self.config)
+        return self._locator
+
+
+def settings(ctx: click.Context) -> Settings:
+    root = ctx.find_root()
+    if not isinstance(root.obj, Settings):
+        root.obj = Settings()
+    return root.obj
+
+
+def _store(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+        if value is None or value == 0:
+            return
+        found = settings(ctx)
+        if name in ("quiet", "verbose"):
+            setattr(found, name, getattr(found, name) + value)
+        else:
+            setattr(found, name, value)
+
+    return callback
+
+
+def global_options(func: F) -> F:
+    options = [
+        click.option(
+            "--repo",
+            type=click.Path(exists=True, file_okay=False, path_type=Path),
+            expose_value=False,
+            is_eager=True,
+            callback=_store("repo"),
+            help="Project root (default: found upward from the current folder).",
+        ),
+        click.option(
+            "--config",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            expose_value=False,
+            is_eager=True,
+            callback=_store("config"),
+            help="Configuration file instead of knowl.toml / pyproject.toml.",
+        ),
+        click.option(
+            "-q",
+            "--quiet",
+            count=True,
+            expose_value=False,
+            callback=_store("quiet"),
+            help="Print less (no summary, no progress).",
+        ),
+        click.option(
+            "-v",
+            "--verbose",
+            count=True,
+            expose_value=False,
+            callback=_store("verbose"),
+            help="Print more; show tracebacks of internal errors.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _redacted(exc: click.ClickException) -> click.ClickException:
+    """click's usage messages quote the value given ('x' is not one of ...): it may be a secret."""
+    # click types the attribute as final; it is a plain attribute that show() reads.
+    setattr(exc, "message", redact(exc.message))  # noqa: B010
+    return exc
+
+
+def say(text: str, *, err: bool = True) -> None:
+    """One line for a person: a notice or an error, its control characters made visible."""
+    # Lazy: rich comes in with the renderer (start-up time of machine-format runs).
+    from knowl_build.output.text import printable
+
+    click.echo(printable(text), err=err)
+
+
+class KnowlGroup(click.Group):
+    """Turns KnowlError into a one-line message and its exit code, in one place."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            raise _redacted(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KnowlError as exc:
+            say(f"knowl: error: {exc}")
+            ctx.exit(exc.exit_code)
+        except click.ClickException as exc:
+            raise _redacted(exc) from None
+        except (click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("knowl: interrupted", err=True)
+            ctx.exit(130)
+        except Exception as exc:  # the last line of defence: no traceback unless -v
+            if settings(ctx).verbose:
+                traceback.print_exc()
+            say(
+                redact(
+                    f"knowl: internal error: {type(exc).__name__}: {exc} (run with -v for details)"
+                )
+            )
+            ctx.exit(EXIT_USAGE)
+
+
+@click.group(cls=KnowlGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="knowl")
+@global_options
+def cli() -> None:
+    """knowl-build: a git-native static knowledge compiler.
+
+    Validates Markdown knowledge pages under knowledge/ against the semantic layer under
+    semantics/, with every finding at its file, line and column.
+
+    \b
+    Example:
+      knowl check --repo sample_repo
+    """
+
+
+# --- options shared by several commands ------------------------------------------------------
+
+FORMAT_OPTION = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "github", "sarif"]),
+    default=None,
+    help="Finding format (default: text; github under GitHub Actions).",
+)
+ARTIFACT_OPTION = click.option(
+    "--artifact",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="An artifact folder (default: the project's current build).",
+)
+USER_OPTION = click.option(
+    "--user",
+    default=None,
+    metavar="ID",
+    help="Answer as this user (their own pages and global ones).",
+)
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+BASELINE_OPTION = click.option(
+    "--baseline",
+    default=None,
+    metavar="REF",
+    help="Report (and fail on) only findings that are new against the project at REF, a "
+    "commit, branch or tag such as origin/main; known ones are counted, not shown.",
+)
+SARIF_OPTION = click.option(
+    "--sarif",
+    "sarif_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Also write the findings as a SARIF log to FILE (for a code-scanning upload), "
+    "whatever --format prints.",
+)
+
+
+# --- rendering helpers -------------------------------------------------------------------------
+
+
+def default_format(fmt: str | None) -> str:
+    if fmt is None:
+        return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+    return fmt
+
+
+def emit_json(data: Any) -> None:
+    try:
+        text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # NaN or an infinity: JSON has neither
+        raise ArtifactError(
+            "the answer holds a number that is not finite; run knowl verify"
+        ) from None
+    click.echo(text)
+
+
+def notices(lines: list[str], quiet: int) -> None:
+    for line in [] if quiet else lines:
+        say(f"knowl: notice: {line}")
+
+
+def write_sarif(path: Path, log: str) -> None:
+    from knowl_build.errors import UsageError
+    from knowl_build.files import atomic_write
+
+    try:
+        atomic_write(path, log.encode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write the SARIF log ({exc.strerror or exc})") from None
+
+
+@contextlib.contextmanager
+def sarif_on_failure(fmt: str, sarif_file: Path | None) -> Iterator[None]:
+    """A run that stops (exit 2) still leaves a valid SARIF log where one was asked for, with
+    the error as a tool notification, so a code-scanning upload reports the failure instead
+    of a missing or unreadable file. The one-line error and exit 2 follow as for any run."""
+    if fmt != "sarif" and sarif_file is None:
+        yield
+        return
+    try:
+        yield
+    except (click.exceptions.Exit, click.exceptions.Abort, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        from knowl_build.app.checking import rule_table
+        from knowl_build.config import Config
+        from knowl_build.files import atomic_write
+        from knowl_build.output import sarif
+
+        message = (
+            str(exc)
+            if isinstance(exc, KnowlError)
+            else f"internal error: {type(exc).__name__}: {exc}"
+        )
+        log = sarif.render([], rule_table(Config()), failure=redact(message))
+        if sarif_file is not None:
+            # Best effort: the error that stops the run may be this very file.
+            with contextlib.suppress(OSError):
+                atomic_write(sarif_file, log.encode("utf-8"))
+        if fmt == "sarif":
+            sys.stdout.write(log)
+        raise
+
+
+def render_findings(
+    fmt: str,
+    diagnostics: list[Any],
+    rules: Any,
+    title: str,
+    repo_prefix: str,
+    compared: dict[str, Any] | None = None,
+) -> None:
+    """Findings in the chosen format on stdout (SPEC 10); `rules` is the rule table SARIF
+    lists, `repo_prefix` the project's folder in its repository (github and sarif paths)."""
+    from knowl_build.output import github, json_format, sarif, text
+
+    if fmt == "json":
+        sys.stdout.write(json_format.render(diagnostics, repo_prefix, compared))
+    elif fmt == "sarif":
+        sys.stdout.write(sarif.render(diagnostics, rules, repo_prefix))
+    elif fmt == "github":
+        sys.stdout.write(github.render(diagnostics, repo_prefix))
+        summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary_file:
+            with open(summary_file, "a", encoding="utf-8") as handle:
+                handle.write(github.step_summary(diagnostics, title, repo_prefix))
+    else:
+        text.render(diagnostics, text.console())
+
+
+def main() -> None:
+    cli(prog_name="knowl")

@@ -1,0 +1,270 @@
+"""Commands that answer from an artifact (search, show, traverse, graph, verify) or from git
+(timeline, show --at)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from knowl_build.cli.main import (
+    ARTIFACT_OPTION,
+    JSON_OPTION,
+    USER_OPTION,
+    cli,
+    emit_json,
+    global_options,
+    notices,
+    say,
+    settings,
+)
+from knowl_build.model import CATEGORIES, STATUSES, USAGE_MODES
+
+
+@cli.command()
+@click.argument("query")
+@USER_OPTION
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Number of hits (after merging user pages into global ones).",
+)
+@click.option(
+    "--status",
+    default="active",
+    show_default=True,
+    type=click.Choice([*STATUSES, "all"]),
+    help="Only pages with this status.",
+)
+@click.option("--category", default=None, type=click.Choice(CATEGORIES))
+@click.option("--usage-mode", default=None, type=click.Choice(USAGE_MODES))
+@click.option("--tag", "tags", multiple=True, help="Pages with any of these tags (repeatable).")
+@click.option(
+    "--peer",
+    "peers",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Another repository's artifact (or project root) to search too (repeatable).",
+)
+@ARTIFACT_OPTION
+@JSON_OPTION
+@global_options
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: str,
+    user: str | None,
+    limit: int,
+    status: str,
+    category: str | None,
+    usage_mode: str | None,
+    tags: tuple[str, ...],
+    peers: tuple[Path, ...],
+    artifact: Path | None,
+    as_json: bool,
+) -> None:
+    """Search the built knowledge: plain terms, OR-ed, best first; caveats ride along.
+
+    \b
+    Examples:
+      knowl search "monthly recurring revenue"
+      knowl search churn --user alice --json
+      knowl search revenue --usage-mode policy --tag finance --peer ../billing-kb
+    """
+    # Lazy: the reader loads with the command; rich only for text (start-up time).
+    from knowl_build.app import reading
+
+    options = reading.SearchOptions(user, limit, status, category, usage_mode, tags)
+    with reading.open_reader(settings(ctx).locator, artifact, peers) as reader:
+        answer = reading.search(reader, query, options)
+    if as_json:
+        emit_json(answer)
+        return
+    from knowl_build.output import text
+
+    text.search_results(answer, text.console())
+
+
+@cli.command()
+@click.argument("page")
+@USER_OPTION
+@click.option(
+    "--at",
+    "at",
+    default=None,
+    metavar="REV",
+    help="The page as it was at a commit, tag, branch or ISO date (reads git).",
+)
+@ARTIFACT_OPTION
+@JSON_OPTION
+@global_options
+@click.pass_context
+def show(
+    ctx: click.Context,
+    page: str,
+    user: str | None,
+    at: str | None,
+    artifact: Path | None,
+    as_json: bool,
+) -> None:
+    """Show one page: rendered body, freshness and drift, annotations, backlinks, caveats.
+
+    PAGE is an id, global:<id> or user:<owner>:<id>.
+
+    \b
+    Examples:
+      knowl show revenue-definition
+      knowl show user:alice:revenue-notebook --user alice --json
+      knowl show revenue-definition --at v1.2
+    """
+    from knowl_build.errors import UsageError
+
+    locator = settings(ctx).locator
+    if at is not None:
+        if artifact is not None:
+            raise UsageError("--at reads git history and cannot be combined with --artifact")
+        # Lazy: git and the pipeline load only for --at (start-up time of a plain show).
+        from knowl_build.app import history
+
+        answer = history.show_at(locator.project(), page, at, user)
+    else:
+        from knowl_build.app import reading
+
+        with reading.open_reader(locator, artifact) as reader:
+            answer = reading.show(reader, page, user)
+    if as_json:
+        emit_json(answer)
+        return
+    from knowl_build.output import text
+
+    text.show_page(answer, text.console())
+
+
+@cli.command()
+@click.argument("pages", nargs=-1, required=True)
+@click.option(
+    "--depth",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Steps from the seeds (a ref, a link, or a caveat through a shared entity).",
+)
+@click.option(
+    "--max-nodes",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="At most this many pages, seeds included.",
+)
+@USER_OPTION
+@ARTIFACT_OPTION
+@JSON_OPTION
+@global_options
+@click.pass_context
+def traverse(
+    ctx: click.Context,
+    pages: tuple[str, ...],
+    depth: int,
+    max_nodes: int,
+    user: str | None,
+    artifact: Path | None,
+    as_json: bool,
+) -> None:
+    """Walk the reference graph breadth-first from the given pages.
+
+    \b
+    Examples:
+      knowl traverse revenue-definition
+      knowl traverse mrr churn-definition --depth 1 --json
+    """
+    from knowl_build.app import reading
+
+    with reading.open_reader(settings(ctx).locator, artifact) as reader:
+        answer = reading.traverse(reader, pages, user, depth, max_nodes)
+    if as_json:
+        emit_json(answer)
+        return
+    from knowl_build.output import text
+
+    text.traversal(answer, text.console())
+
+
+@cli.command()
+@click.argument("page")
+@USER_OPTION
+@JSON_OPTION
+@global_options
+@click.pass_context
+def timeline(ctx: click.Context, page: str, user: str | None, as_json: bool) -> None:
+    """Every committed version of a page, newest first, following renames: commit, date,
+    author, subject, path, status, summary and the body's diff against the version before.
+
+    \b
+    Examples:
+      knowl timeline revenue-definition
+      knowl timeline user:alice:notes --user alice --json
+    """
+    from knowl_build.app import history
+
+    answer = history.timeline(settings(ctx).locator.project(), page, user)
+    notices(answer["notices"], 0)
+    if as_json:
+        emit_json(answer)
+        return
+    from knowl_build.output import text
+
+    text.timeline(answer, text.console())
+
+
+@cli.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "graphml", "dot"]),
+    default="json",
+    help="Export format (default: json, networkx node-link data).",
+)
+@ARTIFACT_OPTION
+@global_options
+@click.pass_context
+def graph(ctx: click.Context, fmt: str, artifact: Path | None) -> None:
+    """Export the reference graph of a built artifact: pages, entities, typed edges.
+
+    \b
+    Examples:
+      knowl graph --format dot | dot -Tsvg > graph.svg
+      knowl graph --format graphml --artifact downloaded-artifact/
+    """
+    from knowl_build.app import reading
+
+    sys.stdout.write(reading.graph_export(settings(ctx).locator, artifact, fmt))
+
+
+@cli.command()
+@ARTIFACT_OPTION
+@global_options
+@click.pass_context
+def verify(ctx: click.Context, artifact: Path | None) -> None:
+    """Check an artifact completely: exit 0 when it is intact and safe to read, 2 when not.
+
+    Every file against the manifest (checksums, sizes, no unlisted file), every JSON record
+    against its schema, every pickle of the Whoosh index through the restricted unpickler.
+    This proves integrity against the manifest, not where the artifact came from.
+
+    \b
+    Examples:
+      knowl verify
+      knowl verify --artifact downloaded-artifact/
+    """
+    from knowl_build.app import reading
+
+    outcome = reading.verify(settings(ctx).locator, artifact)
+    for problem in outcome.problems:
+        say(f"{outcome.folder}: {problem}")
+    failure = outcome.failure()
+    if failure is not None:
+        raise failure
+    click.echo(f"{outcome.folder}: ok, {outcome.files} files verified")

@@ -1,0 +1,161 @@
+"""`knowl check`: validate everything and write nothing but the caches, with a memo of the
+last run so an unchanged tree costs little more than reading and hashing its files."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from knowl_build import clock
+from knowl_build.config import Config
+from knowl_build.diagnostics import Diagnostic
+from knowl_build.files import atomic_write
+from knowl_build.pipeline.analysis import analyse
+from knowl_build.pipeline.cache import cache_place
+from knowl_build.pipeline.discover import shown_path
+from knowl_build.pipeline.inputs import read_inputs
+from knowl_build.trust import Sealer, read_sealed
+
+MEMO_FORMAT = 2
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    diagnostics: list[Diagnostic]
+    page_count: int
+    semantic_file_count: int
+    knowledge_exists: bool
+    changed: set[str] | None  # with --changed-only: the files findings were limited to
+    notices: list[str] = field(default_factory=list)  # one line each, for stderr
+
+
+MEMO_CACHE = "check.json"
+
+
+def _outside_files(toplevel: Path | None, paths: set[str]) -> dict[str, str | None]:
+    """Blob ids of files outside the inputs that findings depend on (KB204's affected paths)."""
+    from knowl_build.history.objects import git_blob_id
+
+    state: dict[str, str | None] = {}
+    for path in sorted(paths):
+        try:
+            state[path] = git_blob_id((toplevel or Path(".")).joinpath(path).read_bytes())
+        except OSError:
+            state[path] = None
+    return state
+
+
+# The memo is sealed with the machine's key: a memo this machine did not write (one committed
+# with the project, whose key anyone can compute) could say that any tree is clean.
+MEMO_SEAL = "check-memo"
+
+
+def _load_memo(
+    path: Path, key: str, toplevel: Path | None, sealer: Sealer
+) -> dict[str, Any] | None:
+    raw = read_sealed(path, sealer)
+    if raw is None:
+        return None
+    try:
+        memo = json.loads(raw)
+        if memo.get("format") != MEMO_FORMAT or memo.get("key") != key:
+            return None
+        outside = memo["outside"]
+        if _outside_files(toplevel, set(outside)) != outside:
+            return None
+        return memo  # type: ignore[no-any-return]
+    except (ValueError, AttributeError, KeyError, TypeError, RecursionError):
+        return None
+
+
+def _save_memo(
+    path: Path, key: str, result: CheckResult, outside: dict[str, str | None], sealer: Sealer
+) -> None:
+    if any(d.code == "KB012" for d in result.diagnostics):
+        return  # git could not read the history: read it again next time (it may be repaired)
+    memo = {
+        "format": MEMO_FORMAT,
+        "key": key,
+        "diagnostics": [{**d.to_json(), "subject": d.subject} for d in result.diagnostics],
+        "pages": result.page_count,
+        "semantic_files": result.semantic_file_count,
+        "outside": outside,
+    }
+    # A cache that cannot be written costs only speed next time: never fail a check for it.
+    with contextlib.suppress(OSError):
+        atomic_write(path, sealer.wrap(json.dumps(memo, separators=(",", ":")).encode()))
+
+
+def check(
+    root: Path,
+    config: Config,
+    *,
+    changed_only: bool = False,
+    use_cache: bool = True,
+    today: dt.date | None = None,
+) -> CheckResult:
+    """`knowl check`: validate everything, write nothing but the caches (and those only when
+    the project can be written: a read-only tree is checked without them, with a notice).
+
+    Validation always covers the whole project; `changed_only` filters what is reported."""
+    today = today or clock.today()
+    caches = cache_place(root)
+    notices = list(caches.notices)
+    sealer = caches.sealer(MEMO_SEAL)
+    memo_file = caches.file(MEMO_CACHE) if use_cache and sealer is not None else None
+    inputs = read_inputs(root, config)
+    key = inputs.fingerprint(config, today)
+    git = inputs.discovery.git
+    toplevel = git.toplevel if git is not None else None
+    memo = None
+    if memo_file is not None and sealer is not None:
+        memo = _load_memo(memo_file, key, toplevel, sealer)
+    if memo is not None:
+        result = CheckResult(
+            [Diagnostic.from_json(d) for d in memo["diagnostics"]],
+            memo["pages"],
+            memo["semantic_files"],
+            inputs.discovery.knowledge_exists,
+            None,
+            notices,
+        )
+    else:
+        analysis = analyse(
+            root, config, use_cache=use_cache, today=today, inputs=inputs, caches=caches
+        )
+        result = CheckResult(
+            analysis.diagnostics,
+            len(analysis.pages),
+            len(analysis.layer.files),
+            inputs.discovery.knowledge_exists,
+            None,
+            notices,
+        )
+        if memo_file is not None and sealer is not None:
+            affected = {
+                item.value
+                for page in analysis.pages
+                if page.parsed.fields.source_commit
+                for item in page.parsed.fields.affected_paths
+            }
+            outside = _outside_files(toplevel, affected) if git else {}
+            _save_memo(memo_file, key, result, outside, sealer)
+    if changed_only and git is not None:
+        changed = git.changed_files()
+        if changed is not None:
+            # Findings show a name that is not UTF-8 escaped; git's list has the raw bytes.
+            shown = {shown_path(path) for path in changed}
+            kept = [d for d in result.diagnostics if d.path in shown]
+            return CheckResult(
+                kept,
+                result.page_count,
+                result.semantic_file_count,
+                result.knowledge_exists,
+                changed,
+                notices,
+            )
+    return result

@@ -1,0 +1,83 @@
+"""The project's inputs, read once per run: every page and semantic file with its content
+hash (files come from discovery, SPEC 1)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from knowl_build import __version__
+from knowl_build.config import Config
+from knowl_build.pipeline.discover import Discovery, discover
+
+
+@dataclass(slots=True)
+class Inputs:
+    """Every input file's bytes and content hash, read once per run."""
+
+    discovery: Discovery
+    pages: dict[str, tuple[bytes | None, str]] = field(default_factory=dict)
+    semantics: dict[str, tuple[bytes | None, str]] = field(default_factory=dict)
+
+    def fingerprint(self, config: Config, today: dt.date) -> str:
+        """Everything a check's result depends on, hashed."""
+        digest = hashlib.sha256()
+        header = [
+            __version__,
+            config.sha256,
+            today.isoformat(),
+            self.discovery.git is not None,
+            # History findings change with a new commit (a change no longer uncommitted) and
+            # with `git fetch --unshallow` (KB010 goes, claims come back).
+            [git.head(), git.shallow] if (git := self.discovery.git) is not None else None,
+            self.discovery.knowledge_exists,
+            sorted(self.discovery.other_files),
+            # The findings themselves: a symlink's target can change what is refused while
+            # every file's bytes stay the same.
+            sorted((p, [f.to_list() for f in fs]) for p, fs in self.discovery.findings.items()),
+        ]
+        digest.update(json.dumps(header).encode())
+        for table in (self.pages, self.semantics):
+            for path in sorted(table):
+                digest.update(f"\0{path}\0{table[path][1]}".encode())
+        return digest.hexdigest()
+
+
+def _read(root: str, path: str) -> tuple[bytes | None, str]:
+    try:
+        with open(os.path.join(root, path), "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None, "unreadable"
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def read_inputs(root: Path, config: Config) -> Inputs:
+    discovery = discover(root, config)
+    base = str(root)
+    inputs = Inputs(discovery)
+    inputs.pages = {path: _read(base, path) for path in discovery.pages}
+    semantic = list(discovery.semantic_files)
+    if discovery.dbt_project_file is not None:
+        semantic.append(discovery.dbt_project_file)
+    semantic += discovery.dbt_files
+    inputs.semantics = {path: _read(base, path) for path in semantic}
+    return inputs
+
+
+def inputs_sha256(root: Path, inputs: Inputs, config: Config) -> str:
+    digest = hashlib.sha256()
+    rows = [(p, h) for table in (inputs.pages, inputs.semantics) for p, (_, h) in table.items()]
+    for path in inputs.discovery.other_files:
+        rows.append((path, _read(str(root), path)[1]))
+    for path, content_hash in sorted(rows):
+        digest.update(f"{path}\0{content_hash}\n".encode())
+    if config.source is not None:
+        source = Path(config.source)
+        source = source if source.is_absolute() else root / source.name
+        digest.update(b"config\0" + (_read(str(source.parent), source.name)[1]).encode())
+    return digest.hexdigest()

@@ -1,0 +1,308 @@
+"""`knowl build`: validate, render, fingerprint, index and publish a versioned artifact."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from knowl_build import __version__, clock
+from knowl_build.config import Config
+from knowl_build.diagnostics import Diagnostic, diagnostics_document
+from knowl_build.errors import KnowlError, UsageError
+from knowl_build.pipeline.analysis import analyse, summarize_counts
+from knowl_build.pipeline.cache import cache_place
+from knowl_build.pipeline.inputs import inputs_sha256, read_inputs
+from knowl_build.trust import Sealer
+
+STAGES = ("discover", "parse", "render", "index", "vectors", "publish")
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    diagnostics: list[Diagnostic]
+    status: str  # "published" | "no-op" | "refused"
+    build_id: str
+    folder: Path | None  # the published (or current, for a no-op) artifact folder
+    counts: dict[str, int]
+    incremental: bool
+    pruned: list[str]
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+    notices: list[str] = field(default_factory=list)  # one line each, for stderr
+
+
+def _repo_name(config: Config, root: Path, git: Any) -> str:
+    if config.repo_name:
+        return config.repo_name
+    url: str | None = git.remote_url() if git is not None else None
+    if url:
+        name = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+        return name[:-4] if name.endswith(".git") else name
+    return root.name
+
+
+def build(
+    root: Path,
+    config: Config,
+    *,
+    full: bool = False,
+    allow_errors: bool = False,
+    out: Path | None = None,
+    today: dt.date | None = None,
+    progress: Any = None,
+    gate: Callable[[list[Diagnostic]], list[Diagnostic]] | None = None,
+) -> BuildResult:
+    """`knowl build`: validate, render, fingerprint, index and publish an artifact.
+
+    `gate` picks the findings whose errors refuse the publication (all of them by default;
+    with `--baseline`, the new ones); the artifact records every finding either way.
+
+    The previous artifact stays current until the new one is complete; a refused or failed
+    build publishes nothing. A project root that cannot be written is not written to: the
+    caches go under `<out>/.cache/` (a notice says so), and without `out` the run stops."""
+    import time
+
+    from knowl_build import artifacts
+    from knowl_build.graph import to_json as graph_json
+    from knowl_build.index import write_index
+    from knowl_build.parse.text import decode
+    from knowl_build.pipeline import records, reuse
+
+    timings: dict[str, float] = {}
+    started: dict[str, float] = {}
+
+    def stage(name: str) -> None:
+        now = time.perf_counter()
+        for previous, since in started.items():
+            timings[previous] = round(now - since, 3)
+        started.clear()
+        started[name] = now
+        if progress is not None:
+            progress(name)
+
+    today = today or clock.today()
+    if out is None:
+        caches = cache_place(root)
+        if caches.problem is not None:
+            raise UsageError(
+                f"the project root {root} {caches.problem}, so the build has nowhere to go: "
+                "pass --out <a writable folder>"
+            )
+        out_dir = artifacts.check_out_dir(root, config)
+    else:
+        out_dir = artifacts.check_out_dir(root, config, out)
+        caches = cache_place(root, out_dir)
+    notices = list(caches.notices)
+    # Only a build this machine sealed is reused (or answers for an unchanged tree).
+    sealer = caches.sealer(artifacts.BUILD_SEAL)
+    with artifacts.output_errors(out_dir), artifacts.build_lock(out_dir):
+        stage("discover")
+        inputs = read_inputs(root, config)
+        git = inputs.discovery.git
+        head = git.head() if git is not None else None
+        input_hash = inputs_sha256(root, inputs, config)
+        current = artifacts.current_folder(out_dir)
+        previous = _manifest_or_none(current, sealer)
+        if previous is None:
+            current = None  # nothing of it is reused
+        if (
+            not full
+            and previous is not None
+            and current is not None
+            and all(
+                (
+                    previous.get("commit") == head,
+                    previous.get("inputs_sha256") == input_hash,
+                    previous.get("config_sha256") == config.sha256,
+                    previous.get("tool_version") == __version__,
+                    str(previous.get("built_at", ""))[:10] == today.isoformat(),
+                )
+            )
+        ):
+            # Same inputs, same day: the published artifact already says everything.
+            published = _published_findings(current)
+        else:
+            published = None
+        if published is not None and previous is not None and current is not None:
+            return BuildResult(
+                published,
+                "no-op",
+                str(previous["build_id"]),
+                current,
+                dict(previous["counts"]),
+                False,
+                [],
+                notices=notices,
+            )
+
+        stage("parse")
+        analysis = analyse(root, config, today=today, inputs=inputs, caches=caches)
+        diagnostics = analysis.diagnostics
+        counts = summarize_counts(analysis)
+        errors = counts["errors"]
+        watched = [config.knowledge_dir, config.semantics_dir, "knowl.toml", "pyproject.toml"]
+        if config.dbt_project_dir is not None:
+            watched.append(config.dbt_project_dir or ".")
+        dirty = head is not None and git is not None and git.dirty(watched)
+        if head is None:
+            build_id = f"nogit-{input_hash[:12]}"
+        else:
+            build_id = head[:12] + (f"-dirty-{input_hash[:8]}" if dirty else "")
+
+        blocking = diagnostics if gate is None else gate(diagnostics)
+        if any(d.severity == "error" for d in blocking) and not allow_errors:
+            return BuildResult(
+                diagnostics, "refused", build_id, None, counts, False, [], notices=notices
+            )
+
+        stage("render")
+        texts = {
+            path: decode(data) or "" for path, (data, _) in inputs.pages.items() if data is not None
+        }
+        incremental = (
+            not full
+            and current is not None
+            and previous is not None
+            and previous.get("tool_version") == __version__
+            and (current / "index").is_dir()
+        )
+        old = reuse.Previous.load(current) if incremental and current is not None else None
+        content = {path: digest for path, (_, digest) in inputs.pages.items()}
+        rows = reuse.assemble(analysis, texts, content, old)
+        entities = records.entity_records(analysis)
+        graph_key = reuse.graph_digest(analysis, rows.pages)
+
+        staging = artifacts.staging_folder(out_dir)
+        try:
+            (staging / "pages.jsonl").write_bytes(b"".join(rows.lines))
+            (staging / "catalog.json").write_bytes(artifacts.dump_json({"pages": rows.catalog}))
+            (staging / "entities.json").write_bytes(artifacts.dump_json({"entities": entities}))
+            if old is not None and old.graph == graph_key:
+                shutil.copyfile(old.folder / "graph.json", staging / "graph.json")
+            else:
+                graph = records.reference_graph(analysis)
+                (staging / "graph.json").write_text(graph_json(graph), encoding="utf-8")
+            (staging / reuse.SIGNATURES).write_bytes(
+                artifacts.dump_json(reuse.signatures_json(rows, graph_key))
+            )
+            (staging / "diagnostics.json").write_bytes(
+                artifacts.dump_json(diagnostics_document(diagnostics))
+            )
+            stage("index")
+            if incremental and current is not None:
+                shutil.copytree(current / "index", staging / "index")
+            update = write_index(
+                staging / "index", rows.index_digests, rows.index_document, incremental
+            )
+            stage("vectors")
+            vectors = _write_vectors(staging, rows, current if incremental else None)
+            stage("publish")
+            files = artifacts.file_table(staging)
+            manifest = {
+                "format": artifacts.FORMAT,
+                "schema_version": artifacts.SCHEMA_VERSION,
+                "tool_version": __version__,
+                "build_id": build_id,
+                "commit": head,
+                "dirty": bool(dirty) if head is not None else True,
+                "inputs_sha256": input_hash,
+                "config_sha256": config.sha256,
+                "built_at": clock.stamp()
+                if clock.pinned() is None
+                else f"{today.isoformat()}T00:00:00Z",
+                "repo": _repo_name(config, root, git),
+                "counts": counts,
+                "error_count": errors,
+                "search": {
+                    "boosts": dict(sorted(config.search.boosts.items())),
+                    "max_caveats": config.search.max_caveats,
+                },
+                "records": {"reused": rows.reused, "built": len(rows.pages) - rows.reused},
+                "index": {
+                    "added": update.added,
+                    "updated": update.updated,
+                    "deleted": update.deleted,
+                    "merged": update.merged,
+                    "incremental": incremental,
+                },
+                **({"vectors": vectors} if vectors else {}),
+                "files": files,
+                "sizes": {
+                    name: (staging / name).stat().st_size
+                    for name in files
+                    if name.startswith("index/")
+                },
+            }
+            (staging / artifacts.MANIFEST).write_bytes(artifacts.dump_json(manifest))
+            folder = artifacts.publish(out_dir, staging, build_id, sealer)
+        except BaseException as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(exc, OSError):
+                failure = artifacts.output_failure(out_dir, exc, writing=True)
+                if failure is not None:
+                    raise failure from None
+            raise
+        pruned = artifacts.prune(out_dir, config.keep_builds)
+        stage("done")
+        return BuildResult(
+            diagnostics,
+            "published",
+            build_id,
+            folder,
+            counts,
+            incremental,
+            pruned,
+            timings,
+            notices,
+        )
+
+
+def _write_vectors(staging: Path, rows: Any, previous: Path | None) -> dict[str, Any]:
+    """With the embeddings extra: one vector per page (unchanged pages reuse theirs)."""
+    from knowl_build import embeddings
+
+    if not embeddings.available():
+        return {}
+    texts = [
+        (row["path"], embeddings.page_text(row["fields"]["summary"], row["body"]))
+        for row in rows.records()
+    ]
+    old = previous / embeddings.FOLDER if previous is not None else None
+    counts = embeddings.write_vectors(staging / embeddings.FOLDER, texts, old)
+    return {"model": embeddings.Embedder.get().identity, **counts}
+
+
+def _manifest_or_none(folder: Path | None, sealer: Sealer | None) -> dict[str, Any] | None:
+    """The current build's manifest once the build is known to be this machine's (sealed
+    with its key) and whole (validated, as a reader would); None when there is none, it was
+    written elsewhere (committed with the project, say) or it is damaged: then this build
+    starts from nothing and replaces it, instead of reusing what it cannot trust."""
+    from knowl_build import artifacts
+
+    if folder is None or sealer is None:
+        return None
+    manifest = artifacts.sealed(folder, sealer)
+    if manifest is None:
+        return None
+    try:
+        opened = artifacts.open_artifact(folder)
+    except KnowlError:
+        return None
+    opened.close()
+    try:
+        same = json.loads(manifest) == opened.manifest  # not swapped since the seal's check
+    except ValueError:
+        return None
+    return opened.manifest if same else None
+
+
+def _published_findings(folder: Path) -> list[Diagnostic] | None:
+    try:
+        published = json.loads((folder / "diagnostics.json").read_bytes())
+        return [Diagnostic.from_json(d) for d in published["diagnostics"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
