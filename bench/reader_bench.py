@@ -43,7 +43,7 @@ def naive_query(root: Path, query: str) -> float:
         text = " ".join(str(post.metadata.get(k, "")) for k in ("title", "summary", "tags")) + " " + post.content
         tokens = [t.lower() for t in TOKEN.findall(text)]
         docs.append((str(path), Counter(tokens), len(tokens)))
-    from knowl_build.bm25 import bm25_scores
+    from knowl_build.writes.bm25 import bm25_scores
 
     terms = [t.lower() for t in TOKEN.findall(query)]
     ranked = bm25_scores([counts for _, counts, _ in docs], terms)

@@ -188,12 +188,12 @@ def test_every_command_has_help_with_example(command: str) -> None:
 
 
 def test_internal_error_has_no_traceback(project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch) -> None:
-    import knowl_build.build
+    import knowl_build.pipeline.check
 
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(knowl_build.build, "check", boom)
+    monkeypatch.setattr(knowl_build.pipeline.check, "check", boom)
     proj = project(CLEAN)
     result = invoke(["check", "--repo", str(proj.root)], code=2)
     assert "knowl: internal error: RuntimeError: kaboom" in result.stderr

@@ -1,5 +1,6 @@
 """The documentation site: it builds with --strict, its reference pages cover the code, and the
-README's links resolve.
+README's links resolve. And the habits around it: one ruff and one mypy everywhere, CI as one
+script.
 
 The site is built once per session (`mkdocs build --strict` into a temporary folder, about a
 second); the generators under docs/hooks/ are also tested on their own, with tables of their
@@ -15,7 +16,9 @@ import json
 import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
@@ -35,7 +38,9 @@ README = ROOT / "README.md"
 
 def _hook(name: str) -> ModuleType:
     """A module of docs/hooks/, loaded from its path as MkDocs loads it."""
-    spec = importlib.util.spec_from_file_location(f"knowl_docs_{name}", ROOT / "docs" / "hooks" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(
+        f"knowl_docs_{name}", ROOT / "docs" / "hooks" / f"{name}.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -50,8 +55,20 @@ click_help = _hook("click_help")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
     run = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(out)],
-        cwd=ROOT, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-f",
+            str(ROOT / "mkdocs.yml"),
+            "-d",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert run.returncode == 0, f"mkdocs build --strict failed:\n{run.stdout}{run.stderr}"
     return out
@@ -59,7 +76,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _page(site: Path, url_path: str) -> str:
     """The HTML of a page by its URL path under the site (`rules/`, `` for the home page)."""
-    assert url_path == "" or url_path.endswith("/"), f"{url_path!r}: pages are folders (use_directory_urls)"
+    assert url_path == "" or url_path.endswith("/"), (
+        f"{url_path!r}: pages are folders (use_directory_urls)"
+    )
     page = site / url_path / "index.html"
     assert page.is_file(), f"no page at {url_path!r}"
     return page.read_text(encoding="utf-8")
@@ -97,21 +116,25 @@ def test_every_command_and_subcommand_is_on_the_commands_page(site: Path) -> Non
 
 def test_command_help_keeps_placeholders_and_examples(site: Path) -> None:
     page = _page(site, "commands/")
-    code = "\n".join(re.findall(r'<code class="language-text">(.*?)</code>', page, flags=re.DOTALL))
+    code = html.unescape(
+        "\n".join(re.findall(r'<code class="language-text">(.*?)</code>', page, flags=re.DOTALL))
+    )
     examples = placeholders = 0
     for path in _commands(cli):
         command = cli
         for name in path.split()[1:]:
-            command = cli.commands[name]
+            assert isinstance(command, click.Group)
+            command = command.commands[name]
         for line in inspect.cleandoc(command.help or "").splitlines():
             if line.startswith("  ") and line.strip():
                 # click prints a `\b` block as it is written: on the site, it is code.
                 examples += 1
-                assert html.escape(line.strip(), quote=False) in code, f"{path}: {line.strip()!r} is not code"
-            elif "<" in line:
+                assert line.strip() in code, f"{path}: {line.strip()!r} is not code"
+            else:
                 # click's help is text: `<out_dir>` is shown, not swallowed as an HTML tag.
-                placeholders += 1
-                assert html.escape(line.strip(), quote=False) in page, f"{path}: {line.strip()!r} is not text"
+                for placeholder in re.findall(r"<[^<>]+>", line):
+                    placeholders += 1
+                    assert html.escape(placeholder) in page, f"{path}: {placeholder} is not text"
     assert examples > 10 and placeholders > 0
 
 
@@ -152,9 +175,15 @@ def _assert_resolves(site: Path, url: str) -> None:
         assert anchor in _ids(page), f"{url}: no #{anchor} on that page"
 
 
+def _readme_prose() -> str:
+    """The README less its code blocks and code spans."""
+    text = README.read_text(encoding="utf-8")
+    text = re.sub(r"^```.*?^```", "", text, flags=re.DOTALL | re.MULTILINE)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
 def _readme_links() -> list[str]:
-    text = re.sub(r"^```.*?^```", "", README.read_text(encoding="utf-8"), flags=re.DOTALL | re.MULTILINE)
-    text = re.sub(r"`[^`\n]*`", "", text)
+    text = _readme_prose()
     return re.findall(r"\]\(([^)\s]+)\)", text) + re.findall(r"<(https?://[^>\s]+)>", text)
 
 
@@ -164,8 +193,8 @@ def _github_slug(heading: str) -> str:
 
 def test_readme_links_resolve(site: Path) -> None:
     links = _readme_links()
-    text = README.read_text(encoding="utf-8")
-    slugs = {_github_slug(h) for h in re.findall(r"^#+ (.+)$", text, flags=re.MULTILINE)}
+    headings = re.findall(r"^#+ (.+)$", _readme_prose(), flags=re.MULTILINE)
+    slugs = {_github_slug(heading) for heading in headings}
     into_docs = 0
     for link in links:
         if link.startswith("#"):
@@ -174,7 +203,9 @@ def test_readme_links_resolve(site: Path) -> None:
             into_docs += 1
             _assert_resolves(site, link)
         elif not re.match(r"[a-z]+:", link):
-            assert (ROOT / link.split("#")[0]).exists(), f"README: {link} names no file of the repository"
+            assert (ROOT / link.split("#")[0]).exists(), (
+                f"README: {link} names no file of the repository"
+            )
     assert into_docs >= 10, "the README should lead into the documentation"
     for page in ("rules/", "commands/", "configuration/", "ci/", "getting-started/"):
         assert f"{DOCS_URL}/{page}" in links, f"README: no link to {page}"
@@ -188,6 +219,36 @@ def test_readme_is_short_and_keeps_the_two_commands() -> None:
     assert test_command + "\n" in text
     # CI runs exactly the README's test command, so a missing install step fails CI.
     assert test_command + "\n" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_one_ruff_and_one_mypy_for_pre_commit_ci_and_the_workflow() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    test_extra = pyproject["project"]["optional-dependencies"]["test"]
+    pins = {re.split(r"[=<>~!\[ ]", req, maxsplit=1)[0]: req for req in test_extra}
+    for tool in ("ruff", "mypy", "mkdocs", "mkdocs-click"):
+        assert re.fullmatch(rf"{tool}==[\w.]+", pins[tool]), (
+            f"{tool}: pin one version, not {pins[tool]!r}"
+        )
+        assert pins[tool] == f"{tool}=={version(tool)}", (
+            f"{tool}: installed {version(tool)}; reinstall .[test]"
+        )
+    # pre-commit runs the environment's ruff and mypy (the pinned ones), not copies of its own.
+    precommit = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
+    hooks = {
+        hook["id"]: (repo["repo"], hook) for repo in precommit["repos"] for hook in repo["hooks"]
+    }
+    for hook_id in ("ruff", "ruff-format", "mypy"):
+        repo, hook = hooks[hook_id]
+        assert (repo, hook["language"]) == ("local", "system"), hook_id
+    # The workflow runs .ci/run, which runs the linters, the site and the README's tests.
+    workflow = yaml.safe_load(
+        (ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
+    )
+    assert {"run": "bash .ci/run"} in workflow["jobs"]["test"]["steps"]
+    ci_run = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    for step in ("ruff check .", "ruff format --check knowl_build", "mypy"):
+        assert step in ci_run, step
+    assert any(line.startswith('mkdocs build --strict --site-dir "$tmp/') for line in ci_run)
 
 
 # The generators, on tables of their own.
@@ -205,7 +266,9 @@ FAKE_SCHEMA = (
     FakeOption("repo_name", "string", None, "The repository's name in federated answers."),
     FakeOption("staleness_days", "integer >= 0", 90, "Days before a page is stale (`KB202`)."),
     FakeOption("rules.<CODE>", "severity", "the rule's default", "A rule's severity."),
-    FakeOption("rules.per-path.<glob>.<CODE>", "severity", None, "A rule's severity on matching paths."),
+    FakeOption(
+        "rules.per-path.<glob>.<CODE>", "severity", None, "A rule's severity on matching paths."
+    ),
     FakeOption("search.boosts", "table", {"summary": 3.0, "tags": 2.0}, "Field boosts."),
     FakeOption("security.reject_secrets", "boolean", True, "Report secrets."),
     FakeOption("security.extra_patterns", "list of strings", (), "More secrets."),
@@ -226,8 +289,15 @@ def test_configuration_reference_has_every_key_with_its_anchor_default_and_doc()
         assert reference.option_anchor(option.key) in ids
     assert len({reference.option_anchor(o.key) for o in FAKE_SCHEMA}) == len(FAKE_SCHEMA)
     # Defaults as they are written in knowl.toml; `>=` is text.
-    for expected in ('"knowledge"', "<code>90</code>", "{ summary = 3.0, tags = 2.0 }",
-                     "<code>true</code>", "<code>[]</code>", "integer &gt;= 0", "default none"):
+    for expected in (
+        '"knowledge"',
+        "<code>90</code>",
+        "{ summary = 3.0, tags = 2.0 }",
+        "<code>true</code>",
+        "<code>[]</code>",
+        "integer &gt;= 0",
+        "default none",
+    ):
         assert expected in page, expected
     # One section per TOML table, in the order of the schema.
     tables = re.findall(r"^## (.+?) \{", source, flags=re.MULTILINE)
@@ -249,7 +319,13 @@ class FakeRule(NamedTuple):
 
 def test_rules_reference_anchors_each_code_and_keeps_placeholders_as_text() -> None:
     rules = [
-        FakeRule("KB004", "misplaced-page", "error", "outside user/<owner>/ | elsewhere", "See `<owner>` and <owner>."),
+        FakeRule(
+            "KB004",
+            "misplaced-page",
+            "error",
+            "outside user/<owner>/ | elsewhere",
+            "See `<owner>` and <owner>.",
+        ),
         FakeRule("KB401", "secret", "error", "a secret", "Stops at one of `< > |`."),
     ]
     page = _render(reference.rules_reference(rules))
@@ -268,10 +344,27 @@ def test_generated_sections_are_named() -> None:
 
 
 def test_click_help_examples_become_code_and_text_is_escaped() -> None:
-    lines = ["Publish the build at <out_dir>/CURRENT.", "", "Examples:", "  knowl build", "  knowl build \\",
-             "      --full", "", "More."]
+    lines = [
+        "Publish the build at <out_dir>/CURRENT.",
+        "",
+        "Examples:",
+        "  knowl build",
+        "  knowl build \\",
+        "      --full",
+        "",
+        "More.",
+    ]
     assert click_help.describe(lines) == [
-        "Publish the build at &lt;out_dir&gt;/CURRENT.", "", "Examples:",
-        "", "```text", "knowl build", "knowl build \\", "    --full", "```", "",
-        "", "More.",
+        "Publish the build at &lt;out_dir&gt;/CURRENT.",
+        "",
+        "Examples:",
+        "",
+        "```text",
+        "knowl build",
+        "knowl build \\",
+        "    --full",
+        "```",
+        "",
+        "",
+        "More.",
     ]

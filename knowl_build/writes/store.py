@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from knowl_build.bm25 import bm25_scores
+from knowl_build.writes.bm25 import bm25_scores
 from knowl_build.config import Config
 from knowl_build.errors import UsageError
 from knowl_build.model import Page
