@@ -1,4 +1,5 @@
-"""Configuration: the frozen Config, loading from knowl.toml or pyproject.toml, validation."""
+"""Configuration: the frozen Config, its documented SCHEMA, loading from knowl.toml or
+pyproject.toml, validation."""
 
 from __future__ import annotations
 
@@ -7,18 +8,21 @@ import functools
 import hashlib
 import json
 import math
+import operator
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from types import MappingProxyType
 from typing import Any
 
 from knowl_build.diagnostics import SEVERITY_CHOICES
 from knowl_build.errors import ConfigError
 from knowl_build.secrets import use_extra_patterns
 
-BOOST_FIELDS = ("summary", "tags", "title", "body")
+DEFAULT_BOOSTS = MappingProxyType({"summary": 3.0, "tags": 2.0, "title": 2.0, "body": 1.0})
+BOOST_FIELDS = tuple(DEFAULT_BOOSTS)
 PER_PATH = "per-path"
 RULE_CODE = re.compile(r"KB[0-9]{3}")  # the shape of a code; the rules know which exist
 # Search boosts: a bound that keeps every score finite (also checked when an artifact is read).
@@ -58,9 +62,7 @@ def glob_regex(glob: str) -> re.Pattern[str]:
 
 @dataclass(frozen=True, slots=True)
 class SearchConfig:
-    boosts: Mapping[str, float] = field(
-        default_factory=lambda: {"summary": 3.0, "tags": 2.0, "title": 2.0, "body": 1.0}
-    )
+    boosts: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_BOOSTS))
     max_caveats: int = 3
 
 
@@ -135,6 +137,178 @@ class Config:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
+# --- the schema: every key, documented ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One key of the configuration as docs/configuration.md shows it: the dotted key
+    (`<CODE>` and `<glob>` stand for any), a short type, the default (None for none) and
+    the user documentation, Markdown whose links are relative to that page."""
+
+    key: str
+    kind: str
+    default: object
+    doc: str
+
+
+_DEFAULTS = Config()
+_SEVERITY = f"severity ({'|'.join(SEVERITY_CHOICES)})"
+
+
+def _default(attribute: str) -> object:
+    """The default of a Config attribute (`search.boosts`): each default is written once, in
+    the dataclasses above."""
+    value = operator.attrgetter(attribute)(_DEFAULTS)
+    return MappingProxyType(dict(value)) if isinstance(value, Mapping) else value
+
+
+# In documentation order; the keys the validator accepts are these and no others.
+SCHEMA: tuple[Option, ...] = (
+    Option(
+        "knowledge_dir",
+        "folder (string)",
+        _default("knowledge_dir"),
+        "The folder of the pages, relative to the project root: global pages under "
+        "`<knowledge_dir>/global/`, each user's under `<knowledge_dir>/user/<owner>/` "
+        "([Pages and frontmatter](concepts/pages.md)).",
+    ),
+    Option(
+        "semantics_dir",
+        "folder (string)",
+        _default("semantics_dir"),
+        "The folder of the Canonic semantic layer, relative to the project root: one YAML file "
+        "per source under `<semantics_dir>/<connection>/` "
+        "([The semantic layer](concepts/semantic-layer.md)).",
+    ),
+    Option(
+        "out_dir",
+        "folder (string)",
+        _default("out_dir"),
+        "Where `knowl build` publishes, relative to the project root: one folder per build and "
+        "a `CURRENT` file naming the published one ([Build artifacts](artifacts.md)). knowl "
+        "prunes inside it, so it must be a folder of its own, apart from the knowledge and "
+        "semantics folders; `knowl build --out` overrides it.",
+    ),
+    Option(
+        "staleness_days",
+        "integer >= 0",
+        _default("staleness_days"),
+        "A page whose `meta.last_validated_at` is missing or more than this many days old is "
+        "stale ([KB202](rules.md#kb202)).",
+    ),
+    Option(
+        "keep_builds",
+        "integer >= 1",
+        _default("keep_builds"),
+        "How many build folders stay in `out_dir`, the current one included: after each build "
+        "the oldest others are pruned, never the current one nor one a reader still has open.",
+    ),
+    Option(
+        "repo_name",
+        "string",
+        _default("repo_name"),
+        "The name of this repository in its artifact and on its hits in federated search. "
+        "Unset, it is the last segment of `remote.origin.url` without `.git`, else the name of "
+        "the project folder.",
+    ),
+    Option(
+        "rules.<CODE>",
+        _SEVERITY,
+        None,
+        'The severity of one rule everywhere, such as `KB202 = "off"`; `off` turns it off. '
+        "Unset, a rule has its default severity ([Rules](rules.md)); a code that names no rule "
+        "is an error.",
+    ),
+    Option(
+        f"rules.{PER_PATH}.<glob>.<CODE>",
+        _SEVERITY,
+        None,
+        "The severity of a rule for findings in files whose project-relative path matches the "
+        "glob (`*` and `?` within a folder, `**` across folders), over `[rules]`; where several "
+        "globs match, the later one wins, and `off` also drops the freshness reason "
+        "([suppressions](ci.md#suppressions)).",
+    ),
+    Option(
+        "search.boosts",
+        "table of numbers",
+        _default("search.boosts"),
+        f"How much a match counts in each field of a page: `{'`, `'.join(BOOST_FIELDS)}`, each "
+        f"greater than 0 and at most {MAX_BOOST:g}. Fields left out keep their defaults; the "
+        "boosts are recorded in the artifact, so every reader ranks the same way.",
+    ),
+    Option(
+        "search.max_caveats",
+        "integer >= 0",
+        _default("search.max_caveats"),
+        "At most this many caveats ride along with a search's hits: visible active `caveat` "
+        "pages that share an entity with a hit, most shared entities first "
+        "([Reading and search](reading.md#search)).",
+    ),
+    Option(
+        "security.reject_secrets",
+        "boolean",
+        _default("security.reject_secrets"),
+        "Report secrets ([KB401](rules.md#kb401)) and sensitive paths "
+        "([KB402](rules.md#kb402)). `false` turns both checks off; the size limits "
+        "([KB403](rules.md#kb403)) stay.",
+    ),
+    Option(
+        "security.max_field_chars",
+        "integer >= 1",
+        _default("security.max_field_chars"),
+        "The longest frontmatter string, in characters, each list item counted alone; a longer "
+        "one is [KB403](rules.md#kb403).",
+    ),
+    Option(
+        "security.max_body_chars",
+        "integer >= 1",
+        _default("security.max_body_chars"),
+        "The longest page body, in characters; a longer one is [KB403](rules.md#kb403).",
+    ),
+    Option(
+        "security.extra_patterns",
+        "list of strings",
+        _default("security.extra_patterns"),
+        "More case-insensitive substrings that count as secrets ([KB401](rules.md#kb401)), "
+        "such as an internal host name; every message of the run hides them too. An empty "
+        "string is an error.",
+    ),
+    Option(
+        "peers.paths",
+        "list of strings",
+        _default("peer_paths"),
+        "Other repositories' artifacts that searches of this project's build include: each an "
+        "artifact folder or a project root (its current build), relative to the project root. "
+        "`--peer` replaces them ([Federation](reading.md#federation)).",
+    ),
+    Option(
+        "semantics.dbt.project_dir",
+        "folder (string)",
+        _default("dbt_project_dir"),
+        "The folder holding `dbt_project.yml`, relative to the project root (`.` for the root): "
+        "its semantic models and metrics join the Canonic entities "
+        "([dbt](concepts/semantic-layer.md#dbt)). A `[semantics.dbt]` table that sets anything "
+        "must set it, and not under `semantics_dir`.",
+    ),
+    Option(
+        "semantics.dbt.connection",
+        "string",
+        _default("dbt_connection"),
+        "The first segment of the dbt entities' names (`<connection>.<semantic_model>`): "
+        "letters, digits, `_` and `-`. Unset, it is the `name` in `dbt_project.yml`, which "
+        "then must have one.",
+    ),
+)
+
+
+def _keys_under(prefix: str) -> list[str]:
+    """The keys a table accepts: the next part of each SCHEMA key under `prefix` (`""`,
+    `"search."`), in order of first appearance."""
+    parts = (o.key[len(prefix) :].split(".", 1)[0] for o in SCHEMA if o.key.startswith(prefix))
+    return list(dict.fromkeys(parts))
+
+
 # --- validation --------------------------------------------------------------------------
 
 
@@ -144,12 +318,20 @@ def _did_you_mean(name: str, choices: list[str]) -> str:
 
 
 class _Reader:
-    """Validates one table, naming the file and the dotted key on every error."""
+    """Validates one table, naming the file and the dotted key on every error. The keys it
+    accepts are SCHEMA's under `prefix` unless `known` says otherwise."""
 
-    def __init__(self, source: str, table: Mapping[str, Any], prefix: str, known: list[str]):
+    def __init__(
+        self,
+        source: str,
+        table: Mapping[str, Any],
+        prefix: str,
+        known: Sequence[str] | None = None,
+    ):
         self.source = source
         self.table = table
         self.prefix = prefix
+        known = list(_keys_under(prefix) if known is None else known)
         for key in table:
             if key not in known:
                 raise self.error(key, f"unknown key{_did_you_mean(key, known)}")
@@ -206,21 +388,6 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
-TOP_KEYS = [
-    "knowledge_dir",
-    "semantics_dir",
-    "out_dir",
-    "staleness_days",
-    "keep_builds",
-    "repo_name",
-    "rules",
-    "search",
-    "security",
-    "peers",
-    "semantics",
-]
-
-
 def _check_out_dir(top: _Reader, out_dir: str, *guarded: str) -> None:
     """knowl prunes inside out_dir: never the project root, the knowledge or semantics folder,
     a folder holding them, or a folder inside them."""
@@ -261,7 +428,7 @@ def _severities(top: _Reader, prefix: str, table: Mapping[str, Any]) -> dict[str
 
 def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
     """Validate a parsed table (knowl.toml's root or pyproject's [tool.knowl])."""
-    top = _Reader(source, data, "", TOP_KEYS)
+    top = _Reader(source, data, "")
 
     rules_table = dict(top.table_of("rules"))
     per_path_table = rules_table.pop(PER_PATH, {})
@@ -277,10 +444,10 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
             raise top.error(where, 'expected a table of rule codes, e.g. { KB202 = "off" }')
         per_path.append((glob, _severities(top, f"{where}.", table)))
 
-    search = _Reader(source, top.table_of("search"), "search.", ["boosts", "max_caveats"])
+    search = _Reader(source, top.table_of("search"), "search.")
     boosts_table = search.table_of("boosts")
-    boosts_reader = _Reader(source, boosts_table, "search.boosts.", list(BOOST_FIELDS))
-    boosts = dict(SearchConfig().boosts)
+    boosts_reader = _Reader(source, boosts_table, "search.boosts.", BOOST_FIELDS)
+    boosts = dict(_DEFAULTS.search.boosts)
     for name in boosts_table:
         value = boosts_reader.get(name, (int, float), 1.0)
         if not (math.isfinite(value) and 0 < value <= MAX_BOOST):
@@ -289,23 +456,18 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
             )
         boosts[name] = float(value)
 
-    security = _Reader(
-        source,
-        top.table_of("security"),
-        "security.",
-        ["reject_secrets", "max_field_chars", "max_body_chars", "extra_patterns"],
-    )
+    security = _Reader(source, top.table_of("security"), "security.")
     patterns = security.string_list("extra_patterns")
     if any(not p for p in patterns):
         raise security.error("extra_patterns", "patterns must not be empty strings")
 
-    peers = _Reader(source, top.table_of("peers"), "peers.", ["paths"])
+    peers = _Reader(source, top.table_of("peers"), "peers.")
 
-    semantics = _Reader(source, top.table_of("semantics"), "semantics.", ["dbt"])
+    semantics = _Reader(source, top.table_of("semantics"), "semantics.")
     dbt_table = semantics.table_of("dbt")
-    dbt = _Reader(source, dbt_table, "semantics.dbt.", ["project_dir", "connection"])
+    dbt = _Reader(source, dbt_table, "semantics.dbt.")
     dbt_project_dir = dbt_connection = None
-    semantics_dir = top.relative_dir("semantics_dir", "semantics")
+    semantics_dir = top.relative_dir("semantics_dir", _DEFAULTS.semantics_dir)
     if dbt_table:
         if "project_dir" not in dbt_table:
             raise dbt.error("project_dir", "is required: the folder that holds dbt_project.yml")
@@ -316,29 +478,33 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
             raise dbt.error(
                 "project_dir", f"must not lie under {semantics_dir}/, which holds Canonic files"
             )
-        dbt_connection = dbt.get("connection", str, None)
+        dbt_connection = dbt.get("connection", str, _DEFAULTS.dbt_connection)
         if dbt_connection is not None and not re.fullmatch(r"[A-Za-z0-9_-]+", dbt_connection):
             raise dbt.error("connection", "must match [A-Za-z0-9_-]+")
-    repo_name = top.get("repo_name", str, None)
-    knowledge_dir = top.relative_dir("knowledge_dir", "knowledge")
-    out_dir = top.relative_dir("out_dir", ".knowl/build")
+    repo_name = top.get("repo_name", str, _DEFAULTS.repo_name)
+    knowledge_dir = top.relative_dir("knowledge_dir", _DEFAULTS.knowledge_dir)
+    out_dir = top.relative_dir("out_dir", _DEFAULTS.out_dir)
     _check_out_dir(top, out_dir, knowledge_dir, semantics_dir)
+    defaults = _DEFAULTS.security
     return Config(
         dbt_project_dir=dbt_project_dir,
         dbt_connection=dbt_connection,
         knowledge_dir=knowledge_dir,
         semantics_dir=semantics_dir,
         out_dir=out_dir,
-        staleness_days=top.positive_int("staleness_days", 90, 0),
-        keep_builds=top.positive_int("keep_builds", 3, 1),
+        staleness_days=top.positive_int("staleness_days", _DEFAULTS.staleness_days, 0),
+        keep_builds=top.positive_int("keep_builds", _DEFAULTS.keep_builds, 1),
         repo_name=repo_name,
         rules=rules,
         per_path=tuple(per_path),
-        search=SearchConfig(boosts=boosts, max_caveats=search.positive_int("max_caveats", 3, 0)),
+        search=SearchConfig(
+            boosts=boosts,
+            max_caveats=search.positive_int("max_caveats", _DEFAULTS.search.max_caveats, 0),
+        ),
         security=SecurityConfig(
-            reject_secrets=security.get("reject_secrets", bool, True),
-            max_field_chars=security.positive_int("max_field_chars", 20000, 1),
-            max_body_chars=security.positive_int("max_body_chars", 200000, 1),
+            reject_secrets=security.get("reject_secrets", bool, defaults.reject_secrets),
+            max_field_chars=security.positive_int("max_field_chars", defaults.max_field_chars, 1),
+            max_body_chars=security.positive_int("max_body_chars", defaults.max_body_chars, 1),
             extra_patterns=patterns,
         ),
         peer_paths=peers.string_list("paths"),

@@ -79,7 +79,7 @@ def make_server(
         if limit < 1:
             raise UsageError("limit must be at least 1")
         options = reading.SearchOptions(user=user, limit=limit)
-        return reading.search(readers.get(), query, options)
+        return dict(reading.search(readers.get(), query, options))
 
     @tool(
         "Read one page: its rendered body (live definitions filled in), freshness and "
@@ -87,7 +87,7 @@ def make_server(
         "an id, global:<id> or user:<owner>:<id>. Relay its caveats."
     )
     def read_knowledge_page(page: str, user: str | None = None) -> dict[str, Any]:
-        return reading.show(readers.get(), page, user)
+        return dict(reading.show(readers.get(), page, user))
 
     @tool(
         "Walk the reference graph from one or more pages (refs, links, and caveats about the "
@@ -99,14 +99,14 @@ def make_server(
     ) -> dict[str, Any]:
         if depth < 0:
             raise UsageError("depth must be 0 or more")
-        return reading.traverse(readers.get(), pages, user, depth)
+        return dict(reading.traverse(readers.get(), pages, user, depth))
 
     @tool(
         "List the pages that are not fresh (stale or needing review), with every reason, "
         "from the last build. Use it to warn about knowledge that may be out of date."
     )
     def list_stale(user: str | None = None) -> dict[str, Any]:
-        return reading.stale(readers.get(), user)
+        return dict(reading.stale(readers.get(), user))
 
     @tool(
         "Every committed version of a page, newest first: commit, date, author, subject, "

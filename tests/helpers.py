@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner, Result
 
 from knowl_build.cli import cli
 
-AUTHOR = {"GIT_AUTHOR_NAME": "Test Author", "GIT_AUTHOR_EMAIL": "author@example.invalid",
-          "GIT_COMMITTER_NAME": "Test Author", "GIT_COMMITTER_EMAIL": "author@example.invalid"}
+AUTHOR = {
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.invalid",
+    "GIT_COMMITTER_NAME": "Test Author",
+    "GIT_COMMITTER_EMAIL": "author@example.invalid",
+}
 
 SEMANTICS = {
     "semantics/shop/orders.yaml": """\
@@ -65,8 +71,9 @@ class Project:
         env = {**os.environ, **AUTHOR}
         date = f"2026-01-{1 + self.ticks:02d}T12:00:00+00:00"
         env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
-        out = subprocess.run(["git", *args], cwd=self.root, env=env, check=True,
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            ["git", *args], cwd=self.root, env=env, check=True, capture_output=True, text=True
+        )
         return out.stdout
 
     def commit(self, message: str = "change") -> str:
@@ -76,8 +83,9 @@ class Project:
         return self.run_git("rev-parse", "HEAD").strip()
 
 
-def invoke(args: list[str], code: int = 0, env: Mapping[str, str] | None = None,
-           input: str | None = None) -> Result:
+def invoke(
+    args: list[str], code: int = 0, env: Mapping[str, str] | None = None, input: str | None = None
+) -> Result:
     """Run the CLI in-process; on an unexpected exit code, show everything it printed."""
     runner = CliRunner()
     result = runner.invoke(cli, args, env=dict(env or {}), input=input, catch_exceptions=False)
@@ -86,3 +94,11 @@ def invoke(args: list[str], code: int = 0, env: Mapping[str, str] | None = None,
         f"--- stderr\n{result.stderr}"
     )
     return result
+
+
+def dump_json(data: Any) -> bytes:
+    """JSON as a build writes it (sorted keys, compact, UTF-8), for tests that forge artifact
+    files; unlike the writer it also writes what no build would (NaN, say)."""
+    return (
+        json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+    ).encode()

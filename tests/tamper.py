@@ -16,9 +16,9 @@ from typing import Any
 
 from click.testing import CliRunner, Result
 
-from knowl_build.artifacts import BUILD_MARKER, MANIFEST, dump_json, file_table
+from knowl_build.artifacts.layout import BUILD_MARKER, MANIFEST, file_table
 from knowl_build.cli import cli
-from tests.helpers import Project, invoke
+from tests.helpers import Project, dump_json, invoke
 from tests.test_reader import CORPUS
 
 # Pages the commands ask for: one that exists for everyone.

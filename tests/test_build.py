@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.artifacts import LOCK, verify
+from knowl_build.artifacts.layout import LOCK
+from knowl_build.artifacts.opening import verify
 from knowl_build.config import Config
 from knowl_build.pipeline.publish import build
 from knowl_build.render import render_body

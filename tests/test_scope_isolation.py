@@ -58,8 +58,8 @@ def test_no_answer_leaks_another_users_page(tmp_path: Path, seed: int) -> None:
     proj.commit()
     assert build(proj.root, Config(rules={"KB202": "off"}), allow_errors=True).status == "published"
     with Reader.open(proj.root) as reader:
-        all_refs = {f"{p['scope']}:{p['id']}" for p in reader.store.pages} | {
-            p["id"] for p in reader.store.pages}
+        all_refs = {f"{p.scope}:{p.id}" for p in reader.view.pages} | {
+            p.id for p in reader.view.pages}
         for user in [None, *USERS]:
             allowed = {"global"} | ({f"user:{user}"} if user else set())
             for query in [*WORDS, "revenue zebra churn", "policy caveat"]:

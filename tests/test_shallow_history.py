@@ -376,7 +376,7 @@ def test_shallow_build_publishes_unknown_introductions(origin: Origin, tmp_path:
 
 
 def _current(out: Path) -> Path:
-    from knowl_build.artifacts import current_folder
+    from knowl_build.artifacts.publication import current_folder
 
     folder = current_folder(out)
     assert folder is not None

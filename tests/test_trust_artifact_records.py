@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowl_build import artifacts
+from knowl_build.artifacts import layout, opening, publication, validate
 from knowl_build.errors import ArtifactError
-from tests.helpers import Project, invoke
+from tests.helpers import Project, dump_json, invoke
 from tests.tamper import (
     assert_clean,
     assert_refused,
@@ -203,7 +203,7 @@ def _rewrite_offsets(folder: Path) -> None:
     catalog = json.loads((folder / "catalog.json").read_bytes())
     for entry in catalog["pages"]:
         entry["offset"] = starts.get(entry["key"], entry["offset"])
-    (folder / "catalog.json").write_bytes(artifacts.dump_json(catalog))
+    (folder / "catalog.json").write_bytes(dump_json(catalog))
 
 
 def mutate(folder: Path, file: str, mutation: tuple[Any, ...], line_pick: int) -> bool:
@@ -310,7 +310,7 @@ def test_the_catalog_must_point_at_its_own_line(artifact: Path, tmp_path: Path) 
         catalog = json.loads((folder / "catalog.json").read_bytes())
         pages = catalog["pages"]
         pages[0]["offset"], pages[1]["offset"] = pages[1]["offset"], pages[0]["offset"]
-        (folder / "catalog.json").write_bytes(artifacts.dump_json(catalog))
+        (folder / "catalog.json").write_bytes(dump_json(catalog))
 
     folder = tampered(artifact, tmp_path / "artifact", swap)
     result = run_cli(["search", "revenue", "--artifact", str(folder)])
@@ -357,7 +357,7 @@ def test_a_corrupt_current_is_exit_2_and_the_next_build_replaces_it(
         assert_refused(result, args[0])
         assert "CURRENT" in result.stderr or "no published build" in result.stderr
     invoke(["build", "--repo", str(proj.root), "--full"])
-    assert artifacts.BUILD_NAME.fullmatch(current.read_text().strip())
+    assert layout.BUILD_NAME.fullmatch(current.read_text().strip())
     assert json.loads(invoke(["search", "revenue", "--repo", str(proj.root), "--json"]).stdout)["hits"]
 
 
@@ -384,7 +384,7 @@ def test_a_current_that_is_not_a_file_is_exit_2_never_a_hang(tmp_path: Path, kin
         assert current.is_dir()
     else:
         assert build.exit_code == 0, build.output
-        assert artifacts.current_folder(current.parent) is not None
+        assert publication.current_folder(current.parent) is not None
 
 
 def test_a_corrupt_current_in_a_folder_given_to_the_reader(tmp_path: Path) -> None:
@@ -395,7 +395,7 @@ def test_a_corrupt_current_in_a_folder_given_to_the_reader(tmp_path: Path) -> No
     (out / "CURRENT").write_bytes(b"\xc3\x28\n")
     with pytest.raises(ArtifactError, match="CURRENT: corrupt"):
         Reader.open(out)
-    assert artifacts.current_folder(out) is None  # the build side: "no current build"
+    assert publication.current_folder(out) is None  # the build side: "no current build"
 
 
 # --- validate once per state of a folder ----------------------------------------------------------
@@ -403,13 +403,13 @@ def test_a_corrupt_current_in_a_folder_given_to_the_reader(tmp_path: Path) -> No
 
 def _count_validations(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     calls: list[Path] = []
-    real = artifacts.validate
+    real = validate.validate
 
     def counting(folder: Path) -> list[str]:
         calls.append(folder)
         return real(folder)
 
-    monkeypatch.setattr(artifacts, "validate", counting)
+    monkeypatch.setattr(opening, "validate", counting)
     return calls
 
 
@@ -438,8 +438,8 @@ def test_a_build_records_its_folder_and_a_change_is_validated_again(
     entities = folder / "entities.json"
     entities.write_bytes(entities.read_bytes().replace(b'"kind":', b'"kinx":', 1))
     manifest = json.loads((folder / "manifest.json").read_bytes())
-    manifest["files"]["entities.json"] = artifacts.sha256_file(entities)
-    (folder / "manifest.json").write_bytes(artifacts.dump_json(manifest))
+    manifest["files"]["entities.json"] = layout.sha256_file(entities)
+    (folder / "manifest.json").write_bytes(dump_json(manifest))
     result = run_cli(["traverse", "revenue", "--repo", str(proj.root)])
     assert_refused(result, "traverse")
     assert "entities.json" in result.stderr

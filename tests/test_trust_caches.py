@@ -26,7 +26,10 @@ import pytest
 import knowl_build.pipeline.check as checking
 import knowl_build.pipeline.pages as pages
 import knowl_build.pipeline.publish as publishing
-from knowl_build import artifacts, trust
+from knowl_build import trust
+from knowl_build.artifacts.layout import BUILD_MARKER, BUILD_SEAL, MANIFEST
+from knowl_build.artifacts.publication import current_folder
+from knowl_build.artifacts.validate import validate
 from knowl_build.clock import today as utc_today
 from knowl_build.config import load_config
 from knowl_build.history.replay import HISTORY_SEAL
@@ -34,7 +37,7 @@ from knowl_build.pipeline.analysis import Analysis
 from knowl_build.pipeline.cache import CACHE_FORMAT
 from knowl_build.pipeline.check import MEMO_CACHE, MEMO_SEAL
 from knowl_build.pipeline.inputs import read_inputs
-from tests.helpers import SEMANTICS, Project, invoke
+from tests.helpers import SEMANTICS, Project, dump_json, invoke
 
 SECRET = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 CLEAN = "x" * len(SECRET)
@@ -218,7 +221,7 @@ def test_committed_parse_cache_does_not_hide_a_secret(tmp_path: Path, machines: 
     assert not (ci / ".knowl" / "build" / "CURRENT").exists()
     published = invoke(["build", "--repo", str(ci), "--allow-errors"])
     assert SECRET not in published.output
-    folder = artifacts.current_folder(ci / ".knowl" / "build")
+    folder = current_folder(ci / ".knowl" / "build")
     assert folder is not None
     assert "KB401" in (folder / "diagnostics.json").read_text()
 
@@ -345,18 +348,18 @@ def _forge_build(folder: Path, change: Callable[[bytes], bytes]) -> None:
     for entry, line in zip(catalog["pages"], lines, strict=True):
         entry["offset"] = offset
         offset += len(line) + 1
-    (folder / "catalog.json").write_bytes(artifacts.dump_json(catalog))
+    (folder / "catalog.json").write_bytes(dump_json(catalog))
     rehash(folder)
-    assert artifacts.validate(folder) == []
+    assert validate(folder) == []
     _reseal_build(folder)
 
 
 def _reseal_build(folder: Path) -> None:
     """Seal the forged manifest with the attacker's own key (they have no other)."""
-    sealer = trust.Sealer(trust.machine_key().secret or b"", artifacts.BUILD_SEAL)
-    token = (folder / artifacts.BUILD_MARKER).read_bytes().split(b"\n")[0]
-    tag = sealer.seal((folder / artifacts.MANIFEST).read_bytes())
-    (folder / artifacts.BUILD_MARKER).write_bytes(token + b"\n" + tag + b"\n")
+    sealer = trust.Sealer(trust.machine_key().secret or b"", BUILD_SEAL)
+    token = (folder / BUILD_MARKER).read_bytes().split(b"\n")[0]
+    tag = sealer.seal((folder / MANIFEST).read_bytes())
+    (folder / BUILD_MARKER).write_bytes(token + b"\n" + tag + b"\n")
 
 
 def test_committed_previous_build_is_not_reused(tmp_path: Path, machines: Machines) -> None:
@@ -373,7 +376,7 @@ def test_committed_previous_build_is_not_reused(tmp_path: Path, machines: Machin
     attacker.commit("pages")
     invoke(["build", "--repo", str(attacker.root)])
     out = attacker.root / ".knowl" / "build"
-    folder = artifacts.current_folder(out)
+    folder = current_folder(out)
     assert folder is not None
     _forge_build(folder, lambda data: data.replace(b"Use the pipeline.", b"Deploy by hand, token in #ops."))
     (attacker.root / ".knowl" / ".gitignore").unlink()
@@ -381,14 +384,14 @@ def test_committed_previous_build_is_not_reused(tmp_path: Path, machines: Machin
     # On the attacker's machine (whose seal it carries) the forgery is reused and published.
     control = _clone(attacker, tmp_path / "control")
     invoke(["build", "--repo", str(control)])
-    reused = artifacts.current_folder(control / ".knowl" / "build")
+    reused = current_folder(control / ".knowl" / "build")
     assert reused is not None and b"by hand" in (reused / "pages.jsonl").read_bytes()
 
     machines.use("ci")
     ci = _clone(attacker, tmp_path / "ci")
     assert (ci / ".knowl" / "build" / "CURRENT").read_text() == (out / "CURRENT").read_text()
     built = invoke(["build", "--repo", str(ci), "--format", "json"])
-    current = artifacts.current_folder(ci / ".knowl" / "build")
+    current = current_folder(ci / ".knowl" / "build")
     assert current is not None and current.name != folder.name
     manifest = json.loads((current / "manifest.json").read_bytes())
     assert manifest["records"]["reused"] == 0 and manifest["index"]["incremental"] is False
@@ -408,12 +411,12 @@ def test_committed_previous_build_is_no_answer_for_an_unchanged_tree(
     attacker.commit("bad page")
     preview = _export(attacker, tmp_path / "preview")
     invoke(["build", "--repo", str(preview), "--allow-errors"])
-    folder = artifacts.current_folder(preview / ".knowl" / "build")
+    folder = current_folder(preview / ".knowl" / "build")
     assert folder is not None
 
     def quiet(found: Path) -> None:
         document = {"version": 1, "diagnostics": [], "summary": {"error": 0, "warning": 0, "info": 0}}
-        (found / "diagnostics.json").write_bytes(artifacts.dump_json(document))
+        (found / "diagnostics.json").write_bytes(dump_json(document))
 
     quiet(folder)
     from tests.tamper import rehash
@@ -428,7 +431,7 @@ def test_committed_previous_build_is_no_answer_for_an_unchanged_tree(
     ci = _export(attacker, tmp_path / "ci")
     result = invoke(["build", "--repo", str(ci), "--format", "json"], code=1)
     assert sorted({d["code"] for d in json.loads(result.stdout)["diagnostics"]} - {"KB009"}) == EXPECTED
-    assert artifacts.current_folder(ci / ".knowl" / "build") == ci / ".knowl" / "build" / folder.name
+    assert current_folder(ci / ".knowl" / "build") == ci / ".knowl" / "build" / folder.name
 
 
 # --- what this machine wrote is used ----------------------------------------------------------

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build import artifacts
+from knowl_build.artifacts.publication import current_folder, resolve_artifact
 from knowl_build.config import Config
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
@@ -100,10 +100,10 @@ def test_a_held_build_is_not_pruned_and_goes_with_the_next_build(tmp_path: Path)
     build(proj.root, config)
     out = proj.root / ".knowl" / "build"
     with Reader.open(proj.root) as reader:
-        held = reader.store.folder
+        held = reader.view.folder
         proj.write({"knowledge/global/churn.md": "---\nsummary: Churn v2\n---\n"})
         assert build(proj.root, config).pruned == []
-        assert held.is_dir() and artifacts.current_folder(out) != held
+        assert held.is_dir() and current_folder(out) != held
         assert reader.search("revenue")["hits"]  # still answers from the build it opened
     proj.write({"knowledge/global/churn.md": "---\nsummary: Churn v3\n---\n"})
     assert held.name in build(proj.root, config).pruned
@@ -111,18 +111,18 @@ def test_a_held_build_is_not_pruned_and_goes_with_the_next_build(tmp_path: Path)
 
 
 def test_a_reader_whose_build_vanished_opens_the_new_current(tmp_path: Path) -> None:
-    from knowl_build.reader.store import Store
+    from knowl_build.reader.view import ArtifactView
 
     proj = Project(tmp_path / "kb").write(PAGES)
     proj.commit("initial")
     config = Config(keep_builds=1, rules={"KB202": "off"})
     build(proj.root, config)
     out = proj.root / ".knowl" / "build"
-    resolved = artifacts.resolve_artifact(out)  # CURRENT read, nothing pinned yet
+    resolved = resolve_artifact(out)  # CURRENT read, nothing pinned yet
     proj.write({"knowledge/global/churn.md": "---\nsummary: Churn v2\n---\n"})
     assert resolved.name in build(proj.root, config).pruned
-    store = Store.open(resolved)
+    store = ArtifactView.open(resolved)
     try:
-        assert store.folder == artifacts.current_folder(out) != resolved
+        assert store.folder == current_folder(out) != resolved
     finally:
         store.close()

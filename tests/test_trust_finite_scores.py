@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from knowl_build import index
-from knowl_build.artifacts import dump_json
 from knowl_build.errors import ArtifactError
-from knowl_build.reader.store import MAX_BOOST
+from knowl_build.config import MAX_BOOST
+from tests.helpers import dump_json
 from tests.tamper import assert_refused, build_corpus, reader_runs, run_cli, tampered
 
 

@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build import artifacts
+from knowl_build.artifacts import publication
+from knowl_build.artifacts.folders import out_token
+from knowl_build.artifacts.layout import BUILD_MARKER, LOCK, OUT_MARKER
+from knowl_build.artifacts.publication import current_folder, staging_folder
 from tests.helpers import Project, invoke
 
 PAGES: dict[str, str | bytes] = {
@@ -105,9 +108,9 @@ def test_pruning_leaves_committed_lookalikes_alone(tmp_path: Path) -> None:
     from another output folder: five builds with keep_builds = 1 leave them as they were."""
     other = _project(tmp_path / "other", "")
     invoke(["build", "--repo", str(other.root)])
-    foreign = artifacts.current_folder(other.root / ".knowl" / "build")
+    foreign = current_folder(other.root / ".knowl" / "build")
     assert foreign is not None
-    marker = (foreign / artifacts.BUILD_MARKER).read_text()
+    marker = (foreign / BUILD_MARKER).read_text()
     lookalikes = {
         **{f"site/old-build/{k}": v for k, v in LOOKALIKE.items()},
         **{f"site/copied/{k}": v for k, v in LOOKALIKE.items()},
@@ -123,7 +126,7 @@ def test_pruning_leaves_committed_lookalikes_alone(tmp_path: Path) -> None:
         k: v for k, v in before.items() if k.startswith("site/")
     }
     builds = [p for p in (proj.root / "site").iterdir() if p.is_dir() and p.name not in ("old-build", "copied")]
-    assert [p.name for p in builds] == [artifacts.current_folder(proj.root / "site").name]  # type: ignore[union-attr]
+    assert [p.name for p in builds] == [current_folder(proj.root / "site").name]  # type: ignore[union-attr]
 
 
 def test_stale_staging_cleanup_removes_only_knowl_staging(tmp_path: Path) -> None:
@@ -132,15 +135,15 @@ def test_stale_staging_cleanup_removes_only_knowl_staging(tmp_path: Path) -> Non
     })
     invoke(["build", "--repo", str(proj.root)])
     site = proj.root / "site"
-    token = artifacts.out_token(site)
+    token = out_token(site)
     assert token is not None
-    ours = artifacts.staging_folder(site)  # an interrupted build of this output folder
+    ours = staging_folder(site)  # an interrupted build of this output folder
     (ours / "pages.jsonl").write_text("half written")
     empty = site / ".tmp-empty"
     empty.mkdir()
     copied = site / ".tmp-copied"
     copied.mkdir()
-    (copied / artifacts.BUILD_MARKER).write_text("0" * 32 + "\n")  # another folder's token
+    (copied / BUILD_MARKER).write_text("0" * 32 + "\n")  # another folder's token
     (copied / "work.txt").write_text("keep me")
     before = _tracked(proj)
     proj.write({"knowledge/global/churn.md": PAGES["knowledge/global/churn.md"] + "more\n"})
@@ -161,7 +164,7 @@ def test_pruning_never_follows_a_symlink(tmp_path: Path) -> None:
     invoke(["build", "--repo", str(proj.root)])
     out = proj.root / ".knowl" / "build"
     kept = tmp_path / "kept-build"
-    shutil.copytree(artifacts.current_folder(out), kept)  # type: ignore[arg-type]
+    shutil.copytree(current_folder(out), kept)  # type: ignore[arg-type]
     (out / "zz-link").symlink_to(kept, target_is_directory=True)
     os.utime(out / "zz-link", (0, 0), follow_symlinks=False)  # the oldest, if it counted
     for i in range(3):
@@ -176,12 +179,12 @@ def test_builds_of_an_older_knowl_are_left_alone(tmp_path: Path) -> None:
     proj = _project(tmp_path, "keep_builds = 1\n")
     invoke(["build", "--repo", str(proj.root)])
     out = proj.root / ".knowl" / "build"
-    first = artifacts.current_folder(out)
+    first = current_folder(out)
     assert first is not None
-    (first / artifacts.BUILD_MARKER).unlink()
+    (first / BUILD_MARKER).unlink()
     proj.write({"knowledge/global/revenue.md": PAGES["knowledge/global/revenue.md"] + "v\n"})
     invoke(["build", "--repo", str(proj.root)])
-    assert first.is_dir() and artifacts.current_folder(out) != first
+    assert first.is_dir() and current_folder(out) != first
 
 
 # --- a symlink along out_dir, the lock, unusable output folders (red-team follow-up) ----------
@@ -237,7 +240,7 @@ def test_explicit_out_through_a_symlink_builds_in_its_target(tmp_path: Path) -> 
     (tmp_path / "out-link").symlink_to(real, target_is_directory=True)
     invoke(["build", "--repo", str(proj.root), "--out", str(tmp_path / "out-link")])
     assert (tmp_path / "out-link").is_symlink()
-    assert (real / "CURRENT").is_file() and (real / artifacts.OUT_MARKER).is_file()
+    assert (real / "CURRENT").is_file() and (real / OUT_MARKER).is_file()
 
 
 @pytest.mark.parametrize("content", [b"someone else's lock\n", b"123 host\n", b"", b"knowl-build x y\n", None])
@@ -245,7 +248,7 @@ def test_a_lock_knowl_did_not_write_is_never_removed(tmp_path: Path, content: by
     proj = _project(tmp_path, "")
     out = proj.root / ".knowl" / "build"
     out.mkdir(parents=True)
-    lock = out / artifacts.LOCK
+    lock = out / LOCK
     if content is None:
         (tmp_path / "target").write_text("keep\n")
         lock.symlink_to(tmp_path / "target")
@@ -267,10 +270,10 @@ def test_a_dead_knowl_lock_is_taken_over_and_other_files_stay(tmp_path: Path) ->
     out.mkdir(parents=True)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    (out / artifacts.LOCK).write_text(f"knowl-build {dead.pid} {socket.gethostname()}\n")
+    (out / LOCK).write_text(f"knowl-build {dead.pid} {socket.gethostname()}\n")
     (out / ".lock").write_text("an older tool's lock\n")  # not knowl's name any more
     invoke(["build", "--repo", str(proj.root)])
-    assert not (out / artifacts.LOCK).exists()
+    assert not (out / LOCK).exists()
     assert (out / ".lock").read_text() == "an older tool's lock\n"
     assert (out / "CURRENT").is_file()
 
@@ -298,7 +301,7 @@ def test_a_failing_write_to_the_output_folder_is_one_line_naming_it(
     def full(out_dir: Path, staging: Path, *args: object) -> Path:
         raise OSError(errno.ENOSPC, "No space left on device", str(staging / "manifest.json"))
 
-    monkeypatch.setattr(artifacts, "publish", full)
+    monkeypatch.setattr(publication, "publish", full)
     result = invoke(["build", "--repo", str(proj.root)], code=2)
     assert result.stderr == f"knowl: error: output folder {out} cannot be used (No space left on device)\n"
     assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]

@@ -25,10 +25,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowl_build import artifacts, index
+from knowl_build import index
+from knowl_build.artifacts import memo, opening, validate
 from knowl_build.errors import ArtifactError
 from knowl_build.reader import Reader
-from knowl_build.reader.store import Store
+from knowl_build.reader.view import ArtifactView
 from tests.tamper import (
     assert_refused,
     build_corpus,
@@ -111,8 +112,8 @@ def test_a_memo_index_bomb_allocates_nothing_much(
     artifact: Path, tmp_path: Path, where: str
 ) -> None:
     folder = tampered(artifact, tmp_path / "bomb", _memo_toc if where == "toc" else _memo_seg)
-    assert peak(lambda: artifacts.validate(folder)) < BOUND
-    assert artifacts.validate(folder) != []
+    assert peak(lambda: validate.validate(folder)) < BOUND
+    assert validate.validate(folder) != []
     assert peak(lambda: index.Searcher(folder / "index").close()) < BOUND
     assert peak(lambda: Reader.open(folder).close()) < BOUND
     with pytest.raises(ArtifactError, match="memo index beyond"):
@@ -125,9 +126,9 @@ def test_a_validated_artifact_changed_afterwards_is_validated_again(
     """The C unpickler reads only what the full validation decoded in this very state: a
     segment swapped after `verify` remembered the folder is decoded by the bounded one."""
     folder = tampered(artifact, tmp_path / "swapped", lambda f: None)
-    assert artifacts.verify(folder) == []  # remembered as validated
+    assert opening.verify(folder) == []  # remembered as validated
     with Reader.open(folder) as reader:
-        assert reader.store.searcher._validated  # the fast path, for the validated state
+        assert reader.view.searcher._validated  # the fast path, for the validated state
         reader.search("revenue")
     _memo_seg(folder)
     rehash(folder)
@@ -140,10 +141,10 @@ def test_the_fast_path_needs_the_very_files_that_were_validated(
     artifact: Path, tmp_path: Path
 ) -> None:
     folder = tampered(artifact, tmp_path / "copy", lambda f: None)
-    assert artifacts.verify(folder) == []
-    state = artifacts._state(folder)
+    assert opening.verify(folder) == []
+    state = memo.folder_state(folder)
     assert state is not None
-    store = Store.open(folder)
+    store = ArtifactView.open(folder)
     try:
         validated = store._validated_index()
     finally:

@@ -17,12 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.artifacts import dump_json
 from knowl_build.config import Config
 from knowl_build.index import search
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
-from tests.helpers import SEMANTICS, Project, invoke
+from tests.helpers import SEMANTICS, Project, dump_json, invoke
 from tests.tamper import rehash, tampered
 
 CONFIG = Config(rules={"KB202": "off"})
@@ -210,12 +209,12 @@ def test_the_vector_arm_ranks_only_what_the_caller_sees(
 ) -> None:
     """With vectors, the fused ranking is by rank: another user's pages must not take ranks
     either (cosines stand in for the embeddings extra, which may not be installed)."""
-    from knowl_build.reader.store import Store
+    from knowl_build.reader.view import ArtifactView
 
-    def cosines(store: Store, query: str) -> dict[str, float]:
-        return {page["key"]: 0.9 - 0.1 * (len(page["key"]) % 7) for page in store.pages}
+    def cosines(store: ArtifactView, query: str) -> dict[str, float]:
+        return {page.key: 0.9 - 0.1 * (len(page.key) % 7) for page in store.pages}
 
-    monkeypatch.setattr(Store, "similarities", cosines)
+    monkeypatch.setattr(ArtifactView, "similarities", cosines)
     found = []
     for name, extra in (("without", {}), ("with", ALICE)):
         root = project(tmp_path / name / "kb", CORPUS, extra).root

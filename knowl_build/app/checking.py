@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from knowl_build.app.project import Project
+from knowl_build.artifacts.schema import StaleRow
 from knowl_build.config import Config
 from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK, Diagnostic, exit_code_for
 from knowl_build.history.git import GitRepo
@@ -144,7 +145,7 @@ def build(project: Project, options: BuildOptions = BuildOptions()) -> BuildOutc
 
 @dataclass(frozen=True, slots=True)
 class StaleOutcome:
-    pages: list[dict[str, Any]]  # {page, scope, path, freshness, reasons}, sorted
+    pages: list[StaleRow]  # sorted by scope, id, path
 
     def to_json(self) -> dict[str, Any]:
         return {"pages": self.pages}
@@ -153,7 +154,7 @@ class StaleOutcome:
 def stale(project: Project) -> StaleOutcome:
     """The pages that are not fresh, with every reason, from the working tree."""
     analysis = analyse(project.root, project.config)
-    rows = []
+    rows: list[StaleRow] = []
     for page in sorted(analysis.pages, key=lambda p: (p.scope, p.id, p.path)):
         assessment = analysis.assessments.get(page.path)
         if assessment is None or assessment.value == "fresh":

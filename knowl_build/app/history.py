@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from knowl_build.app.project import Project
+from knowl_build.artifacts.schema import ShowAnswer
 from knowl_build.config import Config
 from knowl_build.errors import UsageError
 from knowl_build.history.git import GitFailed, GitRepo
@@ -111,7 +112,7 @@ def timeline(project: Project, ref: str, user: str | None = None) -> dict[str, A
     return {"page": where.id, "scope": where.scope, "versions": rows, "notices": notices}
 
 
-def show_at(project: Project, ref: str, rev: str, user: str | None = None) -> dict[str, Any]:
+def show_at(project: Project, ref: str, rev: str, user: str | None = None) -> ShowAnswer:
     """The page as it was at `rev`, rendered against the semantic layer as it was at `rev`.
 
     The project's tree at `rev` is exported to a temporary folder and built there; the answer

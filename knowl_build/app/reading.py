@@ -10,22 +10,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from knowl_build import artifacts
 from knowl_build.app.project import Locator
+from knowl_build.artifacts import manifest, opening, publication
+from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, StaleAnswer, TraverseAnswer
 from knowl_build.errors import ArtifactError
 from knowl_build.names import valid_user
 from knowl_build.reader import Reader
 from knowl_build.reader.queries import Filters
-from knowl_build.reader.store import Store, find_artifact
+from knowl_build.reader.view import ArtifactView, find_artifact
 
 
 def artifact_folder(locator: Locator, artifact: Path | None) -> Path:
     """`--artifact` as given, else the project's current build."""
     if artifact is not None:
         return artifact
-    return artifacts.resolve_artifact(locator.reader_project().out_dir)
+    return publication.resolve_artifact(locator.reader_project().out_dir)
 
 
 def open_reader(
@@ -38,9 +38,9 @@ def open_reader(
     if artifact is None and not peers:
         project = locator.reader_project()
         peer_paths = [project.root / p for p in project.config.peer_paths]
-    store = Store.open(find_artifact(folder))
+    store = ArtifactView.open(find_artifact(folder))
     try:
-        return Reader(store, [Store.open(find_artifact(p)) for p in peer_paths])
+        return Reader(store, [ArtifactView.open(find_artifact(p)) for p in peer_paths])
     except BaseException:
         store.close()
         raise
@@ -61,7 +61,7 @@ class CurrentReader:
         if self.reader is None or folder != self.folder:
             if self.reader is not None:
                 self.reader.close()
-            self.reader = Reader(Store.open(folder))
+            self.reader = Reader(ArtifactView.open(folder))
             self.folder = folder
         return self.reader
 
@@ -81,7 +81,7 @@ class SearchOptions:
     tags: tuple[str, ...] = ()
 
 
-def search(reader: Reader, query: str, options: SearchOptions = SearchOptions()) -> dict[str, Any]:
+def search(reader: Reader, query: str, options: SearchOptions = SearchOptions()) -> SearchAnswer:
     """The `search` answer (SPEC 10): hits best first, caveats riding along."""
     return reader.search(
         query,
@@ -94,7 +94,7 @@ def search(reader: Reader, query: str, options: SearchOptions = SearchOptions())
     )
 
 
-def show(reader: Reader, page: str, user: str | None = None) -> dict[str, Any]:
+def show(reader: Reader, page: str, user: str | None = None) -> ShowAnswer:
     return reader.show(page, user=valid_user(user))
 
 
@@ -104,11 +104,11 @@ def traverse(
     user: str | None = None,
     depth: int = 2,
     max_nodes: int = 50,
-) -> dict[str, Any]:
+) -> TraverseAnswer:
     return reader.traverse(list(pages), user=valid_user(user), depth=depth, max_nodes=max_nodes)
 
 
-def stale(reader: Reader, user: str | None = None) -> dict[str, Any]:
+def stale(reader: Reader, user: str | None = None) -> StaleAnswer:
     """The visible pages that were not fresh when the artifact was built."""
     return reader.stale(user=valid_user(user))
 
@@ -130,7 +130,7 @@ def graph_export(locator: Locator, artifact: Path | None, fmt: str) -> str:
     # networkx is imported only here, by the one command that needs it (start-up time).
     from knowl_build import graph as graphs
 
-    opened = artifacts.open_artifact(artifact_folder(locator, artifact))
+    opened = opening.open_artifact(artifact_folder(locator, artifact))
     try:
         data = (opened.folder / "graph.json").read_text(encoding="utf-8")
     finally:
@@ -160,6 +160,6 @@ def verify(locator: Locator, artifact: Path | None) -> Verification:
     """The whole artifact checked (SPEC 6.1, issue 10): every file against the manifest,
     every record against its schema, every pickle of the index."""
     folder = artifact_folder(locator, artifact)
-    problems = artifacts.verify(folder, full=True)
-    files = 0 if problems else len(artifacts.read_manifest(folder)["files"]) + 1
+    problems = opening.verify(folder, full=True)
+    files = 0 if problems else len(manifest.read_manifest(folder).files) + 1
     return Verification(folder, problems, files)

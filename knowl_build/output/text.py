@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, StaleRow, TraverseAnswer
 from knowl_build.diagnostics import Diagnostic
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -230,7 +231,7 @@ def build_summary(out: Console, result: Any, seconds: float) -> None:
     out.print(_text(f"  {seconds:.2f} s" + (f" ({stages})" if stages else "")))
 
 
-def stale_table(rows: list[dict[str, Any]], out: Console) -> None:
+def stale_table(rows: list[StaleRow], out: Console) -> None:
     if not rows:
         return
     table = Table(box=None, pad_edge=False)
@@ -256,7 +257,7 @@ def _strength(score: float, best: float) -> Text:
     return _text("█" * filled + "·" * (10 - filled), style="green")
 
 
-def search_results(answer: dict[str, Any], out: Console) -> None:
+def search_results(answer: SearchAnswer, out: Console) -> None:
     hits = answer["hits"]
     if not hits:
         out.print(_text(f"no hits for '{answer['query']}'", style="dim"))
@@ -267,7 +268,7 @@ def search_results(answer: dict[str, Any], out: Console) -> None:
         best = max(h["score"] for h in hits)
         for n, hit in enumerate(hits, 1):
             where = hit["page"] if hit["scope"] == "global" else f"{hit['page']} ({hit['scope']})"
-            if len(answer.get("repos", [])) > 1 or hit["repo"] != hits[0]["repo"]:
+            if hit["repo"] != hits[0]["repo"]:
                 where = f"{hit['repo']}: {where}"
             about = _text()
             _append(about, hit["title"], style="bold")
@@ -288,7 +289,7 @@ def search_results(answer: dict[str, Any], out: Console) -> None:
         out.print(line)
 
 
-def show_page(page: dict[str, Any], out: Console) -> None:
+def show_page(page: ShowAnswer, out: Console) -> None:
     from rich.markdown import Markdown
 
     head = _text(page["title"], style="bold")
@@ -328,7 +329,7 @@ def show_page(page: dict[str, Any], out: Console) -> None:
         out.print(_text(f"linked from: {links}", style="dim"))
 
 
-def traversal(answer: dict[str, Any], out: Console) -> None:
+def traversal(answer: TraverseAnswer, out: Console) -> None:
     table = Table(box=None, pad_edge=False)
     for column in ("depth", "page", "scope", "via"):
         table.add_column(column)

@@ -5,15 +5,20 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from msgspec import UNSET
+
 from knowl_build import __version__, clock
+from knowl_build.artifacts import folders, layout, lock, opening, publication, schema
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic, diagnostics_document
 from knowl_build.errors import KnowlError, UsageError
+from knowl_build.parse.text import decode
 from knowl_build.pipeline.analysis import analyse, summarize_counts
 from knowl_build.pipeline.cache import cache_place
 from knowl_build.pipeline.inputs import inputs_sha256, read_inputs
@@ -64,12 +69,10 @@ def build(
     The previous artifact stays current until the new one is complete; a refused or failed
     build publishes nothing. A project root that cannot be written is not written to: the
     caches go under `<out>/.cache/` (a notice says so), and without `out` the run stops."""
-    import time
-
-    from knowl_build import artifacts
+    # Imported here, not above: the index (Whoosh) and the graph (networkx) are loaded only
+    # by a build that writes an artifact, so `knowl check` starts without them.
     from knowl_build.graph import to_json as graph_json
     from knowl_build.index import write_index
-    from knowl_build.parse.text import decode
     from knowl_build.pipeline import records, reuse
 
     timings: dict[str, float] = {}
@@ -92,20 +95,20 @@ def build(
                 f"the project root {root} {caches.problem}, so the build has nowhere to go: "
                 "pass --out <a writable folder>"
             )
-        out_dir = artifacts.check_out_dir(root, config)
+        out_dir = folders.check_out_dir(root, config)
     else:
-        out_dir = artifacts.check_out_dir(root, config, out)
+        out_dir = folders.check_out_dir(root, config, out)
         caches = cache_place(root, out_dir)
     notices = list(caches.notices)
     # Only a build this machine sealed is reused (or answers for an unchanged tree).
-    sealer = caches.sealer(artifacts.BUILD_SEAL)
-    with artifacts.output_errors(out_dir), artifacts.build_lock(out_dir):
+    sealer = caches.sealer(layout.BUILD_SEAL)
+    with folders.output_errors(out_dir), lock.build_lock(out_dir):
         stage("discover")
         inputs = read_inputs(root, config)
         git = inputs.discovery.git
         head = git.head() if git is not None else None
         input_hash = inputs_sha256(root, inputs, config)
-        current = artifacts.current_folder(out_dir)
+        current = publication.current_folder(out_dir)
         previous = _manifest_or_none(current, sealer)
         if previous is None:
             current = None  # nothing of it is reused
@@ -115,11 +118,11 @@ def build(
             and current is not None
             and all(
                 (
-                    previous.get("commit") == head,
-                    previous.get("inputs_sha256") == input_hash,
-                    previous.get("config_sha256") == config.sha256,
-                    previous.get("tool_version") == __version__,
-                    str(previous.get("built_at", ""))[:10] == today.isoformat(),
+                    previous.commit == head,
+                    previous.inputs_sha256 == input_hash,
+                    previous.config_sha256 == config.sha256,
+                    previous.tool_version == __version__,
+                    previous.built_at[:10] == today.isoformat(),
                 )
             )
         ):
@@ -131,9 +134,9 @@ def build(
             return BuildResult(
                 published,
                 "no-op",
-                str(previous["build_id"]),
+                previous.build_id,
                 current,
-                dict(previous["counts"]),
+                dict(previous.counts),
                 False,
                 [],
                 notices=notices,
@@ -167,7 +170,7 @@ def build(
             not full
             and current is not None
             and previous is not None
-            and previous.get("tool_version") == __version__
+            and previous.tool_version == __version__
             and (current / "index").is_dir()
         )
         old = reuse.Previous.load(current) if incremental and current is not None else None
@@ -176,21 +179,23 @@ def build(
         entities = records.entity_records(analysis)
         graph_key = reuse.graph_digest(analysis, rows.pages)
 
-        staging = artifacts.staging_folder(out_dir)
+        staging = publication.staging_folder(out_dir)
         try:
             (staging / "pages.jsonl").write_bytes(b"".join(rows.lines))
-            (staging / "catalog.json").write_bytes(artifacts.dump_json({"pages": rows.catalog}))
-            (staging / "entities.json").write_bytes(artifacts.dump_json({"entities": entities}))
+            (staging / "catalog.json").write_bytes(
+                schema.encode(schema.Catalog(pages=rows.catalog))
+            )
+            (staging / "entities.json").write_bytes(schema.encode(entities))
             if old is not None and old.graph == graph_key:
                 shutil.copyfile(old.folder / "graph.json", staging / "graph.json")
             else:
                 graph = records.reference_graph(analysis)
                 (staging / "graph.json").write_text(graph_json(graph), encoding="utf-8")
             (staging / reuse.SIGNATURES).write_bytes(
-                artifacts.dump_json(reuse.signatures_json(rows, graph_key))
+                schema.encode(reuse.signatures_record(rows, graph_key))
             )
             (staging / "diagnostics.json").write_bytes(
-                artifacts.dump_json(diagnostics_document(diagnostics))
+                schema.encode(diagnostics_document(diagnostics))
             )
             stage("index")
             if incremental and current is not None:
@@ -201,52 +206,54 @@ def build(
             stage("vectors")
             vectors = _write_vectors(staging, rows, current if incremental else None)
             stage("publish")
-            files = artifacts.file_table(staging)
-            manifest = {
-                "format": artifacts.FORMAT,
-                "schema_version": artifacts.SCHEMA_VERSION,
-                "tool_version": __version__,
-                "build_id": build_id,
-                "commit": head,
-                "dirty": bool(dirty) if head is not None else True,
-                "inputs_sha256": input_hash,
-                "config_sha256": config.sha256,
-                "built_at": clock.stamp()
+            files = layout.file_table(staging)
+            manifest = schema.Manifest(
+                format=layout.FORMAT,
+                schema_version=layout.SCHEMA_VERSION,
+                tool_version=__version__,
+                build_id=build_id,
+                commit=head,
+                dirty=bool(dirty) if head is not None else True,
+                inputs_sha256=input_hash,
+                config_sha256=config.sha256,
+                built_at=clock.stamp()
                 if clock.pinned() is None
                 else f"{today.isoformat()}T00:00:00Z",
-                "repo": _repo_name(config, root, git),
-                "counts": counts,
-                "error_count": errors,
-                "search": {
-                    "boosts": dict(sorted(config.search.boosts.items())),
-                    "max_caveats": config.search.max_caveats,
-                },
-                "records": {"reused": rows.reused, "built": len(rows.pages) - rows.reused},
-                "index": {
-                    "added": update.added,
-                    "updated": update.updated,
-                    "deleted": update.deleted,
-                    "merged": update.merged,
-                    "incremental": incremental,
-                },
-                **({"vectors": vectors} if vectors else {}),
-                "files": files,
-                "sizes": {
+                repo=_repo_name(config, root, git),
+                counts=counts,
+                error_count=errors,
+                search=schema.SearchSettings(
+                    boosts=dict(sorted(config.search.boosts.items())),
+                    max_caveats=config.search.max_caveats,
+                ),
+                records=schema.RecordCounts(
+                    reused=rows.reused, built=len(rows.pages) - rows.reused
+                ),
+                index=schema.IndexUpdateCounts(
+                    added=update.added,
+                    updated=update.updated,
+                    deleted=update.deleted,
+                    merged=update.merged,
+                    incremental=incremental,
+                ),
+                vectors=vectors or UNSET,
+                files=files,
+                sizes={
                     name: (staging / name).stat().st_size
                     for name in files
                     if name.startswith("index/")
                 },
-            }
-            (staging / artifacts.MANIFEST).write_bytes(artifacts.dump_json(manifest))
-            folder = artifacts.publish(out_dir, staging, build_id, sealer)
+            )
+            (staging / layout.MANIFEST).write_bytes(schema.encode(manifest))
+            folder = publication.publish(out_dir, staging, build_id, sealer)
         except BaseException as exc:
             shutil.rmtree(staging, ignore_errors=True)
             if isinstance(exc, OSError):
-                failure = artifacts.output_failure(out_dir, exc, writing=True)
+                failure = folders.output_failure(out_dir, exc, writing=True)
                 if failure is not None:
                     raise failure from None
             raise
-        pruned = artifacts.prune(out_dir, config.keep_builds)
+        pruned = publication.prune(out_dir, config.keep_builds)
         stage("done")
         return BuildResult(
             diagnostics,
@@ -268,36 +275,33 @@ def _write_vectors(staging: Path, rows: Any, previous: Path | None) -> dict[str,
     if not embeddings.available():
         return {}
     texts = [
-        (row["path"], embeddings.page_text(row["fields"]["summary"], row["body"]))
-        for row in rows.records()
+        (row.path, embeddings.page_text(row.fields.summary, row.body)) for row in rows.records()
     ]
     old = previous / embeddings.FOLDER if previous is not None else None
     counts = embeddings.write_vectors(staging / embeddings.FOLDER, texts, old)
     return {"model": embeddings.Embedder.get().identity, **counts}
 
 
-def _manifest_or_none(folder: Path | None, sealer: Sealer | None) -> dict[str, Any] | None:
+def _manifest_or_none(folder: Path | None, sealer: Sealer | None) -> schema.Manifest | None:
     """The current build's manifest once the build is known to be this machine's (sealed
     with its key) and whole (validated, as a reader would); None when there is none, it was
     written elsewhere (committed with the project, say) or it is damaged: then this build
     starts from nothing and replaces it, instead of reusing what it cannot trust."""
-    from knowl_build import artifacts
-
     if folder is None or sealer is None:
         return None
-    manifest = artifacts.sealed(folder, sealer)
+    manifest = publication.sealed(folder, sealer)
     if manifest is None:
         return None
     try:
-        opened = artifacts.open_artifact(folder)
+        opened = opening.open_artifact(folder)
     except KnowlError:
         return None
     opened.close()
     try:
-        same = json.loads(manifest) == opened.manifest  # not swapped since the seal's check
-    except ValueError:
+        same = schema.decode(layout.MANIFEST, manifest, schema.Manifest) == opened.manifest
+    except KnowlError:
         return None
-    return opened.manifest if same else None
+    return opened.manifest if same else None  # not swapped since the seal's check
 
 
 def _published_findings(folder: Path) -> list[Diagnostic] | None:

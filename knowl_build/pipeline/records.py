@@ -6,98 +6,104 @@ Everything here is plain data from an Analysis; nothing reads files or runs git.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import networkx as nx
+from msgspec import convert
 
+from knowl_build.artifacts.schema import (
+    CatalogEntry,
+    CommitInfo,
+    Conflict,
+    Drift,
+    Entities,
+    Entity,
+    Freshness,
+    Heading,
+    LinkRecord,
+    PageFields,
+    PageRecord,
+)
 from knowl_build.graph import entity_node, make_graph, page_node
 from knowl_build.history.records import History
 from knowl_build.index import IndexDocument
 from knowl_build.model import Page
+from knowl_build.pipeline.analysis import Analysis
 from knowl_build.render import render_body
 
-if TYPE_CHECKING:
-    from knowl_build.pipeline.analysis import Analysis
 
-
-def _fields(page: Page) -> dict[str, Any]:
+def _fields(page: Page) -> PageFields:
     f = page.parsed.fields
-    return {
-        "summary": f.summary,
-        "tags": list(f.tags),
-        "sl_refs": [r.value for r in f.sl_refs],
-        "refs": [r.value for r in f.refs],
-        "usage_mode": f.usage_mode,
-        "category": f.category,
-        "status": f.status,
-        "superseded_by": f.superseded_by.value if f.superseded_by else None,
-        "freshness": f.freshness,
-        "confidence": f.confidence,
-        "source": f.source,
-        "source_commit": f.source_commit,
-        "affected_paths": [a.value for a in f.affected_paths],
-        "conflict": (
-            {
-                "key": f.conflict.key,
-                "normalized_key": f.conflict.normalized_key,
-                "scope": dict(f.conflict.scope),
-                "exclusive": f.conflict.exclusive,
-            }
+    return PageFields(
+        summary=f.summary,
+        tags=list(f.tags),
+        sl_refs=[r.value for r in f.sl_refs],
+        refs=[r.value for r in f.refs],
+        usage_mode=f.usage_mode,
+        category=f.category,
+        status=f.status,
+        superseded_by=f.superseded_by.value if f.superseded_by else None,
+        freshness=f.freshness,
+        confidence=f.confidence,
+        source=f.source,
+        source_commit=f.source_commit,
+        affected_paths=[a.value for a in f.affected_paths],
+        conflict=(
+            Conflict(
+                key=f.conflict.key,
+                normalized_key=f.conflict.normalized_key,
+                scope=dict(f.conflict.scope),
+                exclusive=f.conflict.exclusive,
+            )
             if f.conflict
             else None
         ),
-        "visibility": f.visibility,
-        "reasoning": f.reasoning,
-        "alternatives": list(f.alternatives),
-        "steps": list(f.steps),
-        "provenance": f.provenance,
-        "last_validated_at": f.last_validated_at,
-        "bound_fingerprints": {b.entity: b.fingerprint for b in f.bound_fingerprints},
-        "frozen": f.frozen,
-    }
+        visibility=f.visibility,
+        reasoning=f.reasoning,
+        alternatives=list(f.alternatives),
+        steps=list(f.steps),
+        provenance=f.provenance,
+        last_validated_at=f.last_validated_at,
+        bound_fingerprints={b.entity: b.fingerprint for b in f.bound_fingerprints},
+        frozen=f.frozen,
+    )
 
 
-def page_record(analysis: Analysis, page: Page, text: str) -> dict[str, Any]:
+def page_record(analysis: Analysis, page: Page, text: str) -> PageRecord:
     """The artifact's record of one page (a line of pages.jsonl)."""
     raw_body = text[page.parsed.body_offset :]
     assessment = analysis.assessments.get(page.path)
     links = [
-        {
-            "target": r.value,
-            "kind": "ref",
-            "heading": None,
-            "line": r.span.line,
-            "column": r.span.column,
-        }
+        LinkRecord(target=r.value, kind="ref", heading=None, line=r.span.line, column=r.span.column)
         for r in page.parsed.fields.refs
     ] + [
-        {
-            "target": link.target,
-            "kind": "embed" if link.embed else "link",
-            "heading": link.heading,
-            "line": link.span.line,
-            "column": link.span.column,
-        }
+        LinkRecord(
+            target=link.target,
+            kind="embed" if link.embed else "link",
+            heading=link.heading,
+            line=link.span.line,
+            column=link.span.column,
+        )
         for link in page.parsed.links
     ]
-    return {
-        "id": page.id,
-        "scope": page.scope,
-        "owner": page.owner,
-        "path": page.path,
-        "title": page.title,
-        "frontmatter": page.parsed.frontmatter,
-        "fields": _fields(page),
-        "body": render_body(raw_body, analysis.layer),
-        "raw_body": raw_body,
-        "headings": [
-            {"level": h.level, "text": h.text, "line": h.line} for h in page.parsed.headings
-        ],
-        "links": links,
-        "freshness": assessment.to_json() if assessment else {"value": "fresh", "reasons": []},
-        "drift": assessment.drift if assessment else [],
-        "last_commit": _last_commit(analysis.history, page.path),
-    }
+    return PageRecord(
+        id=page.id,
+        scope=page.scope,
+        owner=page.owner,
+        path=page.path,
+        title=page.title,
+        frontmatter=page.parsed.frontmatter,
+        fields=_fields(page),
+        body=render_body(raw_body, analysis.layer),
+        raw_body=raw_body,
+        headings=[Heading(level=h.level, text=h.text, line=h.line) for h in page.parsed.headings],
+        links=links,
+        freshness=convert(
+            assessment.to_json() if assessment else {"value": "fresh", "reasons": []}, Freshness
+        ),
+        drift=convert(assessment.drift if assessment else [], list[Drift]),
+        last_commit=_last_commit(analysis.history, page.path),
+    )
 
 
 def record_pages(analysis: Analysis, texts: dict[str, str]) -> list[Page]:
@@ -107,38 +113,39 @@ def record_pages(analysis: Analysis, texts: dict[str, str]) -> list[Page]:
     return pages
 
 
-def _last_commit(history: History | None, path: str) -> dict[str, object] | None:
+def _commit(history: History | None, ref: str | None) -> CommitInfo | None:
+    found = history.commit_json(ref) if history is not None else None
+    return None if found is None else convert(found, CommitInfo)
+
+
+def _last_commit(history: History | None, path: str) -> CommitInfo | None:
     if history is None or not history.page_commits.get(path):
         return None
-    return history.commit_json(history.page_commits[path][0])
+    return _commit(history, history.page_commits[path][0])
 
 
-def entity_records(analysis: Analysis) -> list[dict[str, Any]]:
+def entity_records(analysis: Analysis) -> Entities:
     history = analysis.history
     rows = []
     for name in sorted(analysis.layer.entities):
         entity = analysis.layer.entities[name]
         record = history.entities.get(name) if history else None
         rows.append(
-            {
-                "name": name,
-                "kind": entity.kind,
-                "connection": entity.connection,
-                "source": entity.source,
-                "member": entity.member,
-                "definition": entity.definition,
-                "file": entity.path,
-                "line": entity.line,
-                "fingerprint": entity.fingerprint,
-                "introduced_in": history.commit_json(record.introduced_in)
-                if history and record
-                else None,
-                "changed_in": history.commit_json(record.changed_in)
-                if history and record
-                else None,
-            }
+            Entity(
+                name=name,
+                kind=entity.kind,
+                connection=entity.connection,
+                source=entity.source,
+                member=entity.member,
+                definition=entity.definition,
+                file=entity.path,
+                line=entity.line,
+                fingerprint=entity.fingerprint,
+                introduced_in=_commit(history, record.introduced_in) if record else None,
+                changed_in=_commit(history, record.changed_in) if record else None,
+            )
         )
-    return rows
+    return Entities(entities=rows)
 
 
 def reference_graph(analysis: Analysis) -> nx.DiGraph:
@@ -181,42 +188,42 @@ def reference_graph(analysis: Analysis) -> nx.DiGraph:
     return make_graph(nodes, edges)
 
 
-def index_document(row: dict[str, Any]) -> IndexDocument:
-    f = row["fields"]
+def index_document(row: PageRecord) -> IndexDocument:
+    f = row.fields
     return IndexDocument(
-        row["path"],
+        row.path,
         {
-            "page_id": row["id"],
-            "scope": row["scope"],
-            "status": f["status"],
-            "category": f["category"] or "",
-            "usage_mode": f["usage_mode"],
-            "visibility": f["visibility"],
-            "title": row["title"],
-            "summary": f["summary"],
-            "tags": " ".join(f["tags"]),
-            "body": row["body"],
+            "page_id": row.id,
+            "scope": row.scope,
+            "status": f.status,
+            "category": f.category or "",
+            "usage_mode": f.usage_mode,
+            "visibility": f.visibility,
+            "title": row.title,
+            "summary": f.summary,
+            "tags": " ".join(f.tags),
+            "body": row.body,
         },
     )
 
 
-def catalog_entry(row: dict[str, Any], offset: int) -> dict[str, Any]:
-    f = row["fields"]
-    return {
-        "key": row["path"],
-        "id": row["id"],
-        "scope": row["scope"],
-        "owner": row["owner"],
-        "title": row["title"],
-        "summary": f["summary"],
-        "tags": f["tags"],
-        "sl_refs": f["sl_refs"],
-        "usage_mode": f["usage_mode"],
-        "category": f["category"],
-        "status": f["status"],
-        "superseded_by": f["superseded_by"],
-        "visibility": f["visibility"],
-        "freshness": row["freshness"]["value"],
-        "drift_flag": bool(row["drift"]),
-        "offset": offset,
-    }
+def catalog_entry(row: PageRecord, offset: int) -> CatalogEntry:
+    f = row.fields
+    return CatalogEntry(
+        key=row.path,
+        id=row.id,
+        scope=row.scope,
+        owner=row.owner,
+        title=row.title,
+        summary=f.summary,
+        tags=f.tags,
+        sl_refs=f.sl_refs,
+        usage_mode=f.usage_mode,
+        category=f.category,
+        status=f.status,
+        superseded_by=f.superseded_by,
+        visibility=f.visibility,
+        freshness=row.freshness.value,
+        drift_flag=bool(row.drift),
+        offset=offset,
+    )

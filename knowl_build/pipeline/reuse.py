@@ -14,22 +14,27 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from msgspec.structs import replace
+
+from knowl_build.artifacts.schema import (
+    Catalog,
+    CatalogEntry,
+    PageRecord,
+    Signatures,
+    decode,
+    encode,
+)
+from knowl_build.errors import ArtifactError
 from knowl_build.index import DOCS_FILE, IndexDocument
 from knowl_build.model import Page
+from knowl_build.pipeline.analysis import Analysis
 from knowl_build.pipeline.records import catalog_entry, index_document, page_record, record_pages
 from knowl_build.render import attribute_value
 
-if TYPE_CHECKING:
-    from knowl_build.pipeline.analysis import Analysis
-
 SIGNATURES = "signatures.json"
 _encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
-
-
-def encode_line(row: dict[str, Any]) -> bytes:
-    return (_encode(row) + "\n").encode()
 
 
 def _digest(data: Any) -> str:
@@ -70,29 +75,31 @@ class Previous:
     graph: str
     signatures: dict[str, str]
     pages: bytes
-    catalog: dict[str, dict[str, Any]]
+    catalog: dict[str, CatalogEntry]
     index_digests: dict[str, str]
 
     @classmethod
     def load(cls, folder: Path) -> Previous | None:
         try:
-            signatures = json.loads((folder / SIGNATURES).read_bytes())
-            catalog = json.loads((folder / "catalog.json").read_bytes())["pages"]
-            index_digests = json.loads((folder / "index" / DOCS_FILE).read_bytes())
-            pages = (folder / "pages.jsonl").read_bytes()
-            return cls(
-                folder,
-                signatures["graph"],
-                signatures["pages"],
-                pages,
-                {entry["key"]: entry for entry in catalog},
-                index_digests,
+            signatures = decode(SIGNATURES, (folder / SIGNATURES).read_bytes(), Signatures)
+            catalog = decode("catalog.json", (folder / "catalog.json").read_bytes(), Catalog)
+            index_digests = decode(
+                DOCS_FILE, (folder / "index" / DOCS_FILE).read_bytes(), dict[str, str]
             )
-        except (OSError, ValueError, KeyError, TypeError):
+            pages = (folder / "pages.jsonl").read_bytes()
+        except (OSError, ArtifactError):
             return None  # nothing to reuse: build everything
+        return cls(
+            folder,
+            signatures.graph,
+            signatures.pages,
+            pages,
+            {entry.key: entry for entry in catalog.pages},
+            index_digests,
+        )
 
     def line(self, path: str) -> bytes:
-        start = int(self.catalog[path]["offset"])
+        start = self.catalog[path].offset
         return self.pages[start : self.pages.index(b"\n", start) + 1]
 
 
@@ -102,19 +109,19 @@ class Rows:
 
     pages: list[Page]
     lines: list[bytes] = field(default_factory=list)
-    catalog: list[dict[str, Any]] = field(default_factory=list)
+    catalog: list[CatalogEntry] = field(default_factory=list)
     signatures: dict[str, str] = field(default_factory=dict)
     index_digests: dict[str, str] = field(default_factory=dict)
-    fresh: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fresh: dict[str, PageRecord] = field(default_factory=dict)
     reused: int = 0
     positions: dict[str, int] = field(default_factory=dict)
 
-    def record(self, index: int) -> dict[str, Any]:
+    def record(self, index: int) -> PageRecord:
         path = self.pages[index].path
         row = self.fresh.get(path)
-        return row if row is not None else dict(json.loads(self.lines[index]))
+        return row if row is not None else decode(path, self.lines[index], PageRecord)
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[PageRecord]:
         return [self.record(i) for i in range(len(self.pages))]
 
     def index_document(self, path: str) -> IndexDocument:
@@ -155,13 +162,13 @@ def assemble(
             and page.path in previous.index_digests
         ):
             line = previous.line(page.path)
-            entry = dict(previous.catalog[page.path], offset=offset)
+            entry = replace(previous.catalog[page.path], offset=offset)
             rows.index_digests[page.path] = previous.index_digests[page.path]
             rows.reused += 1
         else:
             row = page_record(analysis, page, texts[page.path])
             rows.fresh[page.path] = row
-            line = encode_line(row)
+            line = encode(row)
             entry = catalog_entry(row, offset)
             rows.index_digests[page.path] = index_document(row).digest
         rows.lines.append(line)
@@ -170,5 +177,5 @@ def assemble(
     return rows
 
 
-def signatures_json(rows: Rows, graph: str) -> dict[str, Any]:
-    return {"graph": graph, "pages": rows.signatures}
+def signatures_record(rows: Rows, graph: str) -> Signatures:
+    return Signatures(graph=graph, pages=rows.signatures)

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, StaleAnswer, TraverseAnswer
 from knowl_build.errors import PageNotFound
 from knowl_build.reader import queries
 from knowl_build.reader.queries import Filters
-from knowl_build.reader.store import Store, find_artifact
+from knowl_build.reader.view import ArtifactView, find_artifact
 
 __all__ = ["Filters", "PageNotFound", "Reader"]
 
@@ -27,8 +27,8 @@ __all__ = ["Filters", "PageNotFound", "Reader"]
 class Reader:
     """An opened artifact (and its peers, for federated search)."""
 
-    def __init__(self, store: Store, peers: Sequence[Store] = ()) -> None:
-        self.store = store
+    def __init__(self, view: ArtifactView, peers: Sequence[ArtifactView] = ()) -> None:
+        self.view = view
         self.peers = list(peers)
 
     @classmethod
@@ -36,19 +36,19 @@ class Reader:
         cls, path: str | Path, peers: Sequence[str | Path] = (), out_dir: str = ".knowl/build"
     ) -> Reader:
         """`path` is an artifact folder, or a project root (its current build is used)."""
-        stores = [Store.open(find_artifact(Path(path), out_dir))]
+        views = [ArtifactView.open(find_artifact(Path(path), out_dir))]
         try:
             for peer in peers:
-                stores.append(Store.open(find_artifact(Path(peer))))
+                views.append(ArtifactView.open(find_artifact(Path(peer))))
         except BaseException:
-            for store in stores:
-                store.close()
+            for view in views:
+                view.close()
             raise
-        return cls(stores[0], stores[1:])
+        return cls(views[0], views[1:])
 
     def close(self) -> None:
-        for store in [self.store, *self.peers]:
-            store.close()
+        for view in [self.view, *self.peers]:
+            view.close()
 
     def __enter__(self) -> Reader:
         return self
@@ -66,20 +66,20 @@ class Reader:
         category: str | None = None,
         usage_mode: str | None = None,
         tags: Sequence[str] = (),
-    ) -> dict[str, Any]:
+    ) -> SearchAnswer:
         filters = Filters(status, category, usage_mode, tuple(tags))
         return queries.search(
-            self.store, query, user=user, limit=limit, filters=filters, peers=self.peers
+            self.view, query, user=user, limit=limit, filters=filters, peers=self.peers
         )
 
-    def show(self, page: str, *, user: str | None = None) -> dict[str, Any]:
-        return queries.show(self.store, page, user)
+    def show(self, page: str, *, user: str | None = None) -> ShowAnswer:
+        return queries.show(self.view, page, user)
 
-    def stale(self, *, user: str | None = None) -> dict[str, Any]:
+    def stale(self, *, user: str | None = None) -> StaleAnswer:
         """The visible pages that were not fresh when the artifact was built."""
-        return queries.stale(self.store, user)
+        return queries.stale(self.view, user)
 
     def traverse(
         self, pages: Sequence[str], *, user: str | None = None, depth: int = 2, max_nodes: int = 50
-    ) -> dict[str, Any]:
-        return queries.traverse(self.store, pages, user=user, depth=depth, max_nodes=max_nodes)
+    ) -> TraverseAnswer:
+        return queries.traverse(self.view, pages, user=user, depth=depth, max_nodes=max_nodes)

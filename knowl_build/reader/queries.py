@@ -4,11 +4,27 @@ scope rules of SPEC 6.2. Every answer is plain data in the JSON shapes of SPEC 1
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from knowl_build.reader.store import GLOBAL, Store, page_node, visible
+from msgspec import to_builtins
+
+from knowl_build.artifacts.schema import (
+    Backlink,
+    BoundCaveat,
+    CatalogEntry,
+    EntitySummary,
+    Reached,
+    SearchAnswer,
+    SearchHit,
+    ShowAnswer,
+    StaleAnswer,
+    StaleRow,
+    TraverseAnswer,
+    TriggeredCaveat,
+    Via,
+)
+from knowl_build.reader.view import GLOBAL, ArtifactView, page_node, visible
 
 RRF_K = 60
 
@@ -20,39 +36,44 @@ class Filters:
     usage_mode: str | None = None
     tags: tuple[str, ...] = ()
 
-    def admit(self, page: dict[str, Any]) -> bool:
-        if self.status != "all" and page["status"] != self.status:
+    def admit(self, page: CatalogEntry) -> bool:
+        if self.status != "all" and page.status != self.status:
             return False
-        if self.category is not None and page["category"] != self.category:
+        if self.category is not None and page.category != self.category:
             return False
-        if self.usage_mode is not None and page["usage_mode"] != self.usage_mode:
+        if self.usage_mode is not None and page.usage_mode != self.usage_mode:
             return False
-        return not self.tags or any(tag in page["tags"] for tag in self.tags)
+        return not self.tags or any(tag in page.tags for tag in self.tags)
 
 
-def _hit(store: Store, page: dict[str, Any], score: float, user: str | None) -> dict[str, Any]:
+def _hit(view: ArtifactView, page: CatalogEntry, score: float, user: str | None) -> SearchHit:
     return {
-        "page": page["id"],
-        "scope": page["scope"],
-        "repo": store.repo,
-        "title": page["title"],
-        "summary": page["summary"],
-        "usage_mode": page["usage_mode"],
-        "category": page["category"],
-        "status": page["status"],
+        "page": page.id,
+        "scope": page.scope,
+        "repo": view.repo,
+        "title": page.title,
+        "summary": page.summary,
+        "usage_mode": page.usage_mode,
+        "category": page.category,
+        "status": page.status,
         "score": score,
         "matched_on": ["lexical"],
-        "sl_refs": list(page["sl_refs"]),
-        "freshness": page["freshness"],
-        "drift_flag": page["drift_flag"],
-        "annotations": store.annotations(page, user),
+        "sl_refs": list(page.sl_refs),
+        "freshness": page.freshness,
+        "drift_flag": page.drift_flag,
+        "annotations": view.annotations(page, user),
     }
 
 
 class _Arm:
     """One ranking of pages: the lexical index, or the vectors."""
 
-    def __init__(self, top: Any, of: Any, size: int) -> None:
+    def __init__(
+        self,
+        top: Callable[[int | None], list[tuple[str, float]]],
+        of: Callable[[str], float | None],
+        size: int,
+    ) -> None:
         self.top = top  # limit -> [(key, score)], best first
         self.of = of  # key -> score or None
         self.size = size
@@ -64,14 +85,14 @@ def scopes_of(user: str | None, peer: bool = False) -> frozenset[str]:
     return frozenset({GLOBAL} if peer or user is None else {GLOBAL, f"user:{user}"})
 
 
-def _lexical(store: Store, terms: list[str], scopes: frozenset[str]) -> _Arm:
-    scored = store.searcher.query(terms, store.boosts, scopes)
+def _lexical(view: ArtifactView, terms: list[str], scopes: frozenset[str]) -> _Arm:
+    scored = view.searcher.query(terms, view.boosts, scopes)
     return _Arm(lambda n: [(h.key, h.score) for h in scored.top(n)], scored.of, len(scored))
 
 
-def _scope_of(store: Store, key: str) -> str | None:
-    page = store.by_key.get(key)
-    return None if page is None else str(page["scope"])
+def _scope_of(view: ArtifactView, key: str) -> str | None:
+    page = view.by_key.get(key)
+    return None if page is None else str(page.scope)
 
 
 def _vectors(similarities: dict[str, float]) -> _Arm:
@@ -88,8 +109,13 @@ def _vectors(similarities: dict[str, float]) -> _Arm:
 
 
 def _merge(
-    store: Store, arm: _Arm, user: str | None, filters: Filters, limit: int, peer: bool = False
-) -> list[tuple[float, dict[str, Any]]]:
+    view: ArtifactView,
+    arm: _Arm,
+    user: str | None,
+    filters: Filters,
+    limit: int,
+    peer: bool = False,
+) -> list[tuple[float, CatalogEntry]]:
     """An arm's pages, merged by the strict-additive rule, filtered, best first.
 
     A user page with a global page's id is never a hit of its own: the global page is ranked
@@ -99,130 +125,131 @@ def _merge(
     want = limit * 2 + 8
     while True:
         raw = arm.top(want)
-        best: dict[str, tuple[float, dict[str, Any]]] = {}
+        best: dict[str, tuple[float, CatalogEntry]] = {}
         for key, score in raw:
-            page = store.by_key.get(key)
-            if page is None or page["scope"] not in scopes:
+            page = view.by_key.get(key)
+            if page is None or page.scope not in scopes:
                 continue
-            if page["scope"] != GLOBAL:
-                shadowed = store.page(GLOBAL, page["id"])
+            if page.scope != GLOBAL:
+                shadowed = view.page(GLOBAL, page.id)
                 if shadowed is not None:
-                    own = arm.of(shadowed["key"])
+                    own = arm.of(shadowed.key)
                     page, score = shadowed, (own if own is not None else score)
-            if peer and page["visibility"] != "workspace":
+            if peer and page.visibility != "workspace":
                 continue
-            if page["key"] in best or not filters.admit(page):
+            if page.key in best or not filters.admit(page):
                 continue
-            best[page["key"]] = (score, page)
-        hits = sorted(best.values(), key=lambda sp: (-sp[0], sp[1]["id"], sp[1]["scope"]))
+            best[page.key] = (score, page)
+        hits = sorted(best.values(), key=lambda sp: (-sp[0], sp[1].id, sp[1].scope))
         if len(hits) >= limit or len(raw) < want or want >= arm.size:
             return hits[:limit]
         want *= 4
 
 
 def rank(
-    store: Store,
+    view: ArtifactView,
     terms: list[str],
     user: str | None,
     filters: Filters,
     limit: int,
     peer: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[SearchHit]:
     """One artifact's lexical hits (see _merge)."""
     if not terms or limit <= 0:
         return []
-    merged = _merge(
-        store, _lexical(store, terms, scopes_of(user, peer)), user, filters, limit, peer
-    )
-    return [_hit(store, page, score, None if peer else user) for score, page in merged]
+    merged = _merge(view, _lexical(view, terms, scopes_of(user, peer)), user, filters, limit, peer)
+    return [_hit(view, page, score, None if peer else user) for score, page in merged]
 
 
 def fuse_arms(
-    store: Store,
-    lexical: list[tuple[float, dict[str, Any]]],
-    vector: list[tuple[float, dict[str, Any]]],
+    view: ArtifactView,
+    lexical: list[tuple[float, CatalogEntry]],
+    vector: list[tuple[float, CatalogEntry]],
     user: str | None,
     limit: int,
-) -> list[dict[str, Any]]:
+) -> list[SearchHit]:
     """Reciprocal Rank Fusion of the lexical and vector rankings (0-based ranks)."""
-    fused: dict[str, list[Any]] = {}
+    scores: dict[str, float] = {}
+    pages: dict[str, CatalogEntry] = {}
+    arms: dict[str, list[str]] = {}
     for arm, ranking in (("lexical", lexical), ("vector", vector)):
         for rank_no, (_score, page) in enumerate(ranking):
-            entry = fused.setdefault(page["key"], [0.0, page, []])
-            entry[0] += 1.0 / (RRF_K + rank_no)
-            entry[2].append(arm)
-    ordered = sorted(fused.values(), key=lambda e: (-e[0], e[1]["id"], e[1]["scope"]))
+            scores[page.key] = scores.get(page.key, 0.0) + 1.0 / (RRF_K + rank_no)
+            pages[page.key] = page
+            arms.setdefault(page.key, []).append(arm)
+    ordered = sorted(scores, key=lambda k: (-scores[k], pages[k].id, pages[k].scope))
     hits = []
-    for score, page, arms in ordered[:limit]:
-        hit = _hit(store, page, score, user)
-        hit["matched_on"] = arms
+    for key in ordered[:limit]:
+        hit = _hit(view, pages[key], scores[key], user)
+        hit["matched_on"] = arms[key]
         hits.append(hit)
     return hits
 
 
-def caveats(store: Store, hits: list[dict[str, Any]], user: str | None) -> list[dict[str, Any]]:
+def caveats(view: ArtifactView, hits: list[SearchHit], user: str | None) -> list[TriggeredCaveat]:
     """Visible active caveat pages sharing an entity with a hit, most triggers first."""
     hit_keys = {(h["scope"], h["page"]) for h in hits}
-    triggers: dict[str, tuple[dict[str, Any], set[str]]] = {}
+    triggers: dict[str, tuple[CatalogEntry, set[str]]] = {}
     for hit in hits:
         for entity in hit["sl_refs"]:
-            for caveat in store.caveats_by_entity.get(entity, ()):
-                if (caveat["scope"], caveat["id"]) in hit_keys or not visible(caveat, user):
+            for caveat in view.caveats_by_entity.get(entity, ()):
+                if (caveat.scope, caveat.id) in hit_keys or not visible(caveat, user):
                     continue
-                triggers.setdefault(caveat["key"], (caveat, set()))[1].add(hit["page"])
-    found = [
+                triggers.setdefault(caveat.key, (caveat, set()))[1].add(hit["page"])
+    found: list[TriggeredCaveat] = [
         {
-            "page": caveat["id"],
-            "scope": caveat["scope"],
-            "summary": caveat["summary"],
+            "page": caveat.id,
+            "scope": caveat.scope,
+            "summary": caveat.summary,
             "triggered_by": sorted(pages),
         }
         for caveat, pages in triggers.values()
     ]
     found.sort(key=lambda c: (-len(c["triggered_by"]), c["page"], c["scope"]))
-    return found[: store.max_caveats]
+    return found[: view.max_caveats]
 
 
 def search(
-    store: Store,
+    view: ArtifactView,
     query: str,
     *,
     user: str | None = None,
     limit: int = 5,
     filters: Filters = Filters(),
-    peers: Sequence[Store] = (),
-) -> dict[str, Any]:
+    peers: Sequence[ArtifactView] = (),
+) -> SearchAnswer:
+    # Imported here: Whoosh loads only when a query runs, so `knowl show` starts without it.
     from knowl_build.index import query_terms
 
     terms = query_terms(query)
-    similarities = store.similarities(query) if terms else None
+    similarities = view.similarities(query) if terms else None
     if similarities is None:
-        hits = rank(store, terms, user, filters, limit)
+        hits = rank(view, terms, user, filters, limit)
     else:
         depth = max(limit * 4, 20)  # enough of each ranking for the fused top `limit`
         scopes = scopes_of(user)
-        lexical = _merge(store, _lexical(store, terms, scopes), user, filters, depth)
-        visible = {k: s for k, s in similarities.items() if _scope_of(store, k) in scopes}
-        vector = _merge(store, _vectors(visible), user, filters, depth)
-        hits = fuse_arms(store, lexical, vector, user, limit)
+        lexical = _merge(view, _lexical(view, terms, scopes), user, filters, depth)
+        visible = {k: s for k, s in similarities.items() if _scope_of(view, k) in scopes}
+        vector = _merge(view, _vectors(visible), user, filters, depth)
+        hits = fuse_arms(view, lexical, vector, user, limit)
     if peers:
         lists = [hits] + [rank(peer, terms, user, filters, limit, peer=True) for peer in peers]
         hits = fuse(lists, limit)
-    local = [h for h in hits if h["repo"] == store.repo] if peers else hits
+    local = [h for h in hits if h["repo"] == view.repo] if peers else hits
     return {
         "query": query,
         "user": user,
-        "build": store.build,
+        "build": view.build,
         "lexical_only": similarities is None,
         "hits": hits,
-        "caveats": caveats(store, local, user),
+        "caveats": caveats(view, local, user),
     }
 
 
-def fuse(lists: Iterable[list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
+def fuse(lists: Iterable[list[SearchHit]], limit: int) -> list[SearchHit]:
     """Reciprocal Rank Fusion, sum(1 / (60 + rank)) with 0-based ranks; ties by repo, then id.
     Rankings are merged by rank, never by raw scores."""
-    fused: dict[tuple[str, str, str], tuple[float, dict[str, Any]]] = {}
+    fused: dict[tuple[str, str, str], tuple[float, SearchHit]] = {}
     for ranking in lists:
         for rank_no, hit in enumerate(ranking):
             key = (hit["repo"], hit["scope"], hit["page"])
@@ -234,98 +261,98 @@ def fuse(lists: Iterable[list[dict[str, Any]]], limit: int) -> list[dict[str, An
     return [{**hit, "score": score} for score, hit in ordered[:limit]]
 
 
-def show(store: Store, ref: str, user: str | None = None) -> dict[str, Any]:
-    page = store.resolve(ref, user)
-    record = store.record(page)
-    fields = record["fields"]
+def show(view: ArtifactView, ref: str, user: str | None = None) -> ShowAnswer:
+    page = view.resolve(ref, user)
+    record = view.record(page)
+    fields = record.fields
     node = page_node(page)
-    backlinks = []
-    for source, kinds in store.graph.in_edges.get(node, []):
-        data = store.graph.nodes.get(source, {})
-        if data.get("type") != "page":
+    backlinks: list[Backlink] = []
+    for source, kinds in view.graph.in_edges.get(node, []):
+        data = view.graph.page_at(source)
+        if data is None:
             continue
-        other = store.page(data["scope"], data["page_id"])
+        other = view.page(data.scope, data.page_id)
         if other is None or not visible(other, user):
             continue
         for kind in kinds:
-            backlinks.append({"page": other["id"], "scope": other["scope"], "kind": kind})
+            backlinks.append({"page": other.id, "scope": other.scope, "kind": kind})
     backlinks.sort(key=lambda b: (b["page"], b["scope"], b["kind"]))
-    mine = set(page["sl_refs"])
-    bound = []
-    for caveat in store.caveats:
+    mine = set(page.sl_refs)
+    bound: list[BoundCaveat] = []
+    for caveat in view.caveats:
         if caveat is page or not visible(caveat, user):
             continue
-        shared = sorted(mine.intersection(caveat["sl_refs"]))
+        shared = sorted(mine.intersection(caveat.sl_refs))
         if shared:
             bound.append(
                 {
-                    "page": caveat["id"],
-                    "scope": caveat["scope"],
-                    "summary": caveat["summary"],
+                    "page": caveat.id,
+                    "scope": caveat.scope,
+                    "summary": caveat.summary,
                     "entities": shared,
                 }
             )
     bound.sort(key=lambda c: (-len(c["entities"]), c["page"], c["scope"]))
     return {
-        "page_id": page["id"],
-        "scope": page["scope"],
-        "title": record["title"],
-        "summary": fields["summary"],
-        "body": record["body"],
-        "tags": fields["tags"],
-        "sl_refs": fields["sl_refs"],
-        "refs": fields["refs"],
-        "usage_mode": fields["usage_mode"],
-        "category": fields["category"],
-        "status": fields["status"],
-        "superseded_by": fields["superseded_by"],
+        "page_id": page.id,
+        "scope": page.scope,
+        "title": record.title,
+        "summary": fields.summary,
+        "body": record.body,
+        "tags": list(fields.tags),
+        "sl_refs": list(fields.sl_refs),
+        "refs": list(fields.refs),
+        "usage_mode": fields.usage_mode,
+        "category": fields.category,
+        "status": fields.status,
+        "superseded_by": fields.superseded_by,
         "meta": {
-            "provenance": fields["provenance"],
-            "last_validated_at": fields["last_validated_at"],
-            "drift_flag": bool(record["drift"]),
-            "frozen": fields["frozen"],
+            "provenance": fields.provenance,
+            "last_validated_at": fields.last_validated_at,
+            "drift_flag": bool(record.drift),
+            "frozen": fields.frozen,
         },
-        "freshness": record["freshness"],
-        "drift": record["drift"],
-        "annotations": store.annotations(page, user),
+        "freshness": to_builtins(record.freshness),
+        "drift": to_builtins(record.drift),
+        "annotations": view.annotations(page, user),
         "backlinks": backlinks,
         "caveats": bound,
-        "path": record["path"],
-        "repo": store.repo,
+        "path": record.path,
+        "repo": view.repo,
     }
 
 
 def traverse(
-    store: Store,
+    view: ArtifactView,
     refs: Sequence[str],
     *,
     user: str | None = None,
     depth: int = 2,
     max_nodes: int = 50,
-) -> dict[str, Any]:
+) -> TraverseAnswer:
     """Breadth-first from the seeds over refs and links, and from a page through an entity of
     its sl_refs to a caveat page with the same entity; at most `max_nodes` pages."""
-    seeds = [store.resolve(ref, user) for ref in refs]
-    reached: dict[str, dict[str, Any]] = {}
+    seeds = [view.resolve(ref, user) for ref in refs]
+    reached: dict[str, Reached] = {}
     order: list[str] = []
-    queue: deque[tuple[dict[str, Any], int]] = deque()
+    queue: deque[tuple[CatalogEntry, int]] = deque()
     for seed in seeds:
         node = page_node(seed)
         if node not in reached and len(order) < max_nodes:
-            reached[node] = {"page": seed["id"], "scope": seed["scope"], "depth": 0, "via": None}
+            reached[node] = {"page": seed.id, "scope": seed.scope, "depth": 0, "via": None}
             order.append(node)
             queue.append((seed, 0))
     while queue and len(order) < max_nodes:
         page, level = queue.popleft()
         if level >= depth:
             continue
-        for target, via in _neighbours(store, page, user):
+        for target, via in _neighbours(view, page, user):
             node = page_node(target)
             if node in reached:
                 continue
             reached[node] = {
-                "page": target["id"],
-                "scope": target["scope"],
+                "page": target.id,
+                "scope": target.scope,
                 "depth": level + 1,
                 "via": via,
             }
@@ -335,24 +362,24 @@ def traverse(
                 break
     names: set[str] = set()
     for node in order:
-        found = store.page(reached[node]["scope"], reached[node]["page"])
-        names.update(found["sl_refs"] if found else ())
-    entities = []
+        found = view.page(reached[node]["scope"], reached[node]["page"])
+        names.update(found.sl_refs if found else ())
+    entities: list[EntitySummary] = []
     for name in sorted(names):
-        entity = store.entities.get(name)
+        entity = view.entities.get(name)
         if entity is None:
             continue  # not a live entity
-        expr = entity["definition"].get("expr") if entity["kind"] == "measure" else None
+        expr = entity.definition.get("expr") if entity.kind == "measure" else None
         entities.append(
             {
                 "entity": name,
-                "kind": entity["kind"],
-                "fingerprint": entity["fingerprint"],
+                "kind": entity.kind,
+                "fingerprint": entity.fingerprint,
                 "expr": expr,
             }
         )
     return {
-        "seeds": [s["id"] for s in seeds],
+        "seeds": [s.id for s in seeds],
         "pages": [reached[n] for n in order],
         "entities": entities,
     }
@@ -362,69 +389,69 @@ _STEP_ORDER = {"ref": 0, "link": 1, "sl_ref": 2}
 
 
 def _neighbours(
-    store: Store, page: dict[str, Any], user: str | None
-) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    graph = store.graph
-    found: list[tuple[int, str, str, dict[str, Any], dict[str, Any]]] = []
+    view: ArtifactView, page: CatalogEntry, user: str | None
+) -> list[tuple[CatalogEntry, Via]]:
+    graph = view.graph
+    found: list[tuple[int, str, str, CatalogEntry, Via]] = []
     me = page_node(page)
     for target, kinds in graph.out_edges.get(me, []):
-        data = graph.nodes.get(target, {})
-        if data.get("type") != "page":
+        data = graph.page_at(target)
+        if data is None:
             continue
         steps = [k for k in kinds if k in ("ref", "link")]
-        other = store.page(data["scope"], data["page_id"])
+        other = view.page(data.scope, data.page_id)
         if not steps or other is None or not visible(other, user):
             continue
         kind = steps[0]
         found.append(
             (
                 _STEP_ORDER[kind],
-                other["id"],
-                other["scope"],
+                other.id,
+                other.scope,
                 other,
-                {"from": page["id"], "kind": kind},
+                {"from": page.id, "kind": kind},
             )
         )
-    for entity in sorted(set(page["sl_refs"])):
+    for entity in sorted(set(page.sl_refs)):
         for source, kinds in graph.in_edges.get(f"entity:{entity}", []):
-            data = graph.nodes.get(source, {})
-            if data.get("type") != "page" or "sl_ref" not in kinds or source == me:
+            data = graph.page_at(source)
+            if data is None or "sl_ref" not in kinds or source == me:
                 continue
-            other = store.page(data["scope"], data["page_id"])
+            other = view.page(data.scope, data.page_id)
             if (
                 other is None
-                or other["usage_mode"] != "caveat"
+                or other.usage_mode != "caveat"
                 or not visible(other, user)
-                or store.shadows_global(other)
+                or view.shadows_global(other)
             ):
                 continue
             found.append(
                 (
                     _STEP_ORDER["sl_ref"],
-                    other["id"],
-                    other["scope"],
+                    other.id,
+                    other.scope,
                     other,
-                    {"from": page["id"], "kind": "sl_ref", "entity": entity},
+                    {"from": page.id, "kind": "sl_ref", "entity": entity},
                 )
             )
     found.sort(key=lambda f: (f[0], f[1], f[2]))
     return [(f[3], f[4]) for f in found]
 
 
-def stale(store: Store, user: str | None = None) -> dict[str, Any]:
+def stale(view: ArtifactView, user: str | None = None) -> StaleAnswer:
     """The visible pages that were not fresh at build time, with every reason."""
-    rows = []
-    for page in store.pages:
-        if page["freshness"] == "fresh" or not visible(page, user):
+    rows: list[StaleRow] = []
+    for page in view.pages:
+        if page.freshness == "fresh" or not visible(page, user):
             continue
-        record = store.record(page)
+        record = view.record(page)
         rows.append(
             {
-                "page": page["id"],
-                "scope": page["scope"],
-                "path": page["key"],
-                "freshness": page["freshness"],
-                "reasons": record["freshness"]["reasons"],
+                "page": page.id,
+                "scope": page.scope,
+                "path": page.key,
+                "freshness": page.freshness,
+                "reasons": [to_builtins(r) for r in record.freshness.reasons],
             }
         )
     rows.sort(key=lambda r: (r["scope"], r["page"], r["path"]))

@@ -1,4 +1,5 @@
-"""Rules: the registry and one module per family of checks."""
+"""Rules: one module per family of checks, each declaring its rules beside them, and the
+registry that collects the declarations."""
 
 from __future__ import annotations
 

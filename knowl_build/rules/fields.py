@@ -25,6 +25,40 @@ from knowl_build.model import (
     Span,
 )
 from knowl_build.parse.yamlnodes import YMap, YNode, YScalar, YSeq, key_text
+from knowl_build.rules.rule import Rule
+
+FIELD_TYPE = Rule(
+    code="KB002",
+    name="field-type",
+    default="error",
+    summary="a known field has the wrong type or an unknown value",
+    doc="""A known frontmatter field holds a value of the wrong type (`tags: revenue` instead
+      of a list, a `summary` that YAML reads as a date) or a value outside its allowed set
+      (`usage_mode: caveats`). `confidence` outside [0, 1] is refused, never clamped.
+      `affected_paths` must be relative paths without `..`. A `meta.last_validated_at`
+      that has no UTC time (a quoted `'9999-12-31T23:59:59-12:00'`) is KB002 at the
+      value.""",
+)
+
+RESERVED_FIELD = Rule(
+    code="KB003",
+    name="reserved-field",
+    default="error",
+    summary="`id`, `scope` or `path` set in frontmatter",
+    doc="""A page's id, scope and path come from its location under `knowledge/`; setting
+      them in frontmatter would contradict the file system. Remove the key.""",
+)
+
+UNKNOWN_FIELD = Rule(
+    code="KB006",
+    name="unknown-field",
+    default="warning",
+    summary="unknown frontmatter key",
+    doc="""A key that knowl does not know, at the top level or inside `meta` or `conflict`.
+      It is kept in the artifact. Usually a typo: the hint names the nearest known key.""",
+)
+
+RULES: tuple[Rule, ...] = (FIELD_TYPE, RESERVED_FIELD, UNKNOWN_FIELD)
 
 Locate = Callable[[int, int], Span]
 
@@ -142,14 +176,16 @@ class FieldValidator:
 
     # -- reporting --------------------------------------------------------------------
 
-    def report(self, code: str, node: YNode, message: str, hint: str | None = None) -> None:
+    def report(self, rule: Rule, node: YNode, message: str, hint: str | None = None) -> None:
         span = self.locate(node.start, node.end)
         self.findings.append(
-            Finding(code, span.line, span.column, message, hint, span.end_line, span.end_column)
+            Finding(
+                rule.code, span.line, span.column, message, hint, span.end_line, span.end_column
+            )
         )
 
     def wrong(self, name: str, node: YNode, expected: str) -> None:
-        self.report("KB002", node, f"'{name}' must be {expected}, got {describe_node(node)}")
+        self.report(FIELD_TYPE, node, f"'{name}' must be {expected}, got {describe_node(node)}")
 
     # -- typed readers: each returns None after reporting a bad value -------------------
 
@@ -176,7 +212,9 @@ class FieldValidator:
                 items.append((item.value, item))
             else:
                 self.report(
-                    "KB002", item, f"'{name}' items must be strings, got {describe_node(item)}"
+                    FIELD_TYPE,
+                    item,
+                    f"'{name}' items must be strings, got {describe_node(item)}",
                 )
         return items
 
@@ -187,7 +225,7 @@ class FieldValidator:
         if value not in choices:
             shown = f" '{value}'" if len(value) <= 40 else ""
             self.report(
-                "KB002",
+                FIELD_TYPE,
                 node,
                 f"'{name}' value{shown} is not one of {', '.join(choices)}",
                 did_you_mean(value, choices),
@@ -207,7 +245,10 @@ class FieldValidator:
     def unknown(self, key: YScalar, dotted: str, known: tuple[str, ...]) -> None:
         where = "frontmatter key" if "." not in dotted else "key"
         self.report(
-            "KB006", key, f"'{dotted}' is not a known {where}", did_you_mean(key_text(key), known)
+            UNKNOWN_FIELD,
+            key,
+            f"'{dotted}' is not a known {where}",
+            did_you_mean(key_text(key), known),
         )
 
     def validate(self, root: YMap) -> None:
@@ -215,7 +256,7 @@ class FieldValidator:
             name = key_text(key)
             if name in RESERVED:
                 self.report(
-                    "KB003",
+                    RESERVED_FIELD,
                     key,
                     f"'{name}' is set in frontmatter; a page's {name} comes from its path",
                     f"remove '{name}'",
@@ -257,7 +298,9 @@ class FieldValidator:
             value = self.string(name, node)
             if value is not None and not COMMIT.fullmatch(value.strip()):
                 self.report(
-                    "KB002", node, "'source_commit' must be a hex commit id of 7 or more characters"
+                    FIELD_TYPE,
+                    node,
+                    "'source_commit' must be a hex commit id of 7 or more characters",
                 )
             elif value is not None:
                 v[name] = value.strip()
@@ -276,7 +319,7 @@ class FieldValidator:
             self.wrong("confidence", node, "a number in [0, 1]")
         elif not 0.0 <= float(value) <= 1.0:
             self.report(
-                "KB002",
+                FIELD_TYPE,
                 node,
                 f"'confidence' {value} is outside [0, 1]",
                 "confidence is refused outside the range, never clamped",
@@ -298,7 +341,7 @@ class FieldValidator:
                 or re.match(r"[A-Za-z]:[/\\]", text)
             ):
                 self.report(
-                    "KB002",
+                    FIELD_TYPE,
                     item,
                     "'affected_paths' items must be relative to the repository root, without '..'",
                 )
@@ -330,7 +373,7 @@ class FieldValidator:
             elif name == "scope":
                 scope = self.conflict_scope(value)
         if not has_key:
-            self.report("KB002", node, "'conflict' needs a 'key'")
+            self.report(FIELD_TYPE, node, "'conflict' needs a 'key'")
         if key is not None:
             self.values["conflict"] = Conflict(
                 key, normalize_conflict_key(key), tuple(sorted(scope)), exclusive
@@ -383,7 +426,7 @@ class FieldValidator:
         iso = to_utc_iso(value)
         if iso is None and timestamp(value) is not None:
             self.report(
-                "KB002",
+                FIELD_TYPE,
                 node,
                 "'meta.last_validated_at' is out of range once converted to UTC "
                 "(before year 1 or after 9999)",
@@ -391,7 +434,7 @@ class FieldValidator:
             )
         elif iso is None:
             self.report(
-                "KB002",
+                FIELD_TYPE,
                 node,
                 f"'meta.last_validated_at' must be an ISO-8601 date or timestamp, got {describe_node(node)}",
                 'write it as "YYYY-MM-DDTHH:MM:SSZ"',
@@ -410,7 +453,7 @@ class FieldValidator:
             fingerprint = value.value if isinstance(value, YScalar) else None
             if not isinstance(fingerprint, str) or not FINGERPRINT.fullmatch(fingerprint):
                 self.report(
-                    "KB002",
+                    FIELD_TYPE,
                     value,
                     f"'meta.bound_fingerprints.{key_text(k)}' must be 'sha256:' and 64 hex digits",
                 )

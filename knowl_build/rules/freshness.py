@@ -22,7 +22,62 @@ from knowl_build.diagnostics import Finding
 from knowl_build.history.records import WORKING_TREE
 from knowl_build.model import Page
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
-from knowl_build.rules.registry import severity
+from knowl_build.rules.rule import Rule
+
+DRIFT = Rule(
+    code="KB201",
+    name="drift",
+    default="warning",
+    summary="a bound fingerprint differs from the live one",
+    doc="""The definition the page was written against has changed. The finding names the
+      commit that changed it and shows both expressions. Review the page, then run
+      `knowl review`.""",
+)
+
+STALE = Rule(
+    code="KB202",
+    name="stale",
+    default="warning",
+    summary="`last_validated_at` missing or older than `staleness_days`",
+    doc="""Nobody has confirmed the page against the live definitions recently. Set
+      `[rules] KB202 = "off"` for repositories that do not track validation dates.""",
+)
+
+DEFINITION_CHANGED = Rule(
+    code="KB203",
+    name="definition-changed",
+    default="warning",
+    summary="an `sl_refs` entity changed after `last_validated_at`",
+    doc="""An entity the page is about was changed by a commit dated after the page was
+      last validated.""",
+)
+
+AFFECTED_PATH_CHANGED = Rule(
+    code="KB204",
+    name="affected-path-changed",
+    default="warning",
+    summary="a file in `affected_paths` changed since `source_commit`",
+    doc="""The knowledge was derived at `source_commit`; a file it is about has changed or
+      been deleted since.""",
+)
+
+UNKNOWN_SOURCE_COMMIT = Rule(
+    code="KB205",
+    name="unknown-source-commit",
+    default="warning",
+    summary="`source_commit` is not a commit reachable from HEAD",
+    doc="""The commit the knowledge was derived from is not in the history of HEAD (a typo,
+      or a rebased-away commit).""",
+)
+
+RULES: tuple[Rule, ...] = (
+    DRIFT,
+    STALE,
+    DEFINITION_CHANGED,
+    AFFECTED_PATH_CHANGED,
+    UNKNOWN_SOURCE_COMMIT,
+)
+_RULES_BY_CODE = {rule.code: rule for rule in RULES}  # the findings Assessment.add weighs
 
 ORDER = {"fresh": 0, "stale": 1, "needs_review": 2}
 _REVIEW = "after checking the page against the live definitions, run: knowl review "
@@ -38,7 +93,7 @@ class Assessment:
     findings: list[Finding] = field(default_factory=list)
 
     def add(self, ctx: RuleContext, finding: Finding, value: str, **data: Any) -> None:
-        if severity(ctx.config, finding.code, self.path) == "off":
+        if _RULES_BY_CODE[finding.code].severity(ctx.config, self.path) == "off":
             return
         self.findings.append(finding)
         self.reasons.append(
@@ -135,7 +190,7 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
         )
         result.add(
             ctx,
-            finding_at("KB201", bound.key_span, message, _REVIEW + page.id, bound.entity),
+            finding_at(DRIFT.code, bound.key_span, message, _REVIEW + page.id, bound.entity),
             "needs_review",
             entity=bound.entity,
         )
@@ -148,7 +203,7 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
         result.add(
             ctx,
             finding_at(
-                "KB202",
+                STALE.code,
                 anchor,
                 "page has no meta.last_validated_at",
                 _REVIEW + page.id,
@@ -162,7 +217,7 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
             result.add(
                 ctx,
                 finding_at(
-                    "KB202",
+                    STALE.code,
                     anchor,
                     f"last validated {age} days ago, more than staleness_days ({ctx.config.staleness_days})",
                     _REVIEW + page.id,
@@ -182,7 +237,7 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
                 result.add(
                     ctx,
                     finding_at(
-                        "KB203",
+                        DEFINITION_CHANGED.code,
                         ref.span,
                         f"'{ref.value}' changed after the page was last validated ({validated[:10]}): {where}",
                         _REVIEW + page.id,
@@ -204,7 +259,7 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
         if full is None:
             result.findings.append(
                 finding_at(
-                    "KB205",
+                    UNKNOWN_SOURCE_COMMIT.code,
                     fields.anchors.get("source_commit:value"),
                     f"source_commit '{fields.source_commit}' is not a commit reachable from HEAD",
                     "fix the commit id, or remove source_commit",
@@ -217,7 +272,7 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
                     result.add(
                         ctx,
                         finding_at(
-                            "KB204",
+                            AFFECTED_PATH_CHANGED.code,
                             item.span,
                             f"affected path '{item.value}' changed since source_commit {full[:12]}",
                             "re-read the file and update the page, then set source_commit to HEAD",

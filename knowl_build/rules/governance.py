@@ -10,7 +10,51 @@ from knowl_build.diagnostics import Finding
 from knowl_build.model import Page
 from knowl_build.resolve import GLOBAL, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
+from knowl_build.rules.rule import Rule
 from knowl_build.secrets import REDACTED, redact
+
+DUPLICATE_PAGE_ID = Rule(
+    code="KB005",
+    name="duplicate-page-id",
+    default="error",
+    summary="duplicate page id in one scope",
+    doc="""Two pages of one scope (global, or one owner) share a file name. Each file is
+      reported once, naming the other. References to the id resolve to the set of them.""",
+)
+
+EXCLUSIVE_CONFLICT = Rule(
+    code="KB301",
+    name="exclusive-conflict",
+    default="error",
+    summary="two active exclusive pages share a conflict key and scope",
+    doc="""Pages with `conflict.exclusive: true` claim to be the only active answer for their
+      normalized `conflict.key` and `conflict.scope`, project-wide. Supersede one.""",
+)
+
+BROKEN_SUPERSESSION = Rule(
+    code="KB302",
+    name="broken-supersession",
+    default="error",
+    summary="supersession broken",
+    doc="""`status: superseded` needs `superseded_by`, `superseded_by` needs that status, the
+      target must be a visible page, and supersession must not form a cycle.""",
+)
+
+USER_SHADOWS_GLOBAL = Rule(
+    code="KB303",
+    name="user-shadows-global",
+    default="info",
+    summary="a user page has the id of a global page",
+    doc="""References to the id resolve to the global page; the user page becomes an
+      annotation of it in search and show.""",
+)
+
+RULES: tuple[Rule, ...] = (
+    DUPLICATE_PAGE_ID,
+    EXCLUSIVE_CONFLICT,
+    BROKEN_SUPERSESSION,
+    USER_SHADOWS_GLOBAL,
+)
 
 
 def check_governance(ctx: RuleContext) -> Emitted:
@@ -29,7 +73,7 @@ def _duplicates(ctx: RuleContext) -> Emitted:
             yield (
                 page.path,
                 Finding(
-                    "KB005",
+                    DUPLICATE_PAGE_ID.code,
                     1,
                     1,
                     f"page id '{page_id}' is used twice in {scope_label(scope)}: also {others}",
@@ -47,7 +91,7 @@ def _shadows(ctx: RuleContext) -> Emitted:
             yield (
                 page.path,
                 Finding(
-                    "KB303",
+                    USER_SHADOWS_GLOBAL.code,
                     1,
                     1,
                     f"user page '{page.id}' has the id of global page {globals_[0].path}; "
@@ -113,7 +157,7 @@ def _conflicts(ctx: RuleContext) -> Emitted:
             yield (
                 page.path,
                 finding_at(
-                    "KB301",
+                    EXCLUSIVE_CONFLICT.code,
                     page.parsed.fields.anchors.get("conflict"),
                     f"exclusive conflict key '{written}' (normalized '{shown}'){where} is also "
                     f"claimed by active {others}",
@@ -133,7 +177,7 @@ def _supersession(ctx: RuleContext) -> Emitted:
             yield (
                 page.path,
                 finding_at(
-                    "KB302",
+                    BROKEN_SUPERSESSION.code,
                     status_span,
                     "status is 'superseded' but 'superseded_by' is missing",
                     "name the page that replaces it in 'superseded_by'",
@@ -146,7 +190,7 @@ def _supersession(ctx: RuleContext) -> Emitted:
             yield (
                 page.path,
                 finding_at(
-                    "KB302",
+                    BROKEN_SUPERSESSION.code,
                     status_span,
                     f"'superseded_by' is set but status is '{fields.status}'",
                     "set 'status: superseded' or remove 'superseded_by'",
@@ -157,7 +201,7 @@ def _supersession(ctx: RuleContext) -> Emitted:
             yield (
                 page.path,
                 finding_at(
-                    "KB302",
+                    BROKEN_SUPERSESSION.code,
                     target.span,
                     f"superseded_by '{target.value}' names no page visible from {scope_label(page.scope)}",
                     ctx.page_hint(target.value, page.scope),
@@ -181,7 +225,7 @@ def _supersession(ctx: RuleContext) -> Emitted:
             yield (
                 page.path,
                 finding_at(
-                    "KB302",
+                    BROKEN_SUPERSESSION.code,
                     target.span,
                     f"superseded_by '{target.value}' makes a supersession cycle",
                     "one page of the cycle must stay active",

@@ -9,6 +9,82 @@ from knowl_build.model import Link, Page
 from knowl_build.parse.body import heading_key
 from knowl_build.resolve import is_file_target, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
+from knowl_build.rules.rule import Rule
+
+UNKNOWN_SL_REF = Rule(
+    code="KB101",
+    name="unknown-sl-ref",
+    default="error",
+    summary="`sl_refs` item names no live entity",
+    doc="""An `sl_refs` entry must name a semantic entity: `<connection>.<source>` or
+      `<connection>.<source>.<member>`. The hint names the nearest entity.""",
+)
+
+UNKNOWN_REF = Rule(
+    code="KB102",
+    name="unknown-ref",
+    default="error",
+    summary="`refs` item names no page",
+    doc="""A `refs` entry must be the id (or scope-relative path) of a page.""",
+)
+
+BROKEN_LINK = Rule(
+    code="KB103",
+    name="broken-link",
+    default="error",
+    summary="`[[link]]` or embed names no page or file",
+    doc="""The target of a wiki-link or embed matches no page visible from the linking page
+      and, for targets with a file extension, no file under `knowledge/`. Matching is
+      exact: no case folding, no fuzzy match; the hint suggests the nearest id.""",
+)
+
+INVISIBLE_TARGET = Rule(
+    code="KB104",
+    name="invisible-target",
+    default="error",
+    summary="a ref or link names a page that is not visible from here",
+    doc="""A global page points at a user page, or a user page at another user's page. Global
+      pages are read by everyone and must not depend on personal pages.""",
+)
+
+UNKNOWN_HEADING = Rule(
+    code="KB105",
+    name="unknown-heading",
+    default="warning",
+    summary="`[[id#Heading]]`: the target has no such heading",
+    doc="""Headings are compared case-insensitively with whitespace collapsed and inline
+      markup removed; `#^block` references are not checked.""",
+)
+
+UNKNOWN_DIRECTIVE_TARGET = Rule(
+    code="KB106",
+    name="unknown-directive-target",
+    default="error",
+    summary="a live-definition directive names an unknown entity or attribute",
+    doc="""`<< sl:ENTITY.ATTR >>` and `{{ sl:ENTITY.ATTR }}` must name an existing entity and
+      an attribute of its kind (measure: expr, description, additivity, fingerprint;
+      dimension: column, granularity, label, description; column: type, nullable,
+      description; source: table, description, grain).""",
+)
+
+UNBOUND_FINGERPRINT = Rule(
+    code="KB107",
+    name="unbound-fingerprint",
+    default="warning",
+    summary="a `bound_fingerprints` key is not in the page's `sl_refs`",
+    doc="""`meta.bound_fingerprints` records the definitions the page was written against;
+      an entry for an entity the page does not reference is left over from an edit.""",
+)
+
+RULES: tuple[Rule, ...] = (
+    UNKNOWN_SL_REF,
+    UNKNOWN_REF,
+    BROKEN_LINK,
+    INVISIBLE_TARGET,
+    UNKNOWN_HEADING,
+    UNKNOWN_DIRECTIVE_TARGET,
+    UNBOUND_FINGERPRINT,
+)
 
 HEADING_CUTOFF = 0.6  # difflib's default, as heading hints always used
 
@@ -46,7 +122,7 @@ def _sl_refs(ctx: RuleContext, page: Page) -> Emitted:
             message += f"; whether and when it was removed is {ctx.git.history.unknown_text}"
         if hint is None:  # looked up only when shown: lookups count against the hint budget
             hint = ctx.entity_hint(ref.value)
-        yield page.path, finding_at("KB101", ref.span, message, hint, subject=ref.value)
+        yield page.path, finding_at(UNKNOWN_SL_REF.code, ref.span, message, hint, subject=ref.value)
 
 
 def _hidden_message(item: str, hidden: list[Page], scope: str) -> str:
@@ -63,7 +139,7 @@ def _refs(ctx: RuleContext, page: Page) -> Emitted:
             yield (
                 page.path,
                 finding_at(
-                    "KB104",
+                    INVISIBLE_TARGET.code,
                     ref.span,
                     _hidden_message(f"ref '{ref.value}'", resolution.hidden, page.scope),
                     "global pages are read by everyone and must not depend on personal pages",
@@ -73,7 +149,7 @@ def _refs(ctx: RuleContext, page: Page) -> Emitted:
             yield (
                 page.path,
                 finding_at(
-                    "KB102",
+                    UNKNOWN_REF.code,
                     ref.span,
                     f"ref '{ref.value}' names no page visible from {scope_label(page.scope)}",
                     ctx.page_hint(ref.value, page.scope),
@@ -95,7 +171,7 @@ def _links(ctx: RuleContext, page: Page, headings: _Headings) -> Emitted:
             yield (
                 page.path,
                 finding_at(
-                    "KB104",
+                    INVISIBLE_TARGET.code,
                     link.span,
                     _hidden_message(link.raw, resolution.hidden, page.scope),
                     "global pages are read by everyone and must not depend on personal pages",
@@ -105,7 +181,7 @@ def _links(ctx: RuleContext, page: Page, headings: _Headings) -> Emitted:
             yield (
                 page.path,
                 finding_at(
-                    "KB103",
+                    BROKEN_LINK.code,
                     link.span,
                     f"{link.raw} points at no page visible from {scope_label(page.scope)} "
                     "and no file under the knowledge folder",
@@ -115,7 +191,7 @@ def _links(ctx: RuleContext, page: Page, headings: _Headings) -> Emitted:
             yield (
                 page.path,
                 finding_at(
-                    "KB103",
+                    BROKEN_LINK.code,
                     link.span,
                     f"{link.raw} points at no page visible from {scope_label(page.scope)}",
                     ctx.page_hint(link.target, page.scope),
@@ -178,7 +254,7 @@ def _heading(page: Page, link: Link, targets: list[Page], headings: _Headings) -
     yield (
         page.path,
         finding_at(
-            "KB105",
+            UNKNOWN_HEADING.code,
             link.span,
             f"{link.raw}: page '{name}' has no heading '{heading}'",
             headings.hint(targets, heading),
@@ -196,7 +272,7 @@ def _directives(ctx: RuleContext, page: Page) -> Emitted:
             yield (
                 page.path,
                 finding_at(
-                    "KB106",
+                    UNKNOWN_DIRECTIVE_TARGET.code,
                     directive.span,
                     f"{directive.raw} names no semantic entity '{entity_name or directive.name}'",
                     ctx.entity_hint(entity_name)
@@ -210,7 +286,7 @@ def _directives(ctx: RuleContext, page: Page) -> Emitted:
             yield (
                 page.path,
                 finding_at(
-                    "KB106",
+                    UNKNOWN_DIRECTIVE_TARGET.code,
                     directive.span,
                     f"{directive.raw}: {entity.kind} '{entity_name}' has no attribute '{attribute}'",
                     f"attributes: {', '.join(allowed)}",
@@ -226,7 +302,7 @@ def _bound(page: Page) -> Emitted:
             yield (
                 page.path,
                 finding_at(
-                    "KB107",
+                    UNBOUND_FINGERPRINT.code,
                     bound.key_span,
                     f"bound fingerprint '{bound.entity}' is not in the page's sl_refs",
                     "remove the entry or add the entity to sl_refs",

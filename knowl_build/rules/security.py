@@ -22,11 +22,55 @@ from knowl_build.config import SecurityConfig
 from knowl_build.diagnostics import Finding
 from knowl_build.model import Located, Span, TextIndex
 from knowl_build.parse.yamlnodes import YMap, YNode, YScalar, YSeq, key_text
+from knowl_build.rules.rule import Rule
 
 # The scanner lives apart (standard library only) so that messages can be redacted anywhere;
 # the pipeline still builds it from here.
 from knowl_build.secrets import URL_PARAMETER_KIND, WEBHOOK_KIND, redact
 from knowl_build.secrets import SecretScanner as SecretScanner
+
+SECRET = Rule(
+    code="KB401",
+    name="secret",
+    default="error",
+    summary="a secret in the page",
+    doc="""A private key, a URL with credentials, a named secret, a known token prefix, a
+      high-entropy word or an `extra_patterns` match in a frontmatter value, a
+      frontmatter key (at any depth, such as a key inside `meta`), a frontmatter comment
+      (`# token: …`), the whole frontmatter when it is not valid YAML, or the body (code
+      included). Inside a URL (from its `scheme://` or `www.` to whitespace, a backtick or
+      one of `< > " ' ) ] |`, less trailing punctuation) only credentials where they live are
+      reported: a password in the userinfo (`scheme://user:password@`, the user may be
+      empty), a query or fragment parameter named like a credential (`token`, `key`,
+      `secret`, `password`, `pwd`, `sig`, `signature`, `auth`, `jwt`, or a name ending
+      in one, such as `access_token`, `X-Amz-Signature`, `client_secret`, `apiKey`)
+      whose value has 16 characters or more and is no placeholder, the path of a Slack,
+      Discord, Telegram or Teams webhook, and known token prefixes; ids and slugs in a
+      URL's path and other parameters are not secrets. The message names the kind and
+      where it is, never the value or the key; a credential in a URL is located at its
+      value.""",
+)
+
+SENSITIVE_PATH = Rule(
+    code="KB402",
+    name="sensitive-path",
+    default="error",
+    summary="a sensitive path in `affected_paths` or `source`",
+    doc="""`.env`, `.env.*`, names containing `credential` or `secret`, `id_rsa`, `*.pem`,
+      `*.p12`, `*.pfx`, `*.key` (names ending `.example`, `.sample`, `.template` or
+      `.dist` are allowed).""",
+)
+
+TOO_LARGE = Rule(
+    code="KB403",
+    name="too-large",
+    default="error",
+    summary="a frontmatter string or the body is too long",
+    doc="""A frontmatter string longer than `[security] max_field_chars` (each list item
+      counted alone) or a body longer than `max_body_chars`, in characters.""",
+)
+
+RULES: tuple[Rule, ...] = (SECRET, SENSITIVE_PATH, TOO_LARGE)
 
 Locate = Callable[[int, int], Span]
 
@@ -125,7 +169,7 @@ def check_comments(
         for hit in scanner.scan(comment):
             findings.append(
                 _finding(
-                    "KB401",
+                    SECRET.code,
                     locate(offset + hit.start, offset + hit.end),
                     f"a frontmatter comment holds a secret ({hit.kind})",
                     _KIND_HINTS.get(hit.kind, _COMMENT_SECRET_HINT),
@@ -143,7 +187,7 @@ def check_unparsed(
         return []
     return [
         _finding(
-            "KB401",
+            SECRET.code,
             locate(hit.start, hit.end),
             f"frontmatter holds a secret ({hit.kind})",
             _secret_hint(hit.kind),
@@ -182,7 +226,7 @@ def check_frontmatter(
         if len(value) > config.max_field_chars:
             findings.append(
                 _finding(
-                    "KB403",
+                    TOO_LARGE.code,
                     key_spans.get(key) or locate(node.start, node.end),
                     f"'{redact(key, scanner)}' is {len(value)} characters long, more than max_field_chars ({config.max_field_chars})",
                     subject=f"{redact(key, scanner)} too long",
@@ -191,14 +235,14 @@ def check_frontmatter(
         if config.reject_secrets:
             for span, kind in _secrets(node, value, fm_text, locate, scanner):
                 message = f"'{redact(key, scanner)}' holds a secret ({kind})"
-                findings.append(_finding("KB401", span, message, _secret_hint(kind)))
+                findings.append(_finding(SECRET.code, span, message, _secret_hint(kind)))
     if config.reject_secrets:
         for parent, key_node in _keys(root, ""):
             for span, kind in _secrets(key_node, key_text(key_node), fm_text, locate, scanner):
                 where = f" in '{redact(parent, scanner)}'" if parent else ""
                 findings.append(
                     _finding(
-                        "KB401",
+                        SECRET.code,
                         span,
                         f"a frontmatter key{where} holds a secret ({kind})",
                         _KEY_SECRET_HINT,
@@ -215,7 +259,7 @@ def check_body(
     if body_chars > config.max_body_chars:
         findings.append(
             Finding(
-                "KB403",
+                TOO_LARGE.code,
                 1,
                 1,
                 f"body is {body_chars} characters long, more than max_body_chars ({config.max_body_chars})",
@@ -228,7 +272,7 @@ def check_body(
             end_line, end_column = index.position(body_offset + hit.end - 1)
             findings.append(
                 Finding(
-                    "KB401",
+                    SECRET.code,
                     line,
                     column,
                     f"body holds a secret ({hit.kind})",
@@ -278,7 +322,7 @@ def check_paths(
         if is_sensitive_path(item.value):
             findings.append(
                 _finding(
-                    "KB402",
+                    SENSITIVE_PATH.code,
                     item.span,
                     f"'{field}' names a sensitive file '{_base_name(item.value)}'",
                     "knowledge must not point at credentials; use a .example file if one exists",

@@ -21,7 +21,6 @@ from typing import Any
 
 import yaml
 
-from knowl_build.writes.bm25 import bm25_scores
 from knowl_build.config import Config
 from knowl_build.errors import UsageError
 from knowl_build.model import Page
@@ -30,6 +29,7 @@ from knowl_build.pageref import check_ref
 from knowl_build.resolve import GLOBAL, place
 from knowl_build.rules.fields import normalize_conflict_key
 from knowl_build.secrets import redact
+from knowl_build.writes.bm25 import bm25_scores
 from knowl_build.writes.common import (
     Change,
     Tree,

@@ -1,0 +1,40 @@
+"""The names and bytes of a build folder: file names, markers, hashes, the JSON encoding."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+FORMAT = "knowl-build"
+SCHEMA_VERSION = "1.0"
+MANIFEST = "manifest.json"
+CURRENT = "CURRENT"
+LOCK = ".knowl-lock"
+LOCK_OWNER = "knowl-build"  # a lock file holds `knowl-build <pid> <host>`, nothing else
+BUILD_SEAL = "build-manifest"
+STAGING_PREFIX = ".tmp-"
+OUT_MARKER = ".knowl-out"
+BUILD_MARKER = ".knowl-build"
+JSON_FILES = ("pages.jsonl", "entities.json", "graph.json", "diagnostics.json", "catalog.json")
+INDEX_JSON = ("index/stats.json", "index/docs.json")
+# A build folder's name (CURRENT holds one): a build id, maybe with a `.<n>` suffix.
+BUILD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+TOKEN = re.compile(r"[0-9a-f]{32}")
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_table(folder: Path) -> dict[str, str]:
+    """Every file of a build folder except the manifest and the marker, with its sha256."""
+    table = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.name not in (MANIFEST, BUILD_MARKER):
+            table[path.relative_to(folder).as_posix()] = sha256_file(path)
+    return table

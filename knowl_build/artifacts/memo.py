@@ -1,0 +1,117 @@
+"""The validation memo: a folder validated once on this machine is not read whole again."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from knowl_build import __version__
+from knowl_build.artifacts.folders import listing, read_regular
+from knowl_build.artifacts.layout import MANIFEST
+from knowl_build.artifacts.schema import encode
+from knowl_build.trust import cache_home
+
+# --- the validation memo ------------------------------------------------------------------------------
+#
+# Full validation reads every byte (about a second per 10k pages); a reader opens the same
+# build again and again. So a folder validated once on this machine is remembered, keyed by
+# its real path and every file's (size, mtime_ns, ctime_ns, inode), and by the manifest's
+# sha256. Any write to a file changes its ctime, which no user can set back, so a changed
+# file is validated again. The memo only spares work: the restricted unpickler guards every
+# read whatever the memo says. Without a writable cache folder, every open validates.
+
+# 2: validations decode every pickle with the bounded unpickler (1 used the C one).
+MEMO_VERSION = 2
+MAX_MEMOS = 256  # the newest are kept; a pruned build's memo goes with it
+
+
+def validated_files(folder: Path) -> dict[str, tuple[int, int, int, int]] | None:
+    """Each file's (size, mtime_ns, ctime_ns, inode) as this machine's full validation saw
+    it, when the folder is still in that state; None otherwise."""
+    state = folder_state(folder)
+    if state is None or not was_validated(folder, state):
+        return None
+    return {name: (s, m, c, i) for name, (s, m, c, i) in state["files"].items()}
+
+
+def _cache_folder() -> Path:
+    return cache_home() / "validated"
+
+
+def _memo_path(real: str) -> Path:
+    return _cache_folder() / (
+        hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".json"
+    )
+
+
+def folder_state(folder: Path) -> dict[str, Any] | None:
+    """This folder's identity and every file's stat, or None when it cannot be taken."""
+    try:
+        real = os.path.realpath(folder)
+        found, odd = listing(Path(real))
+        manifest = hashlib.sha256(read_regular(Path(real) / MANIFEST)).hexdigest()
+    except OSError:
+        return None
+    files = {
+        name: [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+        for name, info in sorted(found.items())
+    }
+    return {
+        "version": MEMO_VERSION,
+        "knowl": __version__,
+        "folder": real,
+        "manifest_sha256": manifest,
+        "files": files,
+        "other": sorted(odd),
+    }
+
+
+def was_validated(folder: Path, state: dict[str, Any]) -> bool:
+    try:
+        memo = json.loads(_memo_path(state["folder"]).read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return bool(memo == state)
+
+
+def remember(folder: Path, state: dict[str, Any]) -> None:
+    path = _memo_path(state["folder"])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".memo.", dir=path.parent)
+    except OSError:
+        return  # no cache: the next open validates again, which is only slower
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(encode(state))
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return
+    _trim(path.parent)
+
+
+def _trim(cache: Path) -> None:
+    """Keep the cache small: the MAX_MEMOS newest memos (memos of folders that are gone or
+    long unused go first)."""
+    try:
+        memos = [(entry.stat().st_mtime, entry.path) for entry in os.scandir(cache)]
+    except OSError:
+        return
+    if len(memos) <= MAX_MEMOS:
+        return
+    for _mtime, name in sorted(memos)[: len(memos) - MAX_MEMOS]:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+
+
+def forget(folder: Path) -> None:
+    """Drop the memo of a build folder about to be deleted."""
+    with contextlib.suppress(OSError):
+        _memo_path(os.path.realpath(folder)).unlink()

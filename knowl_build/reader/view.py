@@ -1,0 +1,244 @@
+"""An opened artifact, for reading: the manifest, the page catalog, one page's record, the
+graph's adjacency and the entities. Imports the artifact format only, never the build
+pipeline, GitPython or networkx."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, TypeVar
+
+from knowl_build.artifacts import memo, publication
+from knowl_build.artifacts.layout import MANIFEST
+from knowl_build.artifacts.opening import Artifact, open_artifact
+from knowl_build.artifacts.schema import (
+    BuildRef,
+    Catalog,
+    CatalogEntry,
+    Entities,
+    Entity,
+    EntityNode,
+    GraphData,
+    Manifest,
+    PageNode,
+    PageRecord,
+    PageRef,
+    decode,
+)
+from knowl_build.errors import ArtifactError, KnowlError
+from knowl_build.pageref import pick
+
+T = TypeVar("T")
+
+GLOBAL = "global"
+CAVEAT = "caveat"
+
+
+def visible(page: CatalogEntry, user: str | None) -> bool:
+    return page.scope == GLOBAL or (user is not None and page.scope == f"user:{user}")
+
+
+@dataclass
+class ArtifactView:
+    """An artifact open for reading. Its folder stays pinned (opening.open_artifact) until
+    `close()`, so a build that publishes meanwhile never prunes it from under a query.
+
+    Records are decoded into their types (`artifacts.schema`) as they are read: a file that
+    lost its shape after the folder was validated is an ArtifactError, never a KeyError."""
+
+    artifact: Artifact
+    pages: list[CatalogEntry]
+    by_key: dict[str, CatalogEntry] = field(default_factory=dict)
+    by_scope_id: dict[tuple[str, str], list[CatalogEntry]] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, folder: Path) -> ArtifactView:
+        artifact = open_artifact(folder)
+        try:
+            return cls._load(artifact)
+        except BaseException:
+            artifact.close()
+            raise
+
+    @classmethod
+    def _load(cls, artifact: Artifact) -> ArtifactView:
+        pages = _read(artifact.folder, "catalog.json", Catalog).pages
+        view = cls(artifact, pages)
+        index: dict[tuple[str, str], list[CatalogEntry]] = defaultdict(list)
+        for page in pages:
+            view.by_key[page.key] = page
+            index[(page.scope, page.id)].append(page)
+        view.by_scope_id = dict(index)
+        return view
+
+    @property
+    def folder(self) -> Path:
+        return self.artifact.folder
+
+    @property
+    def manifest(self) -> Manifest:
+        return self.artifact.manifest
+
+    @property
+    def repo(self) -> str:
+        return self.manifest.repo
+
+    @property
+    def build(self) -> BuildRef:
+        return {"id": self.manifest.build_id, "commit": self.manifest.commit}
+
+    @property
+    def boosts(self) -> dict[str, float]:
+        return dict(self.manifest.search.boosts)
+
+    @property
+    def max_caveats(self) -> int:
+        return self.manifest.search.max_caveats
+
+    def page(self, scope: str, page_id: str) -> CatalogEntry | None:
+        found = self.by_scope_id.get((scope, page_id))
+        return found[0] if found else None
+
+    def shadows_global(self, page: CatalogEntry) -> bool:
+        """A user page with the id of a global page: only ever an annotation of it."""
+        return page.scope != GLOBAL and (GLOBAL, page.id) in self.by_scope_id
+
+    def annotations(self, page: CatalogEntry, user: str | None) -> list[PageRef]:
+        if page.scope != GLOBAL or user is None:
+            return []
+        mine = self.page(f"user:{user}", page.id)
+        return [{"page": mine.id, "scope": mine.scope}] if mine else []
+
+    def resolve(self, ref: str, user: str | None) -> CatalogEntry:
+        """PAGE as `id`, `global:<id>` or `user:<owner>:<id>`; a bare id means the global
+        page if there is one, else the user's own page."""
+        return pick(ref, user, self.page)
+
+    def record(self, page: CatalogEntry) -> PageRecord:
+        """The page's full record: one line of pages.jsonl, read at its offset."""
+        try:
+            with (self.folder / "pages.jsonl").open("rb") as handle:
+                handle.seek(page.offset)
+                line = handle.readline()
+        except OSError as exc:
+            raise ArtifactError(f"{self.folder}: pages.jsonl cannot be read ({exc})") from None
+        record = _read(self.folder, "pages.jsonl", PageRecord, line)
+        if record.path != page.key:
+            raise ArtifactError(f"{self.folder}: pages.jsonl does not match catalog.json")
+        return record
+
+    @cached_property
+    def searcher(self) -> Any:
+        """The open Whoosh index (kept open for further queries); imported on first use."""
+        from knowl_build.index import Searcher
+
+        try:
+            return Searcher(self.folder / "index", validated=self._validated_index())
+        except KnowlError:
+            raise
+        except Exception as exc:  # a damaged index: a reason, never a traceback
+            raise ArtifactError(f"{self.folder}: the index cannot be opened ({exc})") from None
+
+    def _validated_index(self) -> dict[str, tuple[int, int, int, int]] | None:
+        """Each index file's identity as this machine's full validation decoded it (the
+        validation memo of `artifacts`), when the folder is still in that state; else None,
+        and the index is read with the bounded unpickler only."""
+        files = memo.validated_files(self.folder)
+        if files is None:
+            return None
+        return {
+            name.removeprefix("index/"): identity
+            for name, identity in files.items()
+            if name.startswith("index/")
+        }
+
+    def similarities(self, query: str) -> dict[str, float] | None:
+        """Cosine of the query with every page, or None without vectors or the extra."""
+        from knowl_build import embeddings
+
+        if not (self.folder / embeddings.FOLDER).is_dir():
+            return None
+        return embeddings.similarities(query, self.folder / embeddings.FOLDER)
+
+    def close(self) -> None:
+        if "searcher" in self.__dict__:
+            self.searcher.close()
+        self.artifact.close()
+
+    @cached_property
+    def caveats(self) -> list[CatalogEntry]:
+        return [
+            p
+            for p in self.pages
+            if p.usage_mode == CAVEAT and p.status == "active" and not self.shadows_global(p)
+        ]
+
+    @cached_property
+    def caveats_by_entity(self) -> dict[str, list[CatalogEntry]]:
+        index: dict[str, list[CatalogEntry]] = defaultdict(list)
+        for caveat in self.caveats:
+            for entity in set(caveat.sl_refs):
+                index[entity].append(caveat)
+        return dict(index)
+
+    @cached_property
+    def graph(self) -> Graph:
+        return Graph.from_node_link(_read(self.folder, "graph.json", GraphData))
+
+    @cached_property
+    def entities(self) -> dict[str, Entity]:
+        return {e.name: e for e in _read(self.folder, "entities.json", Entities).entities}
+
+
+@dataclass
+class Graph:
+    """graph.json's adjacency, read directly (cheaper than importing networkx for a walk)."""
+
+    nodes: dict[str, PageNode | EntityNode]
+    out_edges: dict[str, list[tuple[str, list[str]]]]
+    in_edges: dict[str, list[tuple[str, list[str]]]]
+
+    @classmethod
+    def from_node_link(cls, data: GraphData) -> Graph:
+        nodes = {n.id: n for n in data.nodes}
+        out: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)
+        into: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)
+        for edge in data.edges:
+            kinds = edge.kinds or [edge.kind]
+            out[edge.source].append((edge.target, kinds))
+            into[edge.target].append((edge.source, kinds))
+        return cls(nodes, dict(out), dict(into))
+
+    def page_at(self, node: str) -> PageNode | None:
+        found = self.nodes.get(node)
+        return found if isinstance(found, PageNode) else None
+
+
+def _read(folder: Path, name: str, kind: type[T], data: bytes | None = None) -> T:
+    """A file of the artifact (or `data` read from it) decoded into its record type."""
+    if data is None:
+        try:
+            data = (folder / name).read_bytes()
+        except OSError as exc:
+            raise ArtifactError(f"{folder}: {name} is unreadable ({exc.strerror})") from None
+    try:
+        return decode(name, data, kind)
+    except ArtifactError as exc:
+        raise ArtifactError(f"{folder}: {exc}") from None
+
+
+def page_node(page: CatalogEntry) -> str:
+    return f"page:{page.scope}:{page.id}"
+
+
+def find_artifact(path: Path, out_dir: str = ".knowl/build") -> Path:
+    """An artifact folder, or a project root / output folder whose CURRENT names one (a
+    corrupt CURRENT is an ArtifactError)."""
+    if (path / MANIFEST).is_file():
+        return path
+    for candidate in (path, path / out_dir):
+        if publication.current_name(candidate) is not None:
+            return publication.resolve_artifact(candidate)
+    raise ArtifactError(f"{path}: no knowl-build artifact here (no manifest.json or CURRENT)")

@@ -1,0 +1,225 @@
+"""knowl_build.config.SCHEMA is the configuration: every key the loader accepts is documented
+there, with the default the loader really uses, and no key is documented that it refuses."""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knowl_build.config import (
+    SCHEMA,
+    Config,
+    Option,
+    SearchConfig,
+    SecurityConfig,
+    config_from_mapping,
+)
+from knowl_build.errors import ConfigError
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+SOURCE = "knowl.toml"
+KEYS = [option.key for option in SCHEMA]
+PLAIN = [key for key in KEYS if "<" not in key]  # not a pattern such as rules.<CODE>
+PLACEHOLDERS = {"<CODE>": "KB202", "<glob>": "knowledge/global/archive/**"}
+DBT = {"semantics": {"dbt": {"project_dir": "analytics_dbt"}}}  # needed by any other dbt key
+
+# Each key: the Config attribute it sets, a value other than the default, and what the
+# attribute then holds.
+CASES: dict[str, tuple[str, object, object]] = {
+    "knowledge_dir": ("knowledge_dir", "notes", "notes"),
+    "semantics_dir": ("semantics_dir", "sl", "sl"),
+    "out_dir": ("out_dir", "build/kb", "build/kb"),
+    "staleness_days": ("staleness_days", 30, 30),
+    "keep_builds": ("keep_builds", 5, 5),
+    "repo_name": ("repo_name", "acme", "acme"),
+    "rules.<CODE>": ("rules", "off", {"KB202": "off"}),
+    "rules.per-path.<glob>.<CODE>": (
+        "per_path",
+        "info",
+        (("knowledge/global/archive/**", {"KB202": "info"}),),
+    ),
+    "search.boosts": (
+        "search.boosts",
+        {"title": 5},
+        {"summary": 3.0, "tags": 2.0, "title": 5.0, "body": 1.0},
+    ),
+    "search.max_caveats": ("search.max_caveats", 0, 0),
+    "security.reject_secrets": ("security.reject_secrets", False, False),
+    "security.max_field_chars": ("security.max_field_chars", 100, 100),
+    "security.max_body_chars": ("security.max_body_chars", 1000, 1000),
+    "security.extra_patterns": ("security.extra_patterns", ["acme-int"], ("acme-int",)),
+    "peers.paths": ("peer_paths", ["../other"], ("../other",)),
+    "semantics.dbt.project_dir": ("dbt_project_dir", "analytics_dbt", "analytics_dbt"),
+    "semantics.dbt.connection": ("dbt_connection", "shop_dbt", "shop_dbt"),
+}
+
+
+def key_of(option: Option) -> str:
+    return option.key
+
+
+def table_for(key: str, value: object) -> dict[str, Any]:
+    """The TOML table that sets one dotted key (placeholders filled in) to `value`."""
+    table: Any = toml(value)
+    for part in reversed(key.split(".")):
+        table = {PLACEHOLDERS.get(part, part): table}
+    if key.startswith("semantics.dbt.") and key != "semantics.dbt.project_dir":
+        table["semantics"]["dbt"] = {**DBT["semantics"]["dbt"], **table["semantics"]["dbt"]}
+    return table  # type: ignore[no-any-return]
+
+
+def toml(value: object) -> object:
+    """A default as tomllib would read it: tables are dicts, arrays are lists."""
+    if isinstance(value, Mapping):
+        return {k: toml(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [toml(v) for v in value]
+    return value
+
+
+def load(table: Mapping[str, Any]) -> Config:
+    return config_from_mapping(table, SOURCE)
+
+
+def refusal(table: Mapping[str, Any]) -> str:
+    with pytest.raises(ConfigError) as info:
+        load(table)
+    return str(info.value)
+
+
+def test_keys_are_unique_and_each_table_is_together() -> None:
+    assert len(KEYS) == len(set(KEYS))
+    tables = [key.split(".", 1)[0] if "." in key else "" for key in KEYS]
+    order = list(dict.fromkeys(tables))
+    assert tables == sorted(tables, key=order.index), "a table's keys are split apart"
+    assert order == ["", "rules", "search", "security", "peers", "semantics"]
+
+
+def test_every_key_has_a_kind_and_a_doc() -> None:
+    for option in SCHEMA:
+        assert option.kind.strip() and option.kind == option.kind.strip(), option.key
+        assert option.doc.strip() and option.doc == option.doc.strip(), option.key
+        assert option.doc.endswith("."), f"{option.key}: the doc is not a sentence"
+        # [text](page.md#anchor) links resolve from docs/configuration.md.
+        for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", option.doc):
+            assert (DOCS / target).is_file(), f"{option.key}: no docs/{target}"
+
+
+def test_defaults_are_plain_toml_values() -> None:
+    def plain(value: object) -> bool:
+        if value is None or isinstance(value, bool | int | float | str):
+            return True
+        if isinstance(value, Mapping):
+            return all(isinstance(k, str) and plain(v) for k, v in value.items())
+        return isinstance(value, list | tuple) and all(plain(v) for v in value)
+
+    for option in SCHEMA:
+        assert plain(option.default), f"{option.key}: default {option.default!r}"
+
+
+def test_every_key_has_a_case_and_every_setting_a_key() -> None:
+    assert list(CASES) == KEYS
+    attributes = {attribute for attribute, _, _ in CASES.values()}
+    assert {a for a in attributes if "." not in a} | {"search", "security"} == {
+        f.name for f in dataclasses.fields(Config) if f.name != "source"
+    }
+    assert {a for a in attributes if a.startswith("search.")} == {
+        f"search.{f.name}" for f in dataclasses.fields(SearchConfig)
+    }
+    assert {a for a in attributes if a.startswith("security.")} == {
+        f"security.{f.name}" for f in dataclasses.fields(SecurityConfig)
+    }
+
+
+@pytest.mark.parametrize("option", SCHEMA, ids=key_of)
+def test_each_default_is_the_configs_own(option: Option) -> None:
+    attribute, _, _ = CASES[option.key]
+    default = operator.attrgetter(attribute)(Config())
+    if "<" in option.key:
+        # A pattern sets one entry of a table that is empty by default: no entry, no default.
+        assert option.default is None
+        assert not default
+    else:
+        assert option.default == default
+        assert type(option.default) is type(default) or isinstance(option.default, Mapping)
+
+
+def test_no_key_gives_the_default_config() -> None:
+    assert load({}) == Config(source=SOURCE)
+
+
+# None has no TOML spelling: such a key is left out to get its default (the test above).
+@pytest.mark.parametrize("option", [o for o in SCHEMA if o.default is not None], ids=key_of)
+def test_each_key_given_its_default_gives_the_default_config(option: Option) -> None:
+    assert load(table_for(option.key, option.default)) == Config(source=SOURCE)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_each_key_is_read_into_its_setting(key: str) -> None:
+    attribute, value, expected = CASES[key]
+    assert expected != operator.attrgetter(attribute)(Config())
+    assert operator.attrgetter(attribute)(load(table_for(key, value))) == expected
+
+
+@pytest.mark.parametrize("key", PLAIN)
+def test_a_misspelt_key_is_refused_with_the_right_one(key: str) -> None:
+    *tables, name = key.split(".")
+    where = ".".join([*tables, name + "x"])
+    _, value, _ = CASES[key]
+    assert refusal(table_for(where, value)) == (
+        f"{SOURCE}: '{where}': unknown key (did you mean '{name}'?)"
+    )
+
+
+@pytest.mark.parametrize(
+    "table", ["", "search.", "security.", "peers.", "semantics.", "semantics.dbt."]
+)
+def test_a_table_refuses_a_key_the_schema_lacks(table: str) -> None:
+    assert refusal(table_for(f"{table}colour", "blue")) == (
+        f"{SOURCE}: '{table}colour': unknown key"
+    )
+
+
+def test_the_rules_table_takes_codes_and_per_path_only() -> None:
+    assert refusal({"rules": {"per-pathx": {}}}) == (
+        f"{SOURCE}: 'rules.per-pathx': unknown rule code (did you mean 'per-path'?)"
+    )
+    assert refusal({"rules": {"per-path": {"*.md": {"colour": "off"}}}}) == (
+        f"{SOURCE}: 'rules.per-path.*.md.colour': unknown rule code"
+    )
+
+
+@pytest.mark.parametrize("option", [o for o in SCHEMA if o.kind.startswith("integer")], ids=key_of)
+def test_integer_minimums_are_those_the_kind_names(option: Option) -> None:
+    match = re.fullmatch(r"integer >= (\d+)", option.kind)
+    assert match, f"{option.key}: kind {option.kind!r} names no minimum"
+    least = int(match.group(1))
+    assert operator.attrgetter(CASES[option.key][0])(load(table_for(option.key, least))) == least
+    assert refusal(table_for(option.key, least - 1)) == (
+        f"{SOURCE}: '{option.key}': must be at least {least}, got {least - 1}"
+    )
+
+
+# The first word of a kind, a value of the wrong type for it, and how the refusal ends.
+WRONG = {
+    "folder": (3, "expected a string, got int"),
+    "string": (3, "expected a string, got int"),
+    "integer": ("ninety", "expected an integer, got str"),
+    "boolean": (1, "expected a boolean, got int"),
+    "list": ([1], "expected a list of strings"),
+    "table": (3, "expected a table, got int"),
+    "severity": ("loud", "severity must be one of error, warning, info, off, got 'loud'"),
+}
+
+
+@pytest.mark.parametrize("option", SCHEMA, ids=key_of)
+def test_a_value_of_another_kind_is_refused(option: Option) -> None:
+    value, problem = WRONG[option.kind.split()[0]]
+    where = "".join(PLACEHOLDERS.get(part, part) + "." for part in option.key.split("."))
+    assert refusal(table_for(option.key, value)) == f"{SOURCE}: '{where[:-1]}': {problem}"
