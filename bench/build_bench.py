@@ -30,7 +30,7 @@ def whoosh_floor(root: Path) -> float:
     """A bare Whoosh writer, same schema and analyzer, the documents already in memory."""
     from whoosh import index
 
-    from knowl_build.index import schema
+    from knowl_build.index.analysis import schema
 
     out = root / ".knowl" / "build"
     folder = out / (out / "CURRENT").read_text().strip()

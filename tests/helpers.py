@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner, Result
 
 from knowl_build.cli import cli
+from knowl_build.index.analysis import query_terms
+from knowl_build.index.ranking import Hit, Searcher
 
 AUTHOR = {
     "GIT_AUTHOR_NAME": "Test Author",
@@ -102,3 +104,15 @@ def dump_json(data: Any) -> bytes:
     return (
         json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
     ).encode()
+
+
+def search(
+    folder: Path,
+    text: str,
+    boosts: Mapping[str, float],
+    limit: int | None = None,
+    scopes: Iterable[str] | None = None,
+) -> list[Hit]:
+    """The index in `folder` queried directly: `text`'s terms OR-ed, best first."""
+    with Searcher(folder) as searcher:
+        return searcher.query(query_terms(text), boosts, scopes).top(limit)

@@ -175,12 +175,12 @@ def test_failed_build_leaves_current_and_no_staging(project: Callable[..., Proje
     proj = project(FILES)
     invoke(["build", "--repo", str(proj.root)])
     before = (out_dir(proj) / "CURRENT").read_text()
-    import knowl_build.index
+    import knowl_build.index.writer
 
     def fail(*args: object, **kwargs: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(knowl_build.index, "write_index", fail)
+    monkeypatch.setattr(knowl_build.index.writer, "write_index", fail)
     proj.write({"knowledge/global/new.md": "# New\n"})
     result = invoke(["build", "--repo", str(proj.root)], code=2)
     assert "disk full" in result.stderr
@@ -197,7 +197,7 @@ def test_killed_build_leaves_current_unchanged(project: Callable[..., Project]) 
     # A real process killed by SIGKILL in the middle of writing its index.
     script = (
         "import os, signal, sys\n"
-        "import knowl_build.index as ix\n"
+        "import knowl_build.index.writer as ix\n"
         "def die(*a, **k):\n    os.kill(os.getpid(), signal.SIGKILL)\n"
         "ix.write_index = die\n"
         "from knowl_build.cli import main\n"

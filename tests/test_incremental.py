@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from knowl_build.config import Config
-from knowl_build.index import search
 from knowl_build.pipeline.publish import build
-from tests.helpers import Project
+from tests.helpers import Project, search
 
 WORDS = ["revenue", "order", "customer", "churn", "refund", "margin", "cohort", "segment", "retention", "funnel", "product", "channel", "region", "forecast", "quarter", "pipeline", "warehouse", "metric", "finance", "policy", "caveat"]
 QUERIES = ["revenue", "customer churn", "refund policy", "warehouse metric", "total_revenue",

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from knowl_build import index
-from knowl_build.errors import ArtifactError
 from knowl_build.config import MAX_BOOST
+from knowl_build.errors import ArtifactError
+from knowl_build.index import analysis, ranking, unpickler, verify
 from tests.helpers import dump_json
 from tests.tamper import assert_refused, build_corpus, reader_runs, run_cli, tampered
 
@@ -60,7 +60,7 @@ def strict_json(text: str) -> Any:
 @pytest.mark.parametrize("boost", [1e308, 1001, 1000.5, 0, -1, "2", True, None])
 def test_boosts_out_of_bounds_are_refused(artifact: Path, tmp_path: Path, boost: Any) -> None:
     def change(manifest: dict[str, Any]) -> None:
-        manifest["search"]["boosts"] = dict.fromkeys(index.TEXT_FIELDS, boost)
+        manifest["search"]["boosts"] = dict.fromkeys(analysis.TEXT_FIELDS, boost)
 
     folder = tampered(artifact, tmp_path / "boosts", edit_json("manifest.json", change))
     runs = reader_runs(folder)
@@ -73,7 +73,7 @@ def test_the_largest_boosts_give_finite_scores_and_strict_json(
     artifact: Path, tmp_path: Path
 ) -> None:
     def change(manifest: dict[str, Any]) -> None:
-        manifest["search"]["boosts"] = dict.fromkeys(index.TEXT_FIELDS, MAX_BOOST)
+        manifest["search"]["boosts"] = dict.fromkeys(analysis.TEXT_FIELDS, MAX_BOOST)
 
     folder = tampered(artifact, tmp_path / "largest", edit_json("manifest.json", change))
     result = run_cli(["search", "revenue orders finance", "--json", "--artifact", str(folder)])
@@ -130,10 +130,10 @@ def test_the_searcher_refuses_statistics_that_disagree_even_unvalidated(
     """Even opened directly (no full validation), a searcher never divides by a count that
     disagrees with the documents it holds."""
     folder = tampered(artifact, tmp_path / "stats", edit_json("index/stats.json", change))
-    with index.Searcher(folder / "index") as searcher, pytest.raises(
+    with ranking.Searcher(folder / "index") as searcher, pytest.raises(
         ArtifactError, match=r"stats\.json disagrees"
     ):
-        searcher.ranked(["revenu"], {"body": 1.0}, scopes=scopes)
+        searcher.query(["revenu"], {"body": 1.0}, scopes).top()
 
 
 @pytest.mark.parametrize(
@@ -143,8 +143,8 @@ def test_the_searcher_refuses_statistics_that_disagree_even_unvalidated(
 )
 def test_postings_with_frequencies_that_are_not_finite_are_refused(weights: Any) -> None:
     ids = list(range(len(weights)))
-    with pytest.raises(index.BadIndex, match="not finite frequencies"):
-        index._check_postings(ids, weights, [b""] * len(ids), 10, _FixedSize())
+    with pytest.raises(unpickler.BadIndex, match="not finite frequencies"):
+        verify._check_postings(ids, weights, [b""] * len(ids), 10, _FixedSize())
 
 
 class _FixedSize:
@@ -153,11 +153,11 @@ class _FixedSize:
 
 
 def test_a_score_that_is_not_a_number_never_reaches_an_answer(artifact: Path) -> None:
-    with index.Searcher(artifact / "index") as searcher:
+    with ranking.Searcher(artifact / "index") as searcher:
         scores = searcher.scores(["revenu"], {"body": 1.0})
         doc = min(scores)
         for bad in (math.nan, math.inf, -math.inf):
-            scored = index.Scored(searcher, {**scores, doc: bad})
+            scored = ranking.Scored(searcher, {**scores, doc: bad})
             with pytest.raises(ArtifactError, match="not a finite number"):
                 scored.top()
             with pytest.raises(ArtifactError, match="not a finite number"):

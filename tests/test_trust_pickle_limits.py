@@ -25,9 +25,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowl_build import index
 from knowl_build.artifacts import memo, opening, validate
 from knowl_build.errors import ArtifactError
+from knowl_build.index import ranking, unpickler
+from knowl_build.index.stats import summed
 from knowl_build.reader import Reader
 from knowl_build.reader.view import ArtifactView
 from tests.tamper import (
@@ -114,7 +115,7 @@ def test_a_memo_index_bomb_allocates_nothing_much(
     folder = tampered(artifact, tmp_path / "bomb", _memo_toc if where == "toc" else _memo_seg)
     assert peak(lambda: validate.validate(folder)) < BOUND
     assert validate.validate(folder) != []
-    assert peak(lambda: index.Searcher(folder / "index").close()) < BOUND
+    assert peak(lambda: ranking.Searcher(folder / "index").close()) < BOUND
     assert peak(lambda: Reader.open(folder).close()) < BOUND
     with pytest.raises(ArtifactError, match="memo index beyond"):
         Reader.open(folder)
@@ -152,14 +153,14 @@ def test_the_fast_path_needs_the_very_files_that_were_validated(
     assert validated is not None and set(validated) == {
         n.removeprefix("index/") for n in state["files"] if n.startswith("index/")
     }
-    with index.Searcher(folder / "index", validated=validated) as searcher:
+    with ranking.Searcher(folder / "index", validated=validated) as searcher:
         assert searcher._validated
-        assert searcher.ranked(["revenu"], {"body": 1.0})
+        assert searcher.query(["revenu"], {"body": 1.0}).top()
     other = {name: (size, 0, 0, 0) for name, (size, *_rest) in validated.items()}
     with pytest.raises(ArtifactError, match="changed after it was validated"):
-        index.Searcher(folder / "index", validated=other)
+        ranking.Searcher(folder / "index", validated=other)
     # Without a memo (no cache, or a changed folder) nothing is trusted.
-    with index.Searcher(folder / "index") as searcher:
+    with ranking.Searcher(folder / "index") as searcher:
         assert not searcher._validated
 
 
@@ -168,11 +169,11 @@ def test_the_fast_path_needs_the_very_files_that_were_validated(
 
 def bounded(data: bytes) -> Any:
     """Decode as an index file from elsewhere is decoded (no validated state)."""
-    return index.safe_loads(data)
+    return unpickler.safe_loads(data)
 
 
 def fast(data: bytes) -> Any:
-    return index._FastUnpickler(io.BytesIO(data), index._DATA_GLOBALS).load()
+    return unpickler._FastUnpickler(io.BytesIO(data), unpickler._DATA_GLOBALS).load()
 
 
 HUGE = 1 << 40
@@ -204,9 +205,9 @@ def test_lengths_beyond_the_input_are_refused_before_anything_is_allocated(
         if source == "bytes":
             return bounded(data)
         # a file, as whoosh's StructFile.read_pickle passes it
-        return index.safe_load(io.BufferedReader(io.BytesIO(data)))
+        return unpickler.safe_load(io.BufferedReader(io.BytesIO(data)))
 
-    with pytest.raises((index.BadIndex, pickle.UnpicklingError, EOFError)):
+    with pytest.raises((unpickler.BadIndex, pickle.UnpicklingError, EOFError)):
         decode()
     assert peak(decode) < 1 << 20
 
@@ -219,7 +220,7 @@ def test_lengths_beyond_the_input_are_refused_before_anything_is_allocated(
     ],
 )
 def test_memo_indexes_are_bounded(payload: bytes) -> None:
-    with pytest.raises(index.BadIndex, match="memo index beyond"):
+    with pytest.raises(unpickler.BadIndex, match="memo index beyond"):
         bounded(b"\x80\x05" + payload)
     assert peak(lambda: bounded(b"\x80\x05" + payload)) < 1 << 20
     # Sequential memo indexes, as every pickler writes them, are fine.
@@ -230,8 +231,8 @@ def test_memo_indexes_are_bounded(payload: bytes) -> None:
 def test_operations_per_pickle_are_bounded(op: bytes) -> None:
     """Empty sets are 216 bytes for one byte of input: a pickle may not run more than
     MAX_PICKLE_OPS operations (position lists of the largest bodies take far fewer)."""
-    data = b"\x80\x05" + op * (index.MAX_PICKLE_OPS + 1) + b"."
-    with pytest.raises(index.BadIndex, match="more than"):
+    data = b"\x80\x05" + op * (unpickler.MAX_PICKLE_OPS + 1) + b"."
+    with pytest.raises(unpickler.BadIndex, match="more than"):
         bounded(data)
     big = list(range(100_000))  # a position list of a 200,000-character body, at most
     assert bounded(pickle.dumps(big, 2)) == big
@@ -243,7 +244,7 @@ def test_positions_are_left_just_after_the_pickle() -> None:
         value = (3, 17, 1.5, None, "t\u00e9", b"xy" if proto >= 3 else [])  # bytes need 3+
         head = pickle.dumps(value, proto)
         for stream in (io.BytesIO(head + b"TAIL"), io.BufferedReader(io.BytesIO(head + b"TAIL"))):
-            assert index.safe_load(stream) == value
+            assert unpickler.safe_load(stream) == value
             assert stream.read() == b"TAIL"
 
 
@@ -268,13 +269,13 @@ def test_the_bounded_unpickler_reads_what_pickle_writes(value: Any, proto: int) 
     data = pickle.dumps(value, proto)
     try:
         decoded = bounded(data)
-    except index.UnsafePickle:  # bytes before protocol 3, frozensets before 4: a global
-        with pytest.raises(index.UnsafePickle):
+    except unpickler.UnsafePickle:  # bytes before protocol 3, frozensets before 4: a global
+        with pytest.raises(unpickler.UnsafePickle):
             fast(data)
         assert proto < 4
         return
     assert decoded == value == fast(data)
-    assert index.safe_load(io.BytesIO(data + b"more")) == value
+    assert unpickler.safe_load(io.BytesIO(data + b"more")) == value
 
 
 @settings(
@@ -330,4 +331,4 @@ def test_every_pickle_of_a_real_index_reads_alike(artifact: Path) -> None:
 def test_the_stats_of_a_real_index_hold_per_scope_sums(artifact: Path) -> None:
     stats = json.loads((artifact / "index" / "stats.json").read_bytes())
     assert set(stats["scopes"]) == {"global", "user:alice", "user:bob"}
-    assert index._total(stats["scopes"].values()) == index._total([stats])
+    assert summed(stats["scopes"].values()) == summed([stats])

@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowl_build import index
 from knowl_build.errors import ArtifactError
+from knowl_build.index import ranking, unpickler
 from tests.tamper import (
     assert_refused,
     build_corpus,
@@ -196,7 +196,7 @@ def whoosh_classes_untouched() -> None:
     from whoosh.codec.whoosh3 import W3Codec, W3Segment
 
     assert "codec" in W3Segment.__dict__ and callable(W3Segment.__dict__["codec"])
-    assert not hasattr(index._SegmentState, "codec") and not hasattr(W3Codec, "codec_")
+    assert not hasattr(unpickler.SegmentState, "codec") and not hasattr(W3Codec, "codec_")
 
 
 # --- the tests -----------------------------------------------------------------------------------
@@ -301,14 +301,14 @@ def test_the_mcp_server_refuses_hostile_pickles(artifact: Path, tmp_path: Path, 
 # --- the unpickler itself -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("unpickler", [index._BoundedUnpickler, index._FastUnpickler])
-def test_exact_pairs_only_whatever_the_module(unpickler: type) -> None:
+@pytest.mark.parametrize("kind", [unpickler.BoundedUnpickler, unpickler._FastUnpickler])
+def test_exact_pairs_only_whatever_the_module(kind: type) -> None:
     """Both unpicklers (the bounded one for what is not validated, the C one for what is)
     admit the same exact pairs."""
-    toc = unpickler(io.BytesIO(), index._TOC_GLOBALS)
+    toc = kind(io.BytesIO(), unpickler.TOC_GLOBALS)
     assert toc.find_class("__builtin__", "int") is int  # protocol 2 spelling
     assert toc.find_class("collections", "defaultdict").__name__ == "defaultdict"
-    assert toc.find_class(W3, "W3Segment") is index._SegmentState  # a stand-in, never the class
+    assert toc.find_class(W3, "W3Segment") is unpickler.SegmentState  # a stand-in, never the class
     for module, name in [
         (W3, "W3Segment.__init__"),
         (W3, "compound"),
@@ -319,11 +319,11 @@ def test_exact_pairs_only_whatever_the_module(unpickler: type) -> None:
         ("collections", "OrderedDict"),
         ("copyreg", "_reconstructor"),
     ]:
-        with pytest.raises(index.UnsafePickle):
+        with pytest.raises(unpickler.UnsafePickle):
             toc.find_class(module, name)
-    data = unpickler(io.BytesIO(), index._DATA_GLOBALS)
+    data = kind(io.BytesIO(), unpickler._DATA_GLOBALS)
     for module, name in [("builtins", "int"), (W3, "W3Segment"), ("collections", "defaultdict")]:
-        with pytest.raises(index.UnsafePickle):
+        with pytest.raises(unpickler.UnsafePickle):
             data.find_class(module, name)
 
 
@@ -336,7 +336,7 @@ def test_the_searcher_refuses_without_validation(artifact: Path, tmp_path: Path)
         artifact, tmp_path / "evil", splice(toc, -1, payloads(sentinel)["GLOBAL os.system"](2))
     )
     with pytest.raises(ArtifactError, match="never loads"):
-        index.Searcher(folder / "index")
+        ranking.Searcher(folder / "index")
     assert not sentinel.exists()
 
 
@@ -355,7 +355,7 @@ def test_segment_ids_that_would_name_other_files_are_refused(
     toc = sites(artifact)[0][0]
     folder = tampered(artifact, tmp_path / "evil", splice(toc, -1, payload))
     with pytest.raises(ArtifactError, match="names a segment knowl never writes"):
-        index.Searcher(folder / "index")
+        ranking.Searcher(folder / "index")
 
 
 def test_a_build_over_a_hostile_previous_index_rebuilds_it(tmp_path: Path) -> None:

@@ -18,10 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from knowl_build.config import Config
-from knowl_build.index import search
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
-from tests.helpers import SEMANTICS, Project, dump_json, invoke
+from tests.helpers import SEMANTICS, Project, dump_json, invoke, search
 from tests.tamper import rehash, tampered
 
 CONFIG = Config(rules={"KB202": "off"})
@@ -229,16 +228,16 @@ def test_the_vector_arm_ranks_only_what_the_caller_sees(
 def test_a_posting_block_out_of_order_is_refused() -> None:
     """A reader tells whether a block holds a document its caller may not see from the
     block's first and last documents: the full validation makes sure they bound it."""
-    from knowl_build import index
+    from knowl_build.index import postings, unpickler, verify
 
     class Fixed:
         def fixed_value_size(self) -> int:
             return 0
 
-    index._check_postings([1, 2, 5], (1.0, 1.0, 1.0), [b""] * 3, 9, Fixed())
+    verify._check_postings([1, 2, 5], (1.0, 1.0, 1.0), [b""] * 3, 9, Fixed())
     for ids in ([5, 1, 2], [1, 7, 5], [2, 1]):
-        with pytest.raises(index.BadIndex, match="out of order"):
-            index._check_postings(ids, (1.0,) * len(ids), [b""] * len(ids), 9, Fixed())
-    mask = index._Mask(10, frozenset({3, 4, 9}))
+        with pytest.raises(unpickler.BadIndex, match="out of order"):
+            verify._check_postings(ids, (1.0,) * len(ids), [b""] * len(ids), 9, Fixed())
+    mask = postings.Mask(10, frozenset({3, 4, 9}))
     assert [mask.hides(a, b) for a, b in ((0, 2), (0, 3), (5, 8), (4, 4), (8, 9), (10, 12))] == [
         False, True, False, True, True, False]

@@ -59,7 +59,7 @@ def validate(folder: Path) -> list[str]:
         return problems
     # Imported here, not above: opening an artifact must not import Whoosh (start-up time of
     # every reader command); only a full validation reads the index.
-    from knowl_build.index import verify_index
+    from knowl_build.index.verify import verify_index
 
     return [f"index: {p}" for p in verify_index(folder / "index")]
 

@@ -72,7 +72,7 @@ def build(
     # Imported here, not above: the index (Whoosh) and the graph (networkx) are loaded only
     # by a build that writes an artifact, so `knowl check` starts without them.
     from knowl_build.graph import to_json as graph_json
-    from knowl_build.index import write_index
+    from knowl_build.index.writer import write_index
     from knowl_build.pipeline import records, reuse
 
     timings: dict[str, float] = {}

@@ -26,7 +26,7 @@ from knowl_build.artifacts.schema import (
 )
 from knowl_build.graph import entity_node, make_graph, page_node
 from knowl_build.history.records import History
-from knowl_build.index import IndexDocument
+from knowl_build.index.writer import IndexDocument
 from knowl_build.model import Page
 from knowl_build.pipeline.analysis import Analysis
 from knowl_build.render import render_body

@@ -27,7 +27,8 @@ from knowl_build.artifacts.schema import (
     encode,
 )
 from knowl_build.errors import ArtifactError
-from knowl_build.index import DOCS_FILE, IndexDocument
+from knowl_build.index.analysis import DOCS_FILE
+from knowl_build.index.writer import IndexDocument
 from knowl_build.model import Page
 from knowl_build.pipeline.analysis import Analysis
 from knowl_build.pipeline.records import catalog_entry, index_document, page_record, record_pages

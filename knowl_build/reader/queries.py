@@ -219,7 +219,7 @@ def search(
     peers: Sequence[ArtifactView] = (),
 ) -> SearchAnswer:
     # Imported here: Whoosh loads only when a query runs, so `knowl show` starts without it.
-    from knowl_build.index import query_terms
+    from knowl_build.index.analysis import query_terms
 
     terms = query_terms(query)
     similarities = view.similarities(query) if terms else None

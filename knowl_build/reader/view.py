@@ -132,7 +132,7 @@ class ArtifactView:
     @cached_property
     def searcher(self) -> Any:
         """The open Whoosh index (kept open for further queries); imported on first use."""
-        from knowl_build.index import Searcher
+        from knowl_build.index.ranking import Searcher
 
         try:
             return Searcher(self.folder / "index", validated=self._validated_index())

@@ -1,0 +1,125 @@
+"""The index's schema and analyzer, and writing it: full or incremental, with the collection
+statistics the ranking uses."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from whoosh import index
+
+from knowl_build.errors import ArtifactError
+from knowl_build.index.analysis import DOCS_FILE, INDEX_NAME, STATS_FILE, schema
+from knowl_build.index.stats import collection_stats
+from knowl_build.index.storage import TrackedStorage, open_index, reading
+from knowl_build.index.unpickler import BadIndex
+
+# Merge everything into one segment once this share of the stored documents is deleted.
+MERGE_DELETED_SHARE = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class IndexDocument:
+    key: str
+    fields: dict[str, str]
+
+    @property
+    def digest(self) -> str:
+        text = json.dumps([self.key, self.fields], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class IndexUpdate:
+    added: int
+    updated: int
+    deleted: int
+    merged: bool
+
+
+def _stats(ix: index.Index) -> dict[str, Any]:
+    with ix.reader() as reader:
+        return collection_stats(reader)
+
+
+def _has_index(folder: Path) -> bool:
+    return any(folder.glob(f"_{INDEX_NAME}_*.toc"))
+
+
+def write_index(
+    folder: Path,
+    digests: Mapping[str, str],
+    document: Callable[[str], IndexDocument],
+    incremental: bool,
+) -> IndexUpdate:
+    """Write (or, when `incremental`, update in place) the index in `folder`.
+
+    `digests` names every document and its content digest; `document(key)` builds the ones
+    that must be (re)indexed. One writer adds documents in key order; only documents whose
+    content changed are deleted and added again. A previous index that cannot be read (damaged,
+    or refused by the restricted unpickler) is replaced by a full one."""
+    if incremental and _has_index(folder):
+        try:
+            with reading(folder):
+                return _write_index(folder, digests, document, incremental=True)
+        except (ArtifactError, OSError, ValueError):
+            shutil.rmtree(folder, ignore_errors=True)
+    return _write_index(folder, digests, document, incremental=False)
+
+
+def _write_index(
+    folder: Path,
+    digests: Mapping[str, str],
+    document: Callable[[str], IndexDocument],
+    incremental: bool,
+) -> IndexUpdate:
+    previous: dict[str, str] = {}
+    if incremental:
+        previous = json.loads((folder / DOCS_FILE).read_text(encoding="utf-8"))
+        if not isinstance(previous, dict):
+            raise BadIndex(f"{DOCS_FILE} is not a table of documents")
+        ix = open_index(folder, readonly=False)
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        ix = index.create_in(str(folder), schema(), indexname=INDEX_NAME)
+    try:
+        return _update(ix, folder, previous, digests, document)
+    except BaseException:
+        if isinstance(ix.storage, TrackedStorage):
+            ix.storage.close_files()
+        raise
+
+
+def _update(
+    ix: Any,
+    folder: Path,
+    previous: dict[str, str],
+    digests: Mapping[str, str],
+    document: Callable[[str], IndexDocument],
+) -> IndexUpdate:
+    stale = sorted(key for key in previous if previous[key] != digests.get(key))
+    fresh = sorted(key for key in digests if previous.get(key) != digests[key])
+    merged = False
+    if stale or fresh or not previous:
+        writer = ix.writer()
+        for key in stale:
+            writer.delete_by_term("key", key)
+        for key in fresh:
+            writer.add_document(key=key, **document(key).fields)
+        with ix.reader() as reader:
+            stored = reader.doc_count_all() + len(fresh)
+            deleted = reader.doc_count_all() - reader.doc_count() + len(stale)
+        merged = bool(stale) and deleted > MERGE_DELETED_SHARE * max(stored, 1)
+        writer.commit(optimize=merged)
+    (folder / STATS_FILE).write_text(json.dumps(_stats(ix), sort_keys=True), encoding="utf-8")
+    (folder / DOCS_FILE).write_text(json.dumps(dict(digests), sort_keys=True), encoding="utf-8")
+    ix.close()
+    added = len([k for k in fresh if k not in previous])
+    return IndexUpdate(
+        added, len(fresh) - added, len([k for k in stale if k not in digests]), merged
+    )
