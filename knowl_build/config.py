@@ -19,7 +19,7 @@ from typing import Any
 
 from knowl_build.diagnostics import SEVERITY_CHOICES
 from knowl_build.errors import ConfigError
-from knowl_build.secrets import use_extra_patterns
+from knowl_build.secrets.scanner import use_extra_patterns
 
 DEFAULT_BOOSTS = MappingProxyType({"summary": 3.0, "tags": 2.0, "title": 2.0, "body": 1.0})
 BOOST_FIELDS = tuple(DEFAULT_BOOSTS)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from knowl_build.secrets import redact
+from knowl_build.secrets.scanner import redact
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1

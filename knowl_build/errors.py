@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knowl_build.secrets import redact
+from knowl_build.secrets.scanner import redact
 
 
 class KnowlError(Exception):

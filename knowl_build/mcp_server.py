@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from knowl_build.app import history, reading, writing
 from knowl_build.app.project import Locator
 from knowl_build.errors import KnowlError, UsageError
-from knowl_build.secrets import redact
+from knowl_build.secrets.scanner import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import unicodedata
 
 from knowl_build.errors import UsageError
-from knowl_build.secrets import redact
+from knowl_build.secrets.scanner import redact
 
 MAX_NAME_CHARS = 100
 MAX_NAME_BYTES = 255

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from knowl_build.config import SecurityConfig
 from knowl_build.pipeline.pages import parse_page
-from knowl_build.rules.security import SecretScanner
+from knowl_build.secrets.scanner import SecretScanner
 from knowl_build.semantic.load import load_semantic_layer
 from tests.helpers import SEMANTICS, Project, invoke
 

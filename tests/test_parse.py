@@ -12,7 +12,7 @@ from knowl_build.parse.body import heading_key
 from knowl_build.parse.frontmatter import split
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.pages import parse_page
-from knowl_build.rules.security import SecretScanner
+from knowl_build.secrets.scanner import SecretScanner
 from knowl_build.semantic.layer import fingerprint_of, measure_fingerprint
 from knowl_build.semantic.load import load_semantic_layer
 from tests.helpers import SEMANTICS, Project

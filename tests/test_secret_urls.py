@@ -22,13 +22,9 @@ from knowl_build.config import SecurityConfig, config_from_mapping
 from knowl_build.diagnostics import Finding
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.pages import parse_page
-from knowl_build.secrets import (
-    SecretMatch,
-    SecretScanner,
-    is_credential_name,
-    is_trivial_value,
-    redact,
-)
+from knowl_build.secrets.finders import SecretMatch
+from knowl_build.secrets.scanner import SecretScanner, redact
+from knowl_build.secrets.urls import is_credential_name, is_trivial_value
 from tests.helpers import SEMANTICS, Project
 from tests.test_trust_secret_scanner import PARAM, WEBHOOK, OldSecretScanner
 

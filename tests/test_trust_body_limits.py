@@ -25,7 +25,7 @@ from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.pages import parse_page
 from knowl_build.rules.context import RuleContext
 from knowl_build.rules.references import check_references
-from knowl_build.rules.security import SecretScanner
+from knowl_build.secrets.scanner import SecretScanner
 from tests.helpers import Project
 
 TODAY = dt.date(2026, 5, 28)

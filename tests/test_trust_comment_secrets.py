@@ -14,7 +14,7 @@ import pytest
 
 from knowl_build.config import SecurityConfig
 from knowl_build.pipeline.pages import parse_page
-from knowl_build.rules.security import SecretScanner
+from knowl_build.secrets.scanner import SecretScanner
 from tests.helpers import Project, invoke
 
 TOKEN = "ghp_" + "A1b2" * 9  # SPEC 9: a GitHub token

@@ -28,7 +28,8 @@ from knowl_build.config import load_config
 from knowl_build.parse.frontmatter import split
 from knowl_build.writes.edit import EditError, FrontmatterEditor
 from knowl_build.writes.pagefile import WriteRefused
-from knowl_build.writes.store import Request, store
+from knowl_build.writes.request import Request
+from knowl_build.writes.store import store
 from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, invoke
 from tests.test_fix import removed_measure
 

@@ -130,7 +130,9 @@ def test_the_library_refuses_a_bad_name_without_a_front_end(built: Project) -> N
     from knowl_build.writes import fix
     from knowl_build.writes.common import Tree
     from knowl_build.writes.governance import review, supersede
-    from knowl_build.writes.store import Request, store, target_path
+    from knowl_build.writes.newpage import target_path
+    from knowl_build.writes.request import Request
+    from knowl_build.writes.store import store
 
     config = load_config(built.root)
     tree = Tree.load(built.root, config)  # (refreshes the parse cache: before the snapshot)
@@ -219,7 +221,7 @@ def test_a_long_title_gets_a_short_slug_with_a_hash(project: Callable[..., Proje
 
 def test_slug_respects_the_file_system_limit(project: Callable[..., Project],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from knowl_build.writes.store import name_limit, slug
+    from knowl_build.writes.newpage import name_limit, slug
 
     assert slug("Short title") == "short-title"
     assert slug("!!!") == "page-" + hashlib.sha256(b"!!!").hexdigest()[:8]

@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from knowl_build.cli import cli
 from knowl_build.diagnostics import Diagnostic, Finding
 from knowl_build.errors import UsageError
-from knowl_build.secrets import REDACTED, redact, use_extra_patterns
+from knowl_build.secrets.patterns import REDACTED
+from knowl_build.secrets.scanner import redact, use_extra_patterns
 from tests.helpers import SEMANTICS, Project, invoke
 
 TOKEN = "ghp_" + "A1b2" * 9  # a GitHub token: SPEC 9's known prefix

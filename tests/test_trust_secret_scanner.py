@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from knowl_build.config import SecurityConfig
 from knowl_build.pipeline.pages import parse_page
-from knowl_build.secrets import SecretScanner, redact
+from knowl_build.secrets.scanner import SecretScanner, redact
 from tests.helpers import Project, invoke
 
 # --- The reference: the scanner as it was before it became linear, copied unchanged. ---------

@@ -25,7 +25,7 @@ from knowl_build.config import Config, SecurityConfig
 from knowl_build.diagnostics import Diagnostic
 from knowl_build.pipeline.check import check
 from knowl_build.pipeline.pages import parse_page
-from knowl_build.rules.security import SecretScanner
+from knowl_build.secrets.scanner import SecretScanner
 from tests.helpers import SEMANTICS, Project, invoke
 
 TODAY = dt.date(2026, 5, 28)

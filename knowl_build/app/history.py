@@ -24,8 +24,7 @@ from knowl_build.pipeline.pages import parse_page
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
 from knowl_build.resolve import place
-from knowl_build.rules.security import SecretScanner
-from knowl_build.secrets import redact
+from knowl_build.secrets.scanner import SecretScanner, redact
 
 
 def _pick(pages: list[tuple[str, str, str]], ref: str, user: str | None) -> str:

@@ -21,7 +21,8 @@ from knowl_build.writes import fix as fixes
 from knowl_build.writes import governance
 from knowl_build.writes.common import commit
 from knowl_build.writes.pagefile import Change
-from knowl_build.writes.store import Outcome, Request
+from knowl_build.writes.request import Request
+from knowl_build.writes.store import Outcome
 from knowl_build.writes.store import store as run_store
 
 

@@ -22,7 +22,7 @@ import click
 from knowl_build import __version__
 from knowl_build.diagnostics import EXIT_USAGE
 from knowl_build.errors import ArtifactError, KnowlError
-from knowl_build.secrets import redact
+from knowl_build.secrets.scanner import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -111,6 +111,13 @@ class GitRepo:
         """Any other git command, through GitPython's runner."""
         return run_git(list(args), self.project, stdin)
 
+    def commit_of(self, rev: str) -> str | None:
+        """The full id of the commit `rev` (an id, a tag, a branch) names, or None."""
+        try:
+            return self.run("rev-parse", "--verify", "-q", f"{rev}^{{commit}}").decode().strip()
+        except GitFailed:
+            return None
+
     def ignored(self, folders: list[str]) -> set[str]:
         """Project-relative paths git ignores under `folders` (folders end with `/`)."""
         try:

@@ -17,10 +17,9 @@ def resolve_revision(repo: GitRepo, rev: str) -> str:
     """A commit, tag or branch, or an ISO date: the last first-parent commit at or before it."""
     import datetime as dt
 
-    try:
-        return repo.command("rev-parse", "--verify", "-q", f"{rev}^{{commit}}").decode().strip()
-    except GitFailed:
-        pass
+    found = repo.commit_of(rev)
+    if found is not None:
+        return found
     try:
         when = dt.datetime.fromisoformat(rev.replace("Z", "+00:00"))
     except ValueError:

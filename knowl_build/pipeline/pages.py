@@ -21,7 +21,7 @@ from knowl_build.pipeline.inputs import Inputs
 from knowl_build.resolve import misplaced, place
 from knowl_build.rules import fields as field_rules
 from knowl_build.rules import security
-from knowl_build.secrets import SecretScanner
+from knowl_build.secrets.scanner import SecretScanner
 
 
 def not_text(kind: str) -> ParsedPage:

@@ -11,7 +11,8 @@ from knowl_build.model import Page
 from knowl_build.resolve import GLOBAL, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
 from knowl_build.rules.rule import Rule
-from knowl_build.secrets import REDACTED, redact
+from knowl_build.secrets.patterns import REDACTED
+from knowl_build.secrets.scanner import redact
 
 DUPLICATE_PAGE_ID = Rule(
     code="KB005",

@@ -26,8 +26,8 @@ from knowl_build.rules.rule import Rule
 
 # The scanner lives apart (standard library only) so that messages can be redacted anywhere;
 # the pipeline still builds it from here.
-from knowl_build.secrets import URL_PARAMETER_KIND, WEBHOOK_KIND, redact
-from knowl_build.secrets import SecretScanner as SecretScanner
+from knowl_build.secrets.patterns import URL_PARAMETER_KIND, WEBHOOK_KIND
+from knowl_build.secrets.scanner import SecretScanner, redact
 
 SECRET = Rule(
     code="KB401",

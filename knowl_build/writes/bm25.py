@@ -1,6 +1,7 @@
 """Okapi BM25 over small in-memory collections (token counts), for `knowl store`'s candidates.
 
-The built index ranks with Whoosh (index.py); this is for questions asked before any build.
+The built index ranks with Whoosh (the index package); this is for questions asked before any
+build.
 """
 
 from __future__ import annotations

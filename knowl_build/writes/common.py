@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from knowl_build import clock
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
@@ -16,12 +18,8 @@ from knowl_build.names import normalize_owner, valid_user
 from knowl_build.pageref import GLOBAL, pick, writable
 from knowl_build.pipeline.analysis import Analysis, analyse
 from knowl_build.pipeline.inputs import Inputs, read_inputs
-from knowl_build.writes.pagefile import (
-    Change,
-    PageBytes,
-    WriteRefused,
-    write_changes,
-)
+from knowl_build.writes.edit import EditError, FrontmatterEditor
+from knowl_build.writes.pagefile import Change, PageBytes, WriteRefused, write_changes
 
 __all__ = [
     "Change",
@@ -155,3 +153,22 @@ def commit(root: Path, paths: list[str], message: str) -> str:
 
 def answer_diagnostics(diagnostics: list[Diagnostic]) -> list[dict[str, Any]]:
     return [d.to_json() for d in sorted(diagnostics)]
+
+
+def supersede_change(tree: Tree, old: Page, new_id: str) -> Change:
+    """OLD's file with `status: superseded` and `superseded_by: NEW`; a layout that cannot be
+    edited safely refuses the whole write (WriteRefused), so nothing is written."""
+    source = tree.source(old.path)
+    try:
+        editor = FrontmatterEditor.of(source.text)
+        editor.set_scalar(["status"], "superseded")
+        editor.set_scalar(["superseded_by"], yaml_scalar(new_id))
+    except EditError as exc:
+        raise WriteRefused(f"{old.path}: {exc}; nothing was written") from None
+    return Change.edit(old.path, source, editor.result())
+
+
+def yaml_scalar(value: str) -> str:
+    """A YAML scalar for `value`: plain when it reads back as the same string."""
+    dumped = yaml.safe_dump(value, default_flow_style=True, width=1 << 30).strip()
+    return dumped[:-4].rstrip() if dumped.endswith("\n...") else dumped.removesuffix("...").strip()

@@ -13,15 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from knowl_build.names import valid_user
 from knowl_build.pageref import writable
+from knowl_build.pipeline.analysis import Analysis
 from knowl_build.writes.edit import EditError, FrontmatterEditor
 from knowl_build.writes.pagefile import Change, PageBytes, WriteRefused, unified_diff, write_changes
-
-if TYPE_CHECKING:
-    from knowl_build.pipeline.analysis import Analysis
 
 PROTECTED = ("human_curated", "board_approved")
 

@@ -9,16 +9,9 @@ from knowl_build.config import Config
 from knowl_build.model import Page
 from knowl_build.pageref import check_ref
 from knowl_build.pipeline.analysis import Analysis
-from knowl_build.writes.common import (
-    Change,
-    Tree,
-    WriteRefused,
-    commit,
-    quoted_timestamp,
-    utc_now,
-)
+from knowl_build.writes.common import Tree, commit, quoted_timestamp, supersede_change, utc_now
 from knowl_build.writes.edit import EditError, FrontmatterEditor
-from knowl_build.writes.store import _supersede_change
+from knowl_build.writes.pagefile import Change, WriteRefused
 
 
 @dataclass(slots=True)
@@ -61,7 +54,7 @@ def supersede(
         raise WriteRefused(
             f"superseding '{old.id}' with '{new.id}' would make a supersession cycle"
         )
-    change = _supersede_change(tree, old, new.id)
+    change = supersede_change(tree, old, new.id)
     analysis = tree.with_changes([change])
     errors = [
         d
