@@ -56,7 +56,7 @@ def whoosh_floor(root: Path) -> float:
 
 
 def history_pass(root: Path) -> float:
-    from knowl_build.config import load_config
+    from knowl_build.config_loader import load_config
     from knowl_build.history.log import GitHistory
     from knowl_build.history.replay import trace
     from knowl_build.pipeline.analysis import load_layer

@@ -30,7 +30,7 @@ from typing import Any
 
 from corpus import git, prose
 
-from knowl_build.config import load_config
+from knowl_build.config_loader import load_config
 from knowl_build.hints import BUDGET_NOTICE, HINT_BUDGET
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.rules.context import HINT_CUTOFF, RuleContext

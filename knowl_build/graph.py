@@ -75,6 +75,7 @@ def _dot_quote(value: Any) -> str:
 
 def to_dot(graph: nx.DiGraph) -> str:
     """Graphviz DOT, rendered from knowl's own template (page text is only ever data here)."""
+    # Jinja2 loads for DOT output only (start-up time of the other formats).
     from jinja2 import Environment, StrictUndefined
 
     env = Environment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)

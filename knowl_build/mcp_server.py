@@ -34,6 +34,7 @@ def make_server(
     """The server: read tools over `artifact` (or the project's current build); with the
     project given (`with_repo`), the timeline too, and with `allow_writes` the writes."""
     try:
+        # The MCP SDK is the optional `mcp` extra.
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:

@@ -323,7 +323,7 @@ class Entity:
         return ATTRIBUTES[(self.origin, self.kind)]
 
 
-# Live-definition attributes by origin and kind (SPEC 2.3; dbt's extend it, see the README).
+# Live-definition attributes by origin and kind (SPEC 2.3; dbt's extend it, see docs/concepts/live-definitions.md).
 ATTRIBUTES: dict[tuple[str, str], tuple[str, ...]] = {
     ("canonic", "measure"): ("expr", "description", "additivity", "fingerprint"),
     ("canonic", "dimension"): ("column", "granularity", "label", "description"),

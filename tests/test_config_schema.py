@@ -12,14 +12,8 @@ from typing import Any
 
 import pytest
 
-from knowl_build.config import (
-    SCHEMA,
-    Config,
-    Option,
-    SearchConfig,
-    SecurityConfig,
-    config_from_mapping,
-)
+from knowl_build.config import SCHEMA, Config, Option, SearchConfig, SecurityConfig
+from knowl_build.config_loader import config_from_mapping
 from knowl_build.errors import ConfigError
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -196,14 +190,21 @@ def test_the_rules_table_takes_codes_and_per_path_only() -> None:
 
 
 @pytest.mark.parametrize("option", [o for o in SCHEMA if o.kind.startswith("integer")], ids=key_of)
-def test_integer_minimums_are_those_the_kind_names(option: Option) -> None:
-    match = re.fullmatch(r"integer >= (\d+)", option.kind)
+def test_integer_bounds_are_those_the_kind_names(option: Option) -> None:
+    match = re.fullmatch(r"integer >= (\d+)(?:, at most (\d+))?", option.kind)
     assert match, f"{option.key}: kind {option.kind!r} names no minimum"
     least = int(match.group(1))
-    assert operator.attrgetter(CASES[option.key][0])(load(table_for(option.key, least))) == least
+    setting = operator.attrgetter(CASES[option.key][0])
+    assert setting(load(table_for(option.key, least))) == least
     assert refusal(table_for(option.key, least - 1)) == (
         f"{SOURCE}: '{option.key}': must be at least {least}, got {least - 1}"
     )
+    if match.group(2) is not None:
+        most = int(match.group(2))
+        assert setting(load(table_for(option.key, most))) == most
+        assert refusal(table_for(option.key, most + 1)) == (
+            f"{SOURCE}: '{option.key}': must be at most {most}, got {most + 1}"
+        )
 
 
 # The first word of a kind, a value of the wrong type for it, and how the refusal ends.

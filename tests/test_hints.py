@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.config import config_from_mapping
+from knowl_build.config_loader import config_from_mapping
 from knowl_build.hints import (
     BUDGET_NOTICE,
     DIFFLIB_UNITS,

@@ -7,7 +7,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from knowl_build.config import load_config
+from knowl_build.config_loader import load_config
 from knowl_build.pipeline.analysis import analyse
 from tests.helpers import Project, invoke
 

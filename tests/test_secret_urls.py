@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.config import SecurityConfig, config_from_mapping
+from knowl_build.config import SecurityConfig
+from knowl_build.config_loader import config_from_mapping
 from knowl_build.diagnostics import Finding
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.pages import parse_page

@@ -31,7 +31,7 @@ from knowl_build.artifacts.layout import BUILD_MARKER, BUILD_SEAL, MANIFEST
 from knowl_build.artifacts.publication import current_folder
 from knowl_build.artifacts.validate import validate
 from knowl_build.clock import today as utc_today
-from knowl_build.config import load_config
+from knowl_build.config_loader import load_config
 from knowl_build.history.replay import HISTORY_SEAL
 from knowl_build.pipeline.analysis import Analysis
 from knowl_build.pipeline.cache import CACHE_FORMAT

@@ -125,7 +125,7 @@ def test_the_owner_of_a_page_argument_is_validated(built: Project, ref: str) -> 
 
 
 def test_the_library_refuses_a_bad_name_without_a_front_end(built: Project) -> None:
-    from knowl_build.config import load_config
+    from knowl_build.config_loader import load_config
     from knowl_build.errors import UsageError
     from knowl_build.writes import fix
     from knowl_build.writes.common import Tree

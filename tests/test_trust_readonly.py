@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.config import load_config
+from knowl_build.config_loader import load_config
 from knowl_build.errors import UsageError
 from knowl_build.pipeline.check import check
 from knowl_build.pipeline.publish import build
@@ -40,7 +40,7 @@ DRIVER = """
 import json, sys
 from pathlib import Path
 import knowl_build.pipeline.pages as pages
-from knowl_build.config import load_config
+from knowl_build.config_loader import load_config
 from knowl_build.pipeline.check import check
 from knowl_build.pipeline.publish import build
 from knowl_build.errors import UsageError

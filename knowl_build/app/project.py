@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from knowl_build.config import Config
-from knowl_build.config import load_config as read_config
+from knowl_build.config_loader import load_config as read_config
 from knowl_build.errors import UsageError
 
 PROJECT_MARKERS = "knowl.toml, [tool.knowl] in pyproject.toml or a knowledge/ folder"

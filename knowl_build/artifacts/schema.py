@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict, TypeVar
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from knowl_build.config import MAX_BOOST
+from knowl_build.config import MAX_BOOST, MAX_CAVEATS
 from knowl_build.errors import ArtifactError
 
 Count = Annotated[int, Meta(ge=0, le=1 << 53)]
@@ -34,7 +34,7 @@ Severity = Literal["error", "warning", "info"]
 
 class SearchSettings(Struct, frozen=True):
     boosts: dict[str, Boost]
-    max_caveats: Annotated[int, Meta(ge=0, le=10_000)]
+    max_caveats: Annotated[int, Meta(ge=0, le=MAX_CAVEATS)]
 
 
 class RecordCounts(Struct, frozen=True):

@@ -1,4 +1,8 @@
-"""Commands that validate the project: check, build, stale, conflicts, rules."""
+"""Commands that validate the project: check, build, stale, conflicts, rules.
+
+Each command imports the application layer and the renderers when it runs (start-up time:
+`knowl --help` loads neither).
+"""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ helpers every command renders with.
 
 A command translates its options into one call of the application layer (`knowl_build.app`)
 and renders what comes back (`knowl_build.output`). Commands import the application lazily,
-inside the command, so `knowl --help` stays instant.
+inside the command, so `knowl --help` stays instant (start-up time).
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from typing import Any, TypeVar
 import click
 
 from knowl_build import __version__
+from knowl_build.config import Config
 from knowl_build.diagnostics import EXIT_USAGE
-from knowl_build.errors import ArtifactError, KnowlError
+from knowl_build.errors import ArtifactError, KnowlError, UsageError
+from knowl_build.files import atomic_write
 from knowl_build.secrets.scanner import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -242,8 +244,6 @@ def notices(lines: list[str], quiet: int) -> None:
 
 
 def write_sarif(path: Path, log: str) -> None:
-    from knowl_build.errors import UsageError
-    from knowl_build.files import atomic_write
 
     try:
         atomic_write(path, log.encode("utf-8"))
@@ -265,8 +265,6 @@ def sarif_on_failure(fmt: str, sarif_file: Path | None) -> Iterator[None]:
         raise
     except Exception as exc:
         from knowl_build.app.checking import rule_table
-        from knowl_build.config import Config
-        from knowl_build.files import atomic_write
         from knowl_build.output import sarif
 
         message = (

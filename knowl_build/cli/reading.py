@@ -1,5 +1,9 @@
 """Commands that answer from an artifact (search, show, traverse, graph, verify) or from git
-(timeline, show --at)."""
+(timeline, show --at).
+
+Each command imports the application layer and the renderers when it runs (start-up time:
+`knowl --help` loads neither).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from knowl_build.cli.main import (
     say,
     settings,
 )
+from knowl_build.errors import UsageError
 from knowl_build.model import CATEGORIES, STATUSES, USAGE_MODES
 
 
@@ -120,7 +125,6 @@ def show(
       knowl show user:alice:revenue-notebook --user alice --json
       knowl show revenue-definition --at v1.2
     """
-    from knowl_build.errors import UsageError
 
     locator = settings(ctx).locator
     if at is not None:

@@ -1,4 +1,8 @@
-"""`knowl mcp`: the knowledge base served over the Model Context Protocol."""
+"""`knowl mcp`: the knowledge base served over the Model Context Protocol.
+
+Each command imports the application layer and the renderers when it runs (start-up time:
+`knowl --help` loads neither).
+"""
 
 from __future__ import annotations
 

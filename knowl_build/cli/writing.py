@@ -1,4 +1,8 @@
-"""Commands that write knowledge: store, supersede, review, fix (SPEC 7)."""
+"""Commands that write knowledge: store, supersede, review, fix (SPEC 7).
+
+Each command imports the application layer and the renderers when it runs (start-up time:
+`knowl --help` loads neither).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from knowl_build.cli.main import (
     say,
     settings,
 )
+from knowl_build.errors import UsageError
 from knowl_build.model import CATEGORIES, PROVENANCES, USAGE_MODES
 
 
@@ -105,7 +110,6 @@ def store(
     """
     # Lazy: the writes load with the command (start-up time).
     from knowl_build.app import writing
-    from knowl_build.errors import UsageError
 
     if (content is None) == (content_file is None):
         raise UsageError("give exactly one of --content and --content-file")

@@ -4,6 +4,9 @@ the commits writes make."""
 
 from __future__ import annotations
 
+import datetime as dt
+import io
+import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +18,6 @@ from knowl_build.history.records import Commit
 
 def resolve_revision(repo: GitRepo, rev: str) -> str:
     """A commit, tag or branch, or an ISO date: the last first-parent commit at or before it."""
-    import datetime as dt
 
     found = repo.commit_of(rev)
     if found is not None:
@@ -132,8 +134,6 @@ def export_tree(repo: GitRepo, rev: str, paths: list[str], target: Path) -> None
     A member the `data` filter refuses is left out, the rest is written: a committed symlink
     that leads out of `target` (an absolute one, `../../..`) is, at `rev`, no file at all,
     exactly as a link leaving the project is no page in the working tree."""
-    import io
-    import tarfile
 
     def data_or_nothing(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
         try:

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from knowl_build import __version__
 from knowl_build.config import Config
+from knowl_build.files import atomic_write
 from knowl_build.history.git import GitFailed
 from knowl_build.history.log import GitHistory, history_pathspecs
 from knowl_build.history.records import (
@@ -194,7 +196,6 @@ REPLAY_FORMAT = 2  # 2: entities record unknown_past; the key holds the shallow 
 def _cache_key(config: Config, dbt: DbtProject | None, boundary: str | None) -> str:
     """What a cached replay depends on. A shallow clone's boundary is part of it: after
     `git fetch --unshallow` (or `--deepen`) the history is replayed again."""
-    from knowl_build import __version__
 
     parts = [
         __version__,
@@ -322,8 +323,6 @@ def trace(
     replay.head = head
     if cache is not None and sealer is not None and log and len(git.problems) == problems:
         try:
-            from knowl_build.files import atomic_write
-
             data = json.dumps({"key": key, "replay": replay.to_json()}, separators=(",", ":"))
             atomic_write(cache, sealer.wrap(data.encode()))
         except OSError:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from whoosh.filedb.filestore import FileStorage
+from whoosh.index import FileIndex
 from whoosh.util import random_name
 
 from knowl_build.errors import ArtifactError, KnowlError
@@ -139,7 +140,6 @@ def open_index(
 ) -> Any:
     """The index in `folder`, opened with knowl's schema (never the stored one); with
     `expected`, only files identical to those the full validation decoded (`TrackedStorage`)."""
-    from whoosh.index import FileIndex
 
     storage = TrackedStorage(str(folder), readonly=readonly, expected=expected)
     try:

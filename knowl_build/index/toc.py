@@ -8,6 +8,17 @@ import re
 from collections import defaultdict
 from typing import Any
 
+import whoosh.codec.whoosh3
+import whoosh.columns
+import whoosh.filedb.fileindex
+import whoosh.filedb.structfile
+import whoosh.formats
+import whoosh.index
+import whoosh.legacy
+from whoosh.codec.whoosh3 import W3Codec, W3Segment
+from whoosh.index import _CURRENT_TOC_VERSION, EmptyIndexError, IndexVersionError
+from whoosh.system import _FLOAT_SIZE, _INT_SIZE, _LONG_SIZE
+
 from knowl_build.index.analysis import INDEX_NAME
 from knowl_build.index.unpickler import (
     TOC_GLOBALS,
@@ -44,7 +55,6 @@ def _state(obj: object, kind: type[StandIn], keys: frozenset[str], what: str) ->
 
 
 def _codec(obj: object) -> Any:
-    from whoosh.codec.whoosh3 import W3Codec
 
     state = _state(obj, CodecState, _CODEC_KEYS, "codec")
     limits = (state["_blocklimit"], state["_compression"], state["_inlinelimit"])
@@ -55,7 +65,6 @@ def _codec(obj: object) -> Any:
 
 def _segment(obj: object, fields: frozenset[str]) -> Any:
     """A genuine W3Segment built from checked values of a stand-in's state."""
-    from whoosh.codec.whoosh3 import W3Segment
 
     state = _state(obj, SegmentState, _SEGMENT_KEYS, "segment")
     segid, count, deleted = state["segid"], state["_doccount"], state["_deleted"]
@@ -107,8 +116,6 @@ def _read_toc(
     """whoosh's `TOC.read` for knowl's indexes: our schema is given, the stored one is skipped
     unread; no legacy loader (they unpickle without restriction); segments as `_load_segments`
     rebuilds them, before any segment file is opened."""
-    from whoosh.index import _CURRENT_TOC_VERSION, EmptyIndexError, IndexVersionError
-    from whoosh.system import _FLOAT_SIZE, _INT_SIZE, _LONG_SIZE
 
     if schema is None or indexname != INDEX_NAME:
         raise BadIndex("an index is only opened with knowl's own schema and index name")
@@ -138,14 +145,6 @@ def _read_toc(
 def _restrict_whoosh_unpickling() -> None:
     """Every place whoosh3 unpickles on the read path goes through a restricted unpickler
     (SPEC 9); the TOC is read by `_read_toc`; the legacy TOC loaders are gone."""
-    # Whoosh's own modules, imported here to be patched (they are loaded by then anyway).
-    import whoosh.codec.whoosh3
-    import whoosh.columns
-    import whoosh.filedb.fileindex
-    import whoosh.filedb.structfile
-    import whoosh.formats
-    import whoosh.index
-    import whoosh.legacy
 
     for module in (whoosh.codec.whoosh3, whoosh.columns, whoosh.formats):
         module.loads = safe_loads
@@ -166,7 +165,6 @@ def _framed_dumps(obj: Any, protocol: int | None = None) -> bytes:
 
 
 def _frame_whoosh_pickles() -> None:
-    import whoosh.codec.whoosh3
 
     whoosh.codec.whoosh3.dumps = _framed_dumps
 

@@ -8,6 +8,8 @@ from array import array
 from pathlib import Path
 from typing import Any
 
+from whoosh.codec.whoosh3 import W3LeafMatcher
+
 from knowl_build.errors import ArtifactError
 from knowl_build.index.analysis import TEXT_FIELDS
 from knowl_build.index.stats import check_stats, collection_stats, load_stats
@@ -40,7 +42,6 @@ def verify_index(folder: Path) -> list[str]:
 
 
 def _walk_segment(leaf: Any) -> None:
-    from whoosh.codec.whoosh3 import W3LeafMatcher
 
     count = leaf.doc_count_all()
     lengths = [leaf._perdoc.doc_field_length_reader(name, 0) for name in TEXT_FIELDS]

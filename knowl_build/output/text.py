@@ -290,6 +290,7 @@ def search_results(answer: SearchAnswer, out: Console) -> None:
 
 
 def show_page(page: ShowAnswer, out: Console) -> None:
+    # rich.markdown takes 40 ms to import: loaded to show a page only (start-up time).
     from rich.markdown import Markdown
 
     head = _text(page["title"], style="bold")

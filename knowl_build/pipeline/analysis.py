@@ -11,8 +11,10 @@ from pathlib import Path
 
 from knowl_build import clock
 from knowl_build.config import Config
-from knowl_build.diagnostics import Diagnostic, Finding
+from knowl_build.diagnostics import Diagnostic, Finding, summarize
+from knowl_build.history.log import GitHistory
 from knowl_build.history.records import History
+from knowl_build.history.replay import trace
 from knowl_build.model import Page, Suppression
 from knowl_build.pipeline.cache import CachePlace, ParseCache, cache_place
 from knowl_build.pipeline.discover import Discovery
@@ -145,8 +147,6 @@ def gather_git_facts(
     `problems` (KB012) and the rules go on without them."""
     if discovery.git is None:
         return None
-    from knowl_build.history.log import GitHistory
-    from knowl_build.history.replay import trace
 
     reader = GitHistory(discovery.git)
     try:
@@ -277,7 +277,6 @@ HISTORY_CACHE = "history.json"
 
 
 def summarize_counts(analysis: Analysis) -> dict[str, int]:
-    from knowl_build.diagnostics import summarize
 
     severities = summarize(analysis.diagnostics)
     freshness = {"fresh": 0, "stale": 0, "needs_review": 0}

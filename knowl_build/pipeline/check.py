@@ -14,6 +14,7 @@ from knowl_build import clock
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
 from knowl_build.files import atomic_write
+from knowl_build.history.objects import git_blob_id
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.cache import cache_place
 from knowl_build.pipeline.discover import shown_path
@@ -38,7 +39,6 @@ MEMO_CACHE = "check.json"
 
 def _outside_files(toplevel: Path | None, paths: set[str]) -> dict[str, str | None]:
     """Blob ids of files outside the inputs that findings depend on (KB204's affected paths)."""
-    from knowl_build.history.objects import git_blob_id
 
     state: dict[str, str | None] = {}
     for path in sorted(paths):

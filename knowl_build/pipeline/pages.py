@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
+import threading
+from concurrent.futures import ProcessPoolExecutor
 
 from knowl_build import __version__
 from knowl_build.config import Config, SecurityConfig
@@ -155,8 +158,6 @@ def _parse_chunk(
 
 def _parse_uncached(todo: dict[str, bytes], security: SecurityConfig) -> dict[str, ParsedPage]:
     """Parse pages the cache does not know, in worker processes when there are many."""
-    import multiprocessing
-    import threading
 
     items = sorted(todo.items())
     workers = min(os.cpu_count() or 1, 4)
@@ -169,7 +170,6 @@ def _parse_uncached(todo: dict[str, bytes], security: SecurityConfig) -> dict[st
         or "fork" not in multiprocessing.get_all_start_methods()
     ):
         return dict(_parse_chunk(items, security))
-    from concurrent.futures import ProcessPoolExecutor
 
     size = max(64, len(items) // (workers * 8))
     chunks = [items[i : i + size] for i in range(0, len(items), size)]

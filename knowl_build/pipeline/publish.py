@@ -13,7 +13,7 @@ from typing import Any
 
 from msgspec import UNSET
 
-from knowl_build import __version__, clock
+from knowl_build import __version__, clock, embeddings
 from knowl_build.artifacts import folders, layout, lock, opening, publication, schema
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic, diagnostics_document
@@ -70,7 +70,7 @@ def build(
     build publishes nothing. A project root that cannot be written is not written to: the
     caches go under `<out>/.cache/` (a notice says so), and without `out` the run stops."""
     # Imported here, not above: the index (Whoosh) and the graph (networkx) are loaded only
-    # by a build that writes an artifact, so `knowl check` starts without them.
+    # by a build that writes an artifact (start-up time of `knowl check`).
     from knowl_build.graph import to_json as graph_json
     from knowl_build.index.writer import write_index
     from knowl_build.pipeline import records, reuse
@@ -270,7 +270,6 @@ def build(
 
 def _write_vectors(staging: Path, rows: Any, previous: Path | None) -> dict[str, Any]:
     """With the embeddings extra: one vector per page (unchanged pages reuse theirs)."""
-    from knowl_build import embeddings
 
     if not embeddings.available():
         return {}

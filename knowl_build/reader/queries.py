@@ -218,7 +218,7 @@ def search(
     filters: Filters = Filters(),
     peers: Sequence[ArtifactView] = (),
 ) -> SearchAnswer:
-    # Imported here: Whoosh loads only when a query runs, so `knowl show` starts without it.
+    # Whoosh loads only when a query runs (start-up time of `knowl show`).
     from knowl_build.index.analysis import query_terms
 
     terms = query_terms(query)

@@ -10,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
+from knowl_build import embeddings
 from knowl_build.artifacts import memo, publication
 from knowl_build.artifacts.layout import MANIFEST
 from knowl_build.artifacts.opening import Artifact, open_artifact
@@ -132,6 +133,7 @@ class ArtifactView:
     @cached_property
     def searcher(self) -> Any:
         """The open Whoosh index (kept open for further queries); imported on first use."""
+        # Whoosh loads on the first query only (start-up time of `knowl show`).
         from knowl_build.index.ranking import Searcher
 
         try:
@@ -156,7 +158,6 @@ class ArtifactView:
 
     def similarities(self, query: str) -> dict[str, float] | None:
         """Cosine of the query with every page, or None without vectors or the extra."""
-        from knowl_build import embeddings
 
         if not (self.folder / embeddings.FOLDER).is_dir():
             return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from knowl_build import clock
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
 from knowl_build.errors import UsageError
+from knowl_build.history.git import GitFailed, GitRepo
+from knowl_build.history.pages import IdentityMissing, commit_paths
 from knowl_build.model import Page
 from knowl_build.names import normalize_owner, valid_user
 from knowl_build.pageref import GLOBAL, pick, writable
@@ -108,7 +111,6 @@ class Tree:
 
     def with_changes(self, changes: list[Change]) -> Analysis:
         """The analysis the tree would have with `changes` written (nothing is written)."""
-        import hashlib
 
         inputs = Inputs(self.inputs.discovery, dict(self.inputs.pages), dict(self.inputs.semantics))
         for change in changes:
@@ -137,8 +139,6 @@ class Tree:
 
 
 def commit(root: Path, paths: list[str], message: str) -> str:
-    from knowl_build.history.git import GitFailed, GitRepo
-    from knowl_build.history.pages import IdentityMissing, commit_paths
 
     repo = GitRepo.find(root)
     if repo is None:

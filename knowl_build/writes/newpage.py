@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from frontmatter.default_handlers import YAMLHandler
 
 from knowl_build.names import valid_user
 from knowl_build.resolve import GLOBAL, place
@@ -89,7 +90,6 @@ _Dumper.add_representer(
 def page_text(request: Request, tree: Tree, head: str | None) -> str:
     """The new page: frontmatter keys in the specified order, defaults omitted; the body is the
     content verbatim with a final newline."""
-    from frontmatter.default_handlers import YAMLHandler
 
     layer = tree.analysis.layer
     meta: dict[str, Any] = {}

@@ -15,6 +15,7 @@ from typing import Any
 
 from knowl_build.config import Config
 from knowl_build.errors import UsageError
+from knowl_build.history.git import GitRepo
 from knowl_build.model import Page
 from knowl_build.names import valid_user
 from knowl_build.pageref import check_ref
@@ -70,7 +71,6 @@ def _redacted(text: str | None) -> str | None:
 
 def plan(tree: Tree, request: Request) -> Outcome:
     """Decide what the write does; nothing is written here."""
-    from knowl_build.history.git import GitRepo
 
     check_confidence(request.confidence)
     # The tree is the project as the writer sees it; a request for another writer would be
