@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Any
 
 from knowl_build.secrets.scanner import redact
@@ -15,20 +14,6 @@ EXIT_USAGE = 2
 
 SEVERITIES = ("error", "warning", "info")
 SEVERITY_CHOICES = (*SEVERITIES, "off")
-
-
-class Severity(IntEnum):
-    INFO = 0
-    WARNING = 1
-    ERROR = 2
-
-    @property
-    def label(self) -> str:
-        return self.name.lower()
-
-    @classmethod
-    def parse(cls, text: str) -> Severity:
-        return cls[text.upper()]
 
 
 @dataclass(frozen=True, order=True, slots=True)

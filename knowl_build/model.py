@@ -36,10 +36,6 @@ class TextIndex:
         line = bisect.bisect_right(self.starts, offset) - 1
         return line + 1, offset - self.starts[line] + 1
 
-    def line_start(self, line: int) -> int:
-        """Offset of the first character of 1-based `line`."""
-        return self.starts[line - 1]
-
 
 class Span(NamedTuple):
     """A 1-based source range; `end_column` is inclusive of the last character."""

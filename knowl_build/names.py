@@ -50,10 +50,6 @@ def owner_problem(name: str) -> str | None:
     return None
 
 
-def is_valid_owner(name: str) -> bool:
-    return owner_problem(name) is None
-
-
 def normalize_owner(name: str) -> str:
     """The form in which names are compared and written (Unicode NFC)."""
     return unicodedata.normalize("NFC", name)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from knowl_build.writes.edit import EditError, FrontmatterEditor, quoted
+from knowl_build.writes.common import quoted_timestamp
+from knowl_build.writes.edit import EditError, FrontmatterEditor
 
 
 def edit(text: str, *ops: tuple) -> str:  # type: ignore[type-arg]
@@ -63,7 +64,7 @@ def test_missing_keys_are_appended_in_block_style() -> None:
     assert edit(text, ("set_scalar", ["meta", "last_validated_at"], "null")) == (
         "---\ntitle: T\nmeta:\n    provenance: inferred\n    last_validated_at: null\nsummary: s\n---\nbody\n")
     no_meta = "---\ntitle: T\n---\nbody\n"
-    assert edit(no_meta, ("set_scalar", ["meta", "last_validated_at"], quoted("2026-01-01T00:00:00Z"))) == (
+    assert edit(no_meta, ("set_scalar", ["meta", "last_validated_at"], quoted_timestamp("2026-01-01T00:00:00Z"))) == (
         '---\ntitle: T\nmeta:\n  last_validated_at: "2026-01-01T00:00:00Z"\n---\nbody\n')
     assert edit("# no frontmatter\n", ("set_scalar", ["status"], "superseded")) == (
         "---\nstatus: superseded\n---\n# no frontmatter\n")

@@ -122,9 +122,6 @@ def filters(
     return Filters(status, category, usage_mode, tuple(tags))
 
 
-GRAPH_FORMATS = ("json", "graphml", "dot")
-
-
 def graph_export(locator: Locator, artifact: Path | None, fmt: str) -> str:
     """The artifact's reference graph as networkx node-link JSON, GraphML or DOT."""
     # networkx is imported only here, by the one command that needs it (start-up time).

@@ -122,12 +122,6 @@ def page_history(
     return versions, reader.problems
 
 
-def page_versions(repo: GitRepo, path: str) -> list[Version]:
-    """Every committed version of the file at `path` git can read, newest first, following
-    renames (`page_history` also says what it could not read)."""
-    return page_history(repo, path)[0]
-
-
 def export_tree(repo: GitRepo, rev: str, paths: list[str], target: Path) -> None:
     """Write the project's `paths` as they were at `rev` into `target` (one `git archive`).
 

@@ -1,5 +1,3 @@
 """Renderers of findings: text, json, github, sarif. Each returns the text for stdout."""
 
 from __future__ import annotations
-
-FORMATS = ("text", "json", "github", "sarif")

@@ -473,9 +473,3 @@ def _flow_value(wrappers: list[str], entries: str) -> str:
     for name in reversed(wrappers):
         value = f"{{{name}: {value}}}"
     return value
-
-
-def quoted(text: str) -> str:
-    """A YAML double-quoted string."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{escaped}"'
