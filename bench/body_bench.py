@@ -67,8 +67,10 @@ INPUTS: list[tuple[str, Callable[[], Files]]] = [
     ("6,000 headings, 6,000 [[#x]] links", headings_and_links(6_000)),
     ("11,000 headings, 11,000 [[#x]] links", headings_and_links(11_000)),
     ("24,800 code spans, 19,800 links", spans_then_links),
-    ("365 backtick widths, 65,000 runs", one_page(
-        "".join("`" * w + "x" for w in range(2, 367)) + "`x" * 65_000)),
+    (
+        "365 backtick widths, 65,000 runs",
+        one_page("".join("`" * w + "x" for w in range(2, 367)) + "`x" * 65_000),
+    ),
     ("heading of 200 kB of '['", one_page("# " + "[" * N + "\n")),
     ("heading of 200 kB of '<'", one_page("# " + "<" * N + "\n")),
     ("heading of '[a](' repeated", one_page("# " + "[a](" * (N // 4) + "\n")),
@@ -77,8 +79,7 @@ INPUTS: list[tuple[str, Callable[[], Files]]] = [
     ("paragraph of 100,000 lines '`'", one_page("`\n" * (N // 2))),
     ("24,875 links to a missing page", one_page("[[nope]]" * (N // 8))),
     ("500 pages, 4,000 broken links (hints)", hints_vault),
-    ("normal page (~300 words)", one_page(
-        "# Revenue\n\n" + prose(random.Random(7), 300) + "\n")),
+    ("normal page (~300 words)", one_page("# Revenue\n\n" + prose(random.Random(7), 300) + "\n")),
 ]
 
 
@@ -90,7 +91,9 @@ def check(root: Path, repeats: int) -> tuple[float, str]:
         start = time.perf_counter()
         proc = subprocess.run(
             [sys.executable, "-m", "knowl_build", "check", "--repo", str(root), "--no-cache"],
-            capture_output=True, text=True)
+            capture_output=True,
+            text=True,
+        )
         samples.append(time.perf_counter() - start)
         if proc.returncode not in (0, 1):
             raise SystemExit(f"knowl check failed ({proc.returncode}):\n{proc.stderr[-2000:]}")

@@ -18,8 +18,11 @@ from pathlib import Path
 
 def knowl_build(root: Path) -> float:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "knowl_build", "build", "--repo", str(root), "-q",
-                           "--allow-errors"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "knowl_build", "build", "--repo", str(root), "-q", "--allow-errors"],
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"knowl build failed ({proc.returncode}):\\n{proc.stderr[-3000:]}")
@@ -37,11 +40,21 @@ def whoosh_floor(root: Path) -> float:
     docs = []
     for line in (folder / "pages.jsonl").read_text().splitlines():
         row = json.loads(line)
-        docs.append(dict(key=row["path"], page_id=row["id"], scope=row["scope"],
-                         status=row["fields"]["status"], category=row["fields"]["category"] or "",
-                         usage_mode=row["fields"]["usage_mode"], visibility=row["fields"]["visibility"],
-                         title=row["title"], summary=row["fields"]["summary"],
-                         tags=" ".join(row["fields"]["tags"]), body=row["body"]))
+        docs.append(
+            dict(
+                key=row["path"],
+                page_id=row["id"],
+                scope=row["scope"],
+                status=row["fields"]["status"],
+                category=row["fields"]["category"] or "",
+                usage_mode=row["fields"]["usage_mode"],
+                visibility=row["fields"]["visibility"],
+                title=row["title"],
+                summary=row["fields"]["summary"],
+                tags=" ".join(row["fields"]["tags"]),
+                body=row["body"],
+            )
+        )
     target = Path(tempfile.mkdtemp(prefix="whoosh-floor-"))
     try:
         start = time.perf_counter()
@@ -78,10 +91,18 @@ def history_pass(root: Path) -> float:
 def edit_and_commit(root: Path, rel: str, n: int) -> None:
     path = root / rel
     path.write_text(path.read_text() + f"\nBenchmark edit {n}.\n")
-    subprocess.run(["git", "commit", "-q", "-am", f"bench edit {n}"], cwd=root, check=True,
-                   env={"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x.invalid",
-                        "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@x.invalid",
-                        "PATH": "/usr/bin:/bin:/usr/local/bin"})
+    subprocess.run(
+        ["git", "commit", "-q", "-am", f"bench edit {n}"],
+        cwd=root,
+        check=True,
+        env={
+            "GIT_AUTHOR_NAME": "b",
+            "GIT_AUTHOR_EMAIL": "b@x.invalid",
+            "GIT_COMMITTER_NAME": "b",
+            "GIT_COMMITTER_EMAIL": "b@x.invalid",
+            "PATH": "/usr/bin:/bin:/usr/local/bin",
+        },
+    )
 
 
 def bench_build(root: Path, page_path: str, repeats: int) -> dict[str, float]:
@@ -97,6 +118,13 @@ def bench_build(root: Path, page_path: str, repeats: int) -> dict[str, float]:
         edits.append(knowl_build(root))
     history = min(history_pass(root) for _ in range(repeats))
     cold = min(colds)
-    return {"cold_build_s": cold, "whoosh_floor_s": floor, "cold_over_floor": cold / floor,
-            "noop_s": min(noops), "noop_share": min(noops) / cold,
-            "edit_s": min(edits), "edit_share": min(edits) / cold, "history_s": history}
+    return {
+        "cold_build_s": cold,
+        "whoosh_floor_s": floor,
+        "cold_over_floor": cold / floor,
+        "noop_s": min(noops),
+        "noop_share": min(noops) / cold,
+        "edit_s": min(edits),
+        "edit_share": min(edits) / cold,
+        "history_s": history,
+    }

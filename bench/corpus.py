@@ -12,11 +12,59 @@ import random
 import subprocess
 from pathlib import Path
 
-WORDS = ["revenue", "order", "customer", "churn", "subscription", "invoice", "refund", "margin", "cohort", "segment", "retention", "funnel", "product", "channel", "region", "forecast", "quarter", "pipeline", "warehouse", "metric", "dashboard", "finance", "policy", "definition", "caveat", "growth", "active", "monthly", "weekly", "daily"]
+WORDS = [
+    "revenue",
+    "order",
+    "customer",
+    "churn",
+    "subscription",
+    "invoice",
+    "refund",
+    "margin",
+    "cohort",
+    "segment",
+    "retention",
+    "funnel",
+    "product",
+    "channel",
+    "region",
+    "forecast",
+    "quarter",
+    "pipeline",
+    "warehouse",
+    "metric",
+    "dashboard",
+    "finance",
+    "policy",
+    "definition",
+    "caveat",
+    "growth",
+    "active",
+    "monthly",
+    "weekly",
+    "daily",
+]
 
 # Prose needs a vocabulary with a long tail (a few words are everywhere, most are rare), or
 # every term is in every page and no index can help: domain words plus Zipf-weighted filler.
-_SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "xe", "za", "be", "do", "fu", "gi", "ha", "ju"]
+_SYLLABLES = [
+    "ka",
+    "lo",
+    "mi",
+    "ne",
+    "ru",
+    "sa",
+    "ti",
+    "vo",
+    "xe",
+    "za",
+    "be",
+    "do",
+    "fu",
+    "gi",
+    "ha",
+    "ju",
+]
 FILLER = [a + b + c for a in _SYLLABLES for b in _SYLLABLES for c in _SYLLABLES[:8]]
 FILLER_WEIGHTS = [1.0 / (rank + 1) for rank in range(len(FILLER))]
 
@@ -28,8 +76,13 @@ def prose(rng: random.Random, words: int) -> str:
     return " ".join(filler)
 
 
-ENV = {**os.environ, "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-       "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
+ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+}
 
 
 def git(root: Path, *args: str, date: str | None = None) -> None:
@@ -46,8 +99,8 @@ def source_yaml(i: int) -> str:
         "columns:\n  - {name: id, type: int}\n  - {name: amount, type: decimal}\n"
         "  - {name: status, type: string}\n"
         "measures:\n"
-        f"  - {{name: total, expr: \"sum(amount)\", additivity: additive}}\n"
-        f"  - {{name: count, expr: \"count(distinct id)\", additivity: non_additive}}\n"
+        f'  - {{name: total, expr: "sum(amount)", additivity: additive}}\n'
+        f'  - {{name: count, expr: "count(distinct id)", additivity: non_additive}}\n'
         "dimensions:\n  - {name: status, column: status, label: Status}\n"
     )
 
@@ -75,7 +128,7 @@ def page_text(i: int, pages: int, sources: int, rng: random.Random) -> str:
         f"usage_mode: {rng.choice(['reference', 'reference', 'caveat', 'definition', 'policy'])}\n"
         "meta:\n"
         "  provenance: human_curated\n"
-        "  last_validated_at: \"2026-11-01T00:00:00Z\"\n"
+        '  last_validated_at: "2026-11-01T00:00:00Z"\n'
         "---\n"
         f"# Page {i}\n\n{body_words[0]}\n\nSee {links}.\n\n## Details\n\n{body_words[1]}\n\n"
         f"The measure is `<< sl:{entity}.total.expr >>` on {{{{ sl:{entity}.table }}}}.\n\n"
@@ -111,10 +164,19 @@ def make_corpus(root: Path, pages: int, commits: int = 4, seed: int = 7) -> None
         if c % 25 == 0:
             s = rng.randrange(sources)
             path = root / f"semantics/conn{s % 2}/src{s}.yaml"
-            path.write_text(path.read_text().replace("sum(amount)", f"sum(amount_v{c})", 1)
-                            .replace(f"sum(amount_v{c - 25})", f"sum(amount_v{c})", 1))
+            path.write_text(
+                path.read_text()
+                .replace("sum(amount)", f"sum(amount_v{c})", 1)
+                .replace(f"sum(amount_v{c - 25})", f"sum(amount_v{c})", 1)
+            )
             changed.append(str(path.relative_to(root)))
         git(root, "add", "--", *changed)
         minutes, seconds = divmod(c, 60)
-        git(root, "commit", "-q", "-m", f"edit {c}",
-            date=f"2026-01-02T{minutes // 60:02d}:{minutes % 60:02d}:{seconds:02d}+00:00")
+        git(
+            root,
+            "commit",
+            "-q",
+            "-m",
+            f"edit {c}",
+            date=f"2026-01-02T{minutes // 60:02d}:{minutes % 60:02d}:{seconds:02d}+00:00",
+        )

@@ -23,8 +23,11 @@ def _build(root: Path, embeddings: bool) -> float:
     shutil.rmtree(root / ".knowl", ignore_errors=True)
     env = {**os.environ, "KNOWL_EMBEDDINGS": "on" if embeddings else "off"}
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "knowl_build", "build", "-q", "--allow-errors",
-                    "--repo", str(root)], check=True, env=env)
+    subprocess.run(
+        [sys.executable, "-m", "knowl_build", "build", "-q", "--allow-errors", "--repo", str(root)],
+        check=True,
+        env=env,
+    )
     return time.perf_counter() - start
 
 

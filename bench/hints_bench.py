@@ -35,7 +35,61 @@ from knowl_build.hints import BUDGET_NOTICE, HINT_BUDGET
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.rules.context import HINT_CUTOFF, RuleContext
 
-WORDS = ["revenue", "order", "customer", "churn", "subscription", "invoice", "refund", "margin", "cohort", "segment", "retention", "funnel", "product", "channel", "region", "forecast", "quarter", "pipeline", "warehouse", "metric", "dashboard", "finance", "policy", "definition", "caveat", "growth", "active", "monthly", "weekly", "daily", "meeting", "notes", "onboarding", "incident", "review", "roadmap", "okr", "team", "sales", "marketing", "support", "billing", "pricing", "contract", "legal", "security", "access", "api", "data", "model", "schema", "table", "column"]
+WORDS = [
+    "revenue",
+    "order",
+    "customer",
+    "churn",
+    "subscription",
+    "invoice",
+    "refund",
+    "margin",
+    "cohort",
+    "segment",
+    "retention",
+    "funnel",
+    "product",
+    "channel",
+    "region",
+    "forecast",
+    "quarter",
+    "pipeline",
+    "warehouse",
+    "metric",
+    "dashboard",
+    "finance",
+    "policy",
+    "definition",
+    "caveat",
+    "growth",
+    "active",
+    "monthly",
+    "weekly",
+    "daily",
+    "meeting",
+    "notes",
+    "onboarding",
+    "incident",
+    "review",
+    "roadmap",
+    "okr",
+    "team",
+    "sales",
+    "marketing",
+    "support",
+    "billing",
+    "pricing",
+    "contract",
+    "legal",
+    "security",
+    "access",
+    "api",
+    "data",
+    "model",
+    "schema",
+    "table",
+    "column",
+]
 
 
 def page_id(rng: random.Random) -> str:
@@ -48,14 +102,14 @@ def near_miss(name: str, rng: random.Random) -> str:
     letter = rng.choice(string.ascii_lowercase)
     edit = rng.randrange(5)
     if edit == 0:
-        return name[:at] + letter + name[at + 1:]
+        return name[:at] + letter + name[at + 1 :]
     if edit == 1:
-        return name[:at] + name[at + 1:]
+        return name[:at] + name[at + 1 :]
     if edit == 2:
         return name[:at] + letter + name[at:]
     if edit == 3 and at + 1 < len(name):
-        return name[:at] + name[at + 1] + name[at] + name[at + 2:]
-    return name[:at] + name[at].upper() + name[at + 1:]
+        return name[:at] + name[at + 1] + name[at] + name[at + 2 :]
+    return name[:at] + name[at].upper() + name[at + 1 :]
 
 
 def make_vault(root: Path, pages: int, broken: int, seed: int = 11) -> None:
@@ -67,8 +121,10 @@ def make_vault(root: Path, pages: int, broken: int, seed: int = 11) -> None:
         if name not in taken:
             taken.add(name)
             ids.append(name)
-    folders = [f"knowledge/user/user{i % 3}" if i % 10 == 9 else f"knowledge/global/area{i % 40}"
-               for i in range(pages)]
+    folders = [
+        f"knowledge/user/user{i % 3}" if i % 10 == 9 else f"knowledge/global/area{i % 40}"
+        for i in range(pages)
+    ]
     global_ids = [name for name, folder in zip(ids, folders, strict=True) if "/global/" in folder]
     targets: list[str] = []
     while len(targets) < broken:
@@ -85,9 +141,13 @@ def make_vault(root: Path, pages: int, broken: int, seed: int = 11) -> None:
     git(root, "init", "-q", "-b", "main")
     (root / "knowl.toml").write_text("staleness_days = 3650\n")
     for i, (name, folder) in enumerate(zip(ids, folders, strict=True)):
-        links = [f"[[{rng.choice(global_ids)}]]" for _ in range(3)] + [f"[[{t}]]" for t in per_page[i]]
-        text = (f"---\nsummary: {prose(rng, 10)}\nrefs: [{rng.choice(global_ids)}]\n---\n"
-                f"# {name}\n\n{prose(rng, 60)}\n\nSee {' and '.join(links)}.\n")
+        links = [f"[[{rng.choice(global_ids)}]]" for _ in range(3)] + [
+            f"[[{t}]]" for t in per_page[i]
+        ]
+        text = (
+            f"---\nsummary: {prose(rng, 10)}\nrefs: [{rng.choice(global_ids)}]\n---\n"
+            f"# {name}\n\n{prose(rng, 60)}\n\nSee {' and '.join(links)}.\n"
+        )
         path = root / folder / f"{name}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -99,11 +159,16 @@ def check_s(root: Path, repeats: int) -> float:
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "knowl_build", "check", "--repo", str(root), "-q",
-                               "--no-cache"], capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "knowl_build", "check", "--repo", str(root), "-q", "--no-cache"],
+            capture_output=True,
+            text=True,
+        )
         samples.append(time.perf_counter() - start)
         if proc.returncode != 1:  # the broken links are findings
-            raise SystemExit(f"knowl check failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+            raise SystemExit(
+                f"knowl check failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+            )
     return min(samples)
 
 
@@ -146,12 +211,16 @@ def timed_rule_stage(root: Path) -> tuple[Timed, Any]:
     return timed, analysis
 
 
-def old_hints(analysis: Any, lookups: list[tuple[str, str, str | None]]) -> tuple[float, list[str | None]]:
+def old_hints(
+    analysis: Any, lookups: list[tuple[str, str, str | None]]
+) -> tuple[float, list[str | None]]:
     """The lookups as the code before issue 11 did them (visible_ids and difflib, each time)."""
     hints: list[str | None] = []
     start = time.perf_counter()
     for target, scope, _ in lookups:
-        close = difflib.get_close_matches(target, analysis.index.visible_ids(scope), n=1, cutoff=HINT_CUTOFF)
+        close = difflib.get_close_matches(
+            target, analysis.index.visible_ids(scope), n=1, cutoff=HINT_CUTOFF
+        )
         hints.append(f"did you mean '{close[0]}'?" if close else None)
     return time.perf_counter() - start, hints
 
@@ -176,13 +245,21 @@ def bench_one(root: Path, pages: int, broken: int, repeats: int, with_old: bool)
     timed, analysis = min(runs, key=lambda run: run[0].seconds)
     hints = [hint for _, _, hint in timed.lookups]
     capped = BUDGET_NOTICE in hints
-    row.update(lookups=len(timed.lookups), hints_s=timed.seconds, capped=capped, units=timed.units,
-               window=window_share(analysis, timed.lookups),
-               served=hints.index(BUDGET_NOTICE) if capped else len(hints))
+    row.update(
+        lookups=len(timed.lookups),
+        hints_s=timed.seconds,
+        capped=capped,
+        units=timed.units,
+        window=window_share(analysis, timed.lookups),
+        served=hints.index(BUDGET_NOTICE) if capped else len(hints),
+    )
     if with_old:
         old_s, old = old_hints(analysis, timed.lookups)
-        row.update(old_s=old_s, ratio=old_s / timed.seconds,
-                   identical=hints[:row["served"]] == old[:row["served"]])
+        row.update(
+            old_s=old_s,
+            ratio=old_s / timed.seconds,
+            identical=hints[: row["served"]] == old[: row["served"]],
+        )
     return row
 
 
@@ -200,18 +277,27 @@ def bench_hints(sizes: list[int], repeats: int) -> list[dict[str, Any]]:
 
 def print_hints(rows: list[dict[str, Any]], header: str) -> None:
     print(f"did-you-mean benchmark {header}; budget {HINT_BUDGET:,} units per run")
-    print(f"{'pages':>7} {'broken':>7} {'lookups':>8} {'knowl check':>12} {'hints':>8} {'per lookup':>11} "
-          f"{'compared':>9} {'units':>11} {'ns/unit':>8} {'difflib':>9} {'difflib/hints':>14}  same hints")
+    print(
+        f"{'pages':>7} {'broken':>7} {'lookups':>8} {'knowl check':>12} {'hints':>8} {'per lookup':>11} "
+        f"{'compared':>9} {'units':>11} {'ns/unit':>8} {'difflib':>9} {'difflib/hints':>14}  same hints"
+    )
     for r in rows:
-        old = (f"{r['old_s']:>8.2f}s {r['ratio']:>13.0f}x  {'yes' if r['identical'] else 'NO'}"
-               if "old_s" in r else f"{'-':>9} {'-':>14}  (not timed: minutes)")
+        old = (
+            f"{r['old_s']:>8.2f}s {r['ratio']:>13.0f}x  {'yes' if r['identical'] else 'NO'}"
+            if "old_s" in r
+            else f"{'-':>9} {'-':>14}  (not timed: minutes)"
+        )
         per = r["hints_s"] / max(1, r["lookups"]) * 1000
-        print(f"{r['pages']:>7} {r['broken']:>7,} {r['lookups']:>8,} {r['check_s']:>11.2f}s "
-              f"{r['hints_s']:>7.2f}s {per:>9.3f}ms {r['window']:>8.0%} {r['units']:>11,} "
-              f"{r['hints_s'] / max(1, r['units']) * 1e9:>8.0f} {old}")
+        print(
+            f"{r['pages']:>7} {r['broken']:>7,} {r['lookups']:>8,} {r['check_s']:>11.2f}s "
+            f"{r['hints_s']:>7.2f}s {per:>9.3f}ms {r['window']:>8.0%} {r['units']:>11,} "
+            f"{r['hints_s'] / max(1, r['units']) * 1e9:>8.0f} {old}"
+        )
         if r["capped"]:
-            print(f"{'':>7} budget spent after {r['served']:,} of {r['lookups']:,} lookups: "
-                  f"one finding says '{BUDGET_NOTICE[:40]}...', later ones carry no hint")
+            print(
+                f"{'':>7} budget spent after {r['served']:,} of {r['lookups']:,} lookups: "
+                f"one finding says '{BUDGET_NOTICE[:40]}...', later ones carry no hint"
+            )
 
 
 if __name__ == "__main__":

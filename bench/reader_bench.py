@@ -25,7 +25,9 @@ TOKEN = re.compile(r"[^\W_]+")
 
 def _process(args: list[str]) -> float:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "knowl_build", *args], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "knowl_build", *args], capture_output=True, text=True
+    )
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"knowl {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
@@ -40,14 +42,20 @@ def naive_query(root: Path, query: str) -> float:
     docs: list[tuple[str, Counter[str], int]] = []
     for path in sorted((root / "knowledge").rglob("*.md")):
         post = frontmatter.load(str(path))
-        text = " ".join(str(post.metadata.get(k, "")) for k in ("title", "summary", "tags")) + " " + post.content
+        text = (
+            " ".join(str(post.metadata.get(k, "")) for k in ("title", "summary", "tags"))
+            + " "
+            + post.content
+        )
         tokens = [t.lower() for t in TOKEN.findall(text)]
         docs.append((str(path), Counter(tokens), len(tokens)))
     from knowl_build.writes.bm25 import bm25_scores
 
     terms = [t.lower() for t in TOKEN.findall(query)]
     ranked = bm25_scores([counts for _, counts, _ in docs], terms)
-    scores = sorted(((s, path) for s, (path, _, _) in zip(ranked, docs, strict=True) if s), reverse=True)
+    scores = sorted(
+        ((s, path) for s, (path, _, _) in zip(ranked, docs, strict=True) if s), reverse=True
+    )
     del scores
     return time.perf_counter() - start
 
@@ -70,10 +78,16 @@ def bench_reader(root: Path, repeats: int) -> dict[str, float]:
     queries = [" ".join(rng.sample(WORDS, rng.randint(1, 3))) for _ in range(100)]
     with Reader.open(root) as reader:
         times = time_queries(reader, queries)
-    search_e2e = min(_process(["search", "revenue churn", "--repo", str(root), "--json"]) for _ in range(repeats))
-    show_e2e = min(_process(["show", "page1", "--repo", str(root), "--json"]) for _ in range(repeats))
-    traverse_e2e = min(_process(["traverse", "page1", "--depth", "2", "--repo", str(root), "--json"])
-                       for _ in range(repeats))
+    search_e2e = min(
+        _process(["search", "revenue churn", "--repo", str(root), "--json"]) for _ in range(repeats)
+    )
+    show_e2e = min(
+        _process(["show", "page1", "--repo", str(root), "--json"]) for _ in range(repeats)
+    )
+    traverse_e2e = min(
+        _process(["traverse", "page1", "--depth", "2", "--repo", str(root), "--json"])
+        for _ in range(repeats)
+    )
     naive = min(naive_query(root, "revenue churn") for _ in range(repeats))
     return {
         "search_p50_ms": statistics.median(times) * 1000,

@@ -48,11 +48,16 @@ def floor(root: Path) -> float:
 
 def knowl(root: Path, *args: str) -> float:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "knowl_build", "check", "--repo", str(root), "-q", *args],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "knowl_build", "check", "--repo", str(root), "-q", *args],
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
-        raise SystemExit(f"knowl check failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        raise SystemExit(
+            f"knowl check failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+        )
     return elapsed
 
 
@@ -74,19 +79,31 @@ def bench_size(pages: int, root: Path, made: float, repeats: int) -> dict[str, f
         target.write_text(original + f"\nBenchmark edit {n}.\n")
         edits.append(knowl(root))
     target.write_text(original)
-    result = {"pages": pages, "corpus_s": made, "floor_s": best(floors), "cold_check_s": best(colds),
-              "warm_check_s": best(warms), "warm_median_s": statistics.median(warms),
-              "edit_check_s": best(edits)}
+    result = {
+        "pages": pages,
+        "corpus_s": made,
+        "floor_s": best(floors),
+        "cold_check_s": best(colds),
+        "warm_check_s": best(warms),
+        "warm_median_s": statistics.median(warms),
+        "edit_check_s": best(edits),
+    }
     result["warm_over_floor"] = result["warm_check_s"] / result["floor_s"]
     return result
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--suite", choices=["check", "build", "reader", "secrets", "body", "hints", "embeddings", "all"],
-                        default="all", help="all = check, build, reader, secrets, body and hints; embeddings needs the extra")
+    parser.add_argument(
+        "--suite",
+        choices=["check", "build", "reader", "secrets", "body", "hints", "embeddings", "all"],
+        default="all",
+        help="all = check, build, reader, secrets, body and hints; embeddings needs the extra",
+    )
     parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
     args = parser.parse_args()
@@ -118,8 +135,20 @@ def main() -> None:
             if args.suite in ("build", "all"):
                 builds.append((n, bench_build(root, page_path(0), args.repeats)))
             if args.suite in ("reader", "all"):
-                subprocess.run([sys.executable, "-m", "knowl_build", "build", "-q", "--allow-errors",
-                                "--full", "--repo", str(root)], check=True)
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "knowl_build",
+                        "build",
+                        "-q",
+                        "--allow-errors",
+                        "--full",
+                        "--repo",
+                        str(root),
+                    ],
+                    check=True,
+                )
                 readers.append((n, bench_reader(root, args.repeats)))
             if args.suite == "embeddings":
                 semantic.append((n, bench_embeddings(root, n)))
@@ -129,34 +158,50 @@ def main() -> None:
     header = f"({machine}, {args.commits} commits of history)"
     if builds:
         print(f"knowl build benchmark {header}")
-        print(f"{'pages':>7} {'cold build':>11} {'whoosh floor':>13} {'cold/floor':>11} {'no-op':>8} "
-              f"{'no-op/cold':>11} {'1-edit':>8} {'edit/cold':>10} {'history':>9}")
+        print(
+            f"{'pages':>7} {'cold build':>11} {'whoosh floor':>13} {'cold/floor':>11} {'no-op':>8} "
+            f"{'no-op/cold':>11} {'1-edit':>8} {'edit/cold':>10} {'history':>9}"
+        )
         for n, b in builds:
-            print(f"{n:>7} {b['cold_build_s']:>10.2f}s {b['whoosh_floor_s']:>12.2f}s "
-                  f"{b['cold_over_floor']:>10.2f}x {b['noop_s']:>7.2f}s {b['noop_share']:>10.1%} "
-                  f"{b['edit_s']:>7.2f}s {b['edit_share']:>9.1%} {b['history_s']:>8.2f}s")
+            print(
+                f"{n:>7} {b['cold_build_s']:>10.2f}s {b['whoosh_floor_s']:>12.2f}s "
+                f"{b['cold_over_floor']:>10.2f}x {b['noop_s']:>7.2f}s {b['noop_share']:>10.1%} "
+                f"{b['edit_s']:>7.2f}s {b['edit_share']:>9.1%} {b['history_s']:>8.2f}s"
+            )
     if semantic:
         print(f"embeddings benchmark {header}")
-        print(f"{'pages':>7} {'embedding per 1,000 pages':>26} {'query p50 lexical':>18} {'with vectors':>13}")
+        print(
+            f"{'pages':>7} {'embedding per 1,000 pages':>26} {'query p50 lexical':>18} {'with vectors':>13}"
+        )
         for n, e in semantic:
-            print(f"{n:>7} {e['embed_per_1000_s']:>25.1f}s {e['query_p50_lexical_ms']:>16.1f}ms "
-                  f"{e['query_p50_vectors_ms']:>11.1f}ms")
+            print(
+                f"{n:>7} {e['embed_per_1000_s']:>25.1f}s {e['query_p50_lexical_ms']:>16.1f}ms "
+                f"{e['query_p50_vectors_ms']:>11.1f}ms"
+            )
     if readers:
         print(f"reader benchmark {header}")
-        print(f"{'pages':>7} {'search p50':>11} {'p95':>8} {'search e2e':>11} {'show e2e':>9} "
-              f"{'traverse e2e':>13} {'no-artifact query':>18} {'ratio':>7}")
+        print(
+            f"{'pages':>7} {'search p50':>11} {'p95':>8} {'search e2e':>11} {'show e2e':>9} "
+            f"{'traverse e2e':>13} {'no-artifact query':>18} {'ratio':>7}"
+        )
         for n, r in readers:
-            print(f"{n:>7} {r['search_p50_ms']:>9.1f}ms {r['search_p95_ms']:>6.1f}ms "
-                  f"{r['search_e2e_s']:>10.2f}s {r['show_e2e_s']:>8.2f}s {r['traverse_e2e_s']:>12.2f}s "
-                  f"{r['naive_query_s']:>17.2f}s {r['naive_over_search_e2e']:>6.1f}x")
+            print(
+                f"{n:>7} {r['search_p50_ms']:>9.1f}ms {r['search_p95_ms']:>6.1f}ms "
+                f"{r['search_e2e_s']:>10.2f}s {r['show_e2e_s']:>8.2f}s {r['traverse_e2e_s']:>12.2f}s "
+                f"{r['naive_query_s']:>17.2f}s {r['naive_over_search_e2e']:>6.1f}x"
+            )
     if not rows:
         return
     print(f"knowl check benchmark {header}")
-    print(f"{'pages':>7} {'floor':>9} {'cold check':>11} {'warm check':>11} {'warm/floor':>11} "
-          f"{'1-edit check':>13}")
+    print(
+        f"{'pages':>7} {'floor':>9} {'cold check':>11} {'warm check':>11} {'warm/floor':>11} "
+        f"{'1-edit check':>13}"
+    )
     for r in rows:
-        print(f"{r['pages']:>7} {r['floor_s']:>8.3f}s {r['cold_check_s']:>10.3f}s "
-              f"{r['warm_check_s']:>10.3f}s {r['warm_over_floor']:>10.1f}x {r['edit_check_s']:>12.3f}s")
+        print(
+            f"{r['pages']:>7} {r['floor_s']:>8.3f}s {r['cold_check_s']:>10.3f}s "
+            f"{r['warm_check_s']:>10.3f}s {r['warm_over_floor']:>10.1f}x {r['edit_check_s']:>12.3f}s"
+        )
 
 
 if __name__ == "__main__":

@@ -48,7 +48,10 @@ def normal_page() -> str:
 
 INPUTS: list[tuple[str, str]] = [
     ("keyword, whitespace, long token (issue 10)", ISSUE_BODY),
-    ("keyword, whitespace, separator, secret", "secret" + " \n" * (N // 2 - 200) + ": " + "T" * 396),
+    (
+        "keyword, whitespace, separator, secret",
+        "secret" + " \n" * (N // 2 - 200) + ": " + "T" * 396,
+    ),
     ("one run, no upper case", "a1" * (N // 2)),
     ("one run, dash every other character", "a-" * (N // 2)),
     ("one run, high-entropy", "aB3-" * (N // 4)),
@@ -68,9 +71,15 @@ INPUTS: list[tuple[str, str]] = [
     ("'a:// ' repeated (40,000 URLs)", "a:// " * (N // 5)),
     ("'_://' repeated, then a www. link", "_://" * (N // 4) + " www.x.io/?sig=" + "b1" * 10),
     ("'www.a ' repeated (33,000 URLs)", "www.a " * (N // 6)),
-    ("4,400 URLs: userinfo and a token", ("https://u:p@x.io/?token=" + "b1" * 10 + " ") * (N // 45)),
+    (
+        "4,400 URLs: userinfo and a token",
+        ("https://u:p@x.io/?token=" + "b1" * 10 + " ") * (N // 45),
+    ),
     ("5,700 www. links with a signature", ("www.x.io/?sig=" + "b1" * 10 + " ") * (N // 35)),
-    ("long words in and out of 2,400 URLs", ("aB3" * 11 + " https://x.io/" + "aB3" * 11 + " ") * (N // 81)),
+    (
+        "long words in and out of 2,400 URLs",
+        ("aB3" * 11 + " https://x.io/" + "aB3" * 11 + " ") * (N // 81),
+    ),
     ("5,700 Slack webhook URLs", "https://hooks.slack.com/services/a " * (N // 35)),
     ("normal page (~300 words)", normal_page()),
     ("page of ~400 real links (URL corpus)", links_page()),
@@ -92,11 +101,16 @@ def check_s(root: Path, repeats: int) -> float:
     for _ in range(repeats):
         shutil.rmtree(root / ".knowl", ignore_errors=True)
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "knowl_build", "check", "--repo", str(root), "-q",
-                               "--no-cache"], capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "knowl_build", "check", "--repo", str(root), "-q", "--no-cache"],
+            capture_output=True,
+            text=True,
+        )
         samples.append(time.perf_counter() - start)
         if proc.returncode not in (0, 1):
-            raise SystemExit(f"knowl check failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+            raise SystemExit(
+                f"knowl check failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+            )
     return min(samples)
 
 
@@ -124,8 +138,10 @@ def print_secrets(scans: list[Scan], checks: dict[str, float], header: str) -> N
         # The normal page is there for comparison: the goal is for a 200 kB body.
         goal = f"< {GOAL_MS:.0f}ms {verdict}" if chars >= N // 2 else ""
         print(f"{name:<44} {chars:>8,} {ms:>7.2f}ms  {goal}")
-    print("knowl check --no-cache, end to end (a process, start-up included): "
-          + ", ".join(f"{label} {seconds:.2f}s" for label, seconds in checks.items()))
+    print(
+        "knowl check --no-cache, end to end (a process, start-up included): "
+        + ", ".join(f"{label} {seconds:.2f}s" for label, seconds in checks.items())
+    )
 
 
 if __name__ == "__main__":

@@ -25,7 +25,9 @@ def _isolate(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) ->
 
 @pytest.fixture
 def project(tmp_path: Path) -> Callable[..., Project]:
-    def make(files: dict[str, str | bytes] | None = None, git: bool = True, commit: bool = True) -> Project:
+    def make(
+        files: dict[str, str | bytes] | None = None, git: bool = True, commit: bool = True
+    ) -> Project:
         proj = Project(tmp_path / "proj", git=git)
         if files:
             proj.write(files)
@@ -45,8 +47,12 @@ def pytest_configure(config: pytest.Config) -> None:
     empty = Path(__file__).resolve().parent / "golden" / "empty.gitconfig"
     os.environ["GIT_CONFIG_GLOBAL"] = str(empty)
     os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-    for key, value in (("GIT_AUTHOR_NAME", "Test Author"), ("GIT_AUTHOR_EMAIL", "author@example.invalid"),
-                       ("GIT_COMMITTER_NAME", "Test Author"), ("GIT_COMMITTER_EMAIL", "author@example.invalid")):
+    for key, value in (
+        ("GIT_AUTHOR_NAME", "Test Author"),
+        ("GIT_AUTHOR_EMAIL", "author@example.invalid"),
+        ("GIT_COMMITTER_NAME", "Test Author"),
+        ("GIT_COMMITTER_EMAIL", "author@example.invalid"),
+    ):
         os.environ[key] = value
 
 

@@ -9,15 +9,15 @@ FILES: dict[str, str | bytes] = {
     "semantics/shop/broken.yaml": "name: broken\nconnection: shop_pg\ntable: t\ngrain: [nope]\n",
     "knowledge/global/revenue.md": (
         "---\n"
-        "summary: Revenue, in \"EUR\"; see refunds.\n"
+        'summary: Revenue, in "EUR"; see refunds.\n'
         "tags: [revenue]\n"
         "sl_refs: [shop_pg.orders.total_revenue, shop_pg.orders.nope]\n"
         "refs: [refunds, personal]\n"
         "sl_ref: typo\n"
         "meta:\n"
-        "  last_validated_at: \"2026-05-01T00:00:00Z\"\n"
+        '  last_validated_at: "2026-05-01T00:00:00Z"\n'
         "  bound_fingerprints:\n"
-        f"    shop_pg.orders.total_revenue: \"{FP_SUM_AMOUNT}\"\n"
+        f'    shop_pg.orders.total_revenue: "{FP_SUM_AMOUNT}"\n'
         "---\n"
         "# Revenue\n\n"
         "`<< sl:shop_pg.orders.total_revenue.expr >>`, see [[revenue-defintion]], [[refunds#Timing]].\n"

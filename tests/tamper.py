@@ -32,7 +32,9 @@ def build_corpus(root: Path) -> Path:
     proj = Project(root).write(CORPUS)
     proj.commit("corpus")
     invoke(["build", "--repo", str(root)])
-    proj.write({"knowledge/global/glossary.md": "---\nsummary: Terms used in finance\n---\nRevenue.\n"})
+    proj.write(
+        {"knowledge/global/glossary.md": "---\nsummary: Terms used in finance\n---\nRevenue.\n"}
+    )
     proj.commit("glossary")
     invoke(["build", "--repo", str(root)])
     out = root / ".knowl" / "build"
@@ -44,7 +46,9 @@ def rehash(folder: Path) -> None:
     manifest = json.loads((folder / MANIFEST).read_bytes())
     manifest["files"] = file_table(folder)
     manifest["sizes"] = {
-        name: (folder / name).stat().st_size for name in manifest["files"] if name.startswith("index/")
+        name: (folder / name).stat().st_size
+        for name in manifest["files"]
+        if name.startswith("index/")
     }
     (folder / MANIFEST).write_bytes(dump_json(manifest))
 
@@ -109,7 +113,9 @@ def mcp_answers(folder: Path) -> dict[str, Any]:
     keep = ("PATH", "HOME", "SOURCE_DATE_EPOCH", "KNOWL_EMBEDDINGS", "XDG_CACHE_HOME")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "knowl_build", "mcp", "--artifact", str(folder)], env=env
+        command=sys.executable,
+        args=["-m", "knowl_build", "mcp", "--artifact", str(folder)],
+        env=env,
     )
 
     async def session() -> dict[str, Any]:

@@ -35,7 +35,8 @@ def test_action_matches_the_schema() -> None:
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads(SCHEMA.read_text())
     validator = jsonschema.validators.validator_for(schema)(
-        schema, format_checker=jsonschema.FormatChecker())
+        schema, format_checker=jsonschema.FormatChecker()
+    )
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(action())]
     assert not errors, "\n".join(errors)
 
@@ -72,8 +73,13 @@ def run_build_step(project: Path, tmp_path: Path, upload: str) -> dict[str, str]
         "KNOWL_SARIF_CATEGORY": "",
         "GITHUB_OUTPUT": str(outputs),
     }
-    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", build["run"]],
-                          cwd=project.parent, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", build["run"]],
+        cwd=project.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "::error file=analytics/knowledge/global/a.md," in proc.stdout
     return dict(line.split("=", 1) for line in outputs.read_text().splitlines())

@@ -27,8 +27,8 @@ BAD: dict[str, str | bytes] = {
     "knowledge/global/only-frontmatter.md": "---\nsummary: just this\n---\n",
     "knowledge/global/only-fence.md": "---",
     "knowledge/global/bomb.md": "---\na: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
-                                "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
-                                "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n---\n",
+    "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+    "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n---\n",
     "knowledge/global/tagged.md": "---\nsummary: !!python/object:os.system echo\n---\n",
     "knowledge/global/weird-keys.md": "---\n? [a, b]\n: c\n---\n",
     "semantics/bad/empty.yaml": "",
@@ -70,9 +70,36 @@ def test_arbitrary_bytes_never_crash(data: bytes) -> None:
 
 
 page_text = st.lists(
-    st.sampled_from(["---", "summary: x", "tags: [a", "meta:", "  frozen: yes", "[[a#b|c]]", "`", "```",
-                     "    code", "# H", "Title", "===", "<< sl:a.b.c >>", "{{ sl:x.y }}", "\\<<", "> q",
-                     "- item", "\r", "\t", "é", "[[", "]]", "key: &a [*a]", "? x", ": y", ""]),
+    st.sampled_from(
+        [
+            "---",
+            "summary: x",
+            "tags: [a",
+            "meta:",
+            "  frozen: yes",
+            "[[a#b|c]]",
+            "`",
+            "```",
+            "    code",
+            "# H",
+            "Title",
+            "===",
+            "<< sl:a.b.c >>",
+            "{{ sl:x.y }}",
+            "\\<<",
+            "> q",
+            "- item",
+            "\r",
+            "\t",
+            "é",
+            "[[",
+            "]]",
+            "key: &a [*a]",
+            "? x",
+            ": y",
+            "",
+        ]
+    ),
     max_size=30,
 ).map("\n".join)
 

@@ -29,8 +29,8 @@ FILES: dict[str, str | bytes] = {
     "knowledge/global/revenue.md": (
         "---\nsummary: Revenue of completed orders\ntags: [revenue, finance]\n"
         "sl_refs: [shop_pg.orders.total_revenue]\nrefs: [refunds]\n"
-        "meta:\n  last_validated_at: \"2026-01-01T00:00:00Z\"\n  bound_fingerprints:\n"
-        f"    shop_pg.orders.total_revenue: \"{FP_SUM_AMOUNT}\"\n---\n"
+        'meta:\n  last_validated_at: "2026-01-01T00:00:00Z"\n  bound_fingerprints:\n'
+        f'    shop_pg.orders.total_revenue: "{FP_SUM_AMOUNT}"\n---\n'
         "# Revenue\n\nRevenue is `<< sl:shop_pg.orders.total_revenue.expr >>`. See [[refunds#Timing]].\n"
     ),
     "knowledge/global/refunds.md": (
@@ -69,22 +69,34 @@ def test_artifact_layout_and_contents(project: Callable[..., Project]) -> None:
     assert manifest["commit"] == head and manifest["dirty"] is False
     assert manifest["build_id"] == head[:12]
     assert manifest["repo"] == "proj"
-    assert manifest["search"] == {"boosts": {"body": 1.0, "summary": 3.0, "tags": 2.0, "title": 2.0},
-                                  "max_caveats": 3}
+    assert manifest["search"] == {
+        "boosts": {"body": 1.0, "summary": 3.0, "tags": 2.0, "title": 2.0},
+        "max_caveats": 3,
+    }
     assert set(JSON_FILES) <= set(manifest["files"])
     assert any(name.startswith("index/") for name in manifest["files"])
     assert verify(folder) == []
 
     pages = jsonl(folder / "pages.jsonl")
     assert [(p["scope"], p["id"]) for p in pages] == [
-        ("global", "old-decision"), ("global", "refunds"), ("global", "revenue"), ("user:ann", "notes")]
+        ("global", "old-decision"),
+        ("global", "refunds"),
+        ("global", "revenue"),
+        ("user:ann", "notes"),
+    ]
     revenue = pages[2]
     assert revenue["body"] == "# Revenue\n\nRevenue is `sum(amount)`. See [[refunds#Timing]].\n"
     assert "<< sl:" in revenue["raw_body"]
     assert revenue["title"] == "Revenue"
     assert revenue["freshness"] == {"value": "fresh", "reasons": []}
     assert revenue["last_commit"]["commit"] == head
-    assert {"target": "refunds", "kind": "link", "heading": "Timing", "line": 13, "column": 62} in revenue["links"]
+    assert {
+        "target": "refunds",
+        "kind": "link",
+        "heading": "Timing",
+        "line": 13,
+        "column": 62,
+    } in revenue["links"]
 
     entities = json.loads((folder / "entities.json").read_text())["entities"]
     measure = next(e for e in entities if e["name"] == "shop_pg.orders.total_revenue")
@@ -103,9 +115,13 @@ def test_artifact_layout_and_contents(project: Callable[..., Project]) -> None:
     assert diagnostics["version"] == 1 and diagnostics["diagnostics"] == []
 
 
-def test_drift_in_a_later_commit_is_needs_review_in_the_artifact(project: Callable[..., Project]) -> None:
+def test_drift_in_a_later_commit_is_needs_review_in_the_artifact(
+    project: Callable[..., Project],
+) -> None:
     proj = project(FILES)
-    proj.write({ORDERS: SEMANTICS[ORDERS].replace('expr: "sum(amount)"', 'expr: "sum(amount_net)"')})
+    proj.write(
+        {ORDERS: SEMANTICS[ORDERS].replace('expr: "sum(amount)"', 'expr: "sum(amount_net)"')}
+    )
     sha = proj.commit("Revenue is net of discounts now")
     result = invoke(["build", "--repo", str(proj.root), "--format", "json"])
     findings = json.loads(result.stdout)["diagnostics"]
@@ -138,8 +154,9 @@ def test_no_op_and_full(project: Callable[..., Project]) -> None:
     invoke(["build", "--repo", str(proj.root)])
     result = invoke(["build", "--repo", str(proj.root)])
     assert "nothing published (no-op)" in result.stderr
-    assert sorted(p.name for p in out_dir(proj).iterdir() if not p.name.startswith(".")) == sorted([
-        "CURRENT", current(proj).name])
+    assert sorted(p.name for p in out_dir(proj).iterdir() if not p.name.startswith(".")) == sorted(
+        ["CURRENT", current(proj).name]
+    )
 
 
 def test_dirty_and_nogit_build_ids(project: Callable[..., Project], tmp_path: Path) -> None:
@@ -148,7 +165,9 @@ def test_dirty_and_nogit_build_ids(project: Callable[..., Project], tmp_path: Pa
     invoke(["build", "--repo", str(proj.root)])
     manifest = json.loads((current(proj) / "manifest.json").read_text())
     assert manifest["dirty"] is True
-    assert manifest["build_id"] == f"{manifest['commit'][:12]}-dirty-{manifest['inputs_sha256'][:8]}"
+    assert (
+        manifest["build_id"] == f"{manifest['commit'][:12]}-dirty-{manifest['inputs_sha256'][:8]}"
+    )
     plain = Project(tmp_path / "plain", git=False).write(FILES)
     invoke(["build", "--repo", str(plain.root)])
     manifest = json.loads((current(plain) / "manifest.json").read_text())
@@ -156,7 +175,9 @@ def test_dirty_and_nogit_build_ids(project: Callable[..., Project], tmp_path: Pa
     assert manifest["commit"] is None
 
 
-def test_refused_build_keeps_current_and_allow_errors_publishes(project: Callable[..., Project]) -> None:
+def test_refused_build_keeps_current_and_allow_errors_publishes(
+    project: Callable[..., Project],
+) -> None:
     proj = project(FILES)
     invoke(["build", "--repo", str(proj.root)])
     before = (out_dir(proj) / "CURRENT").read_text()
@@ -170,8 +191,9 @@ def test_refused_build_keeps_current_and_allow_errors_publishes(project: Callabl
     assert (out_dir(proj) / "CURRENT").read_text() != before
 
 
-def test_failed_build_leaves_current_and_no_staging(project: Callable[..., Project],
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_build_leaves_current_and_no_staging(
+    project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
     proj = project(FILES)
     invoke(["build", "--repo", str(proj.root)])
     before = (out_dir(proj) / "CURRENT").read_text()
@@ -234,7 +256,9 @@ def test_keep_builds_prunes_old_folders(project: Callable[..., Project]) -> None
     proj = project({**FILES, "knowl.toml": "keep_builds = 2\n[rules]\nKB202 = 'off'\n"})
     for _ in range(4):
         invoke(["build", "--repo", str(proj.root), "--full"])
-    folders = sorted(p.name for p in out_dir(proj).iterdir() if p.is_dir() and not p.name.startswith("."))
+    folders = sorted(
+        p.name for p in out_dir(proj).iterdir() if p.is_dir() and not p.name.startswith(".")
+    )
     assert len(folders) == 2 and current(proj).name in folders
 
 
@@ -273,9 +297,14 @@ def test_stale_command(project: Callable[..., Project]) -> None:
     assert revenue["freshness"] == "stale" and revenue["reasons"][0]["code"] == "KB202"
     text = invoke(["stale", "--repo", str(proj.root)])
     assert "revenue" in text.stdout and "KB202" in text.stdout
-    none = invoke(["stale", "--repo", str(proj.root), "--json"],
-                  env={"SOURCE_DATE_EPOCH": "1767225600"})  # 2026-01-01, within 90 days
-    assert [p["page"] for p in json.loads(none.stdout)["pages"]] == ["old-decision", "refunds", "notes"]
+    none = invoke(
+        ["stale", "--repo", str(proj.root), "--json"], env={"SOURCE_DATE_EPOCH": "1767225600"}
+    )  # 2026-01-01, within 90 days
+    assert [p["page"] for p in json.loads(none.stdout)["pages"]] == [
+        "old-decision",
+        "refunds",
+        "notes",
+    ]
 
 
 def _layer() -> SemanticLayer:

@@ -37,8 +37,11 @@ def monorepo(tmp_path: Path) -> Project:
 def test_github_annotations_and_step_summary_use_repository_paths(tmp_path: Path) -> None:
     mono = monorepo(tmp_path)
     summary = tmp_path / "summary.md"
-    result = invoke(["check", "--repo", str(mono.root / "analytics"), "--format", "github"],
-                    code=1, env={"GITHUB_STEP_SUMMARY": str(summary)})
+    result = invoke(
+        ["check", "--repo", str(mono.root / "analytics"), "--format", "github"],
+        code=1,
+        env={"GITHUB_STEP_SUMMARY": str(summary)},
+    )
     assert result.stdout.splitlines() == [
         "::error file=analytics/knowledge/global/a.md,line=3,col=15,endLine=3,endColumn=22,"
         "title=KB103::[[nope]] points at no page visible from global scope"
@@ -48,10 +51,14 @@ def test_github_annotations_and_step_summary_use_repository_paths(tmp_path: Path
 
 def test_sarif_uses_repository_paths(tmp_path: Path) -> None:
     mono = monorepo(tmp_path)
-    log = json.loads(invoke(["check", "--repo", str(mono.root / "analytics"), "--format", "sarif"],
-                            code=1).stdout)
-    locations = [r["locations"][0]["physicalLocation"]["artifactLocation"]
-                 for r in log["runs"][0]["results"]]
+    log = json.loads(
+        invoke(
+            ["check", "--repo", str(mono.root / "analytics"), "--format", "sarif"], code=1
+        ).stdout
+    )
+    locations = [
+        r["locations"][0]["physicalLocation"]["artifactLocation"] for r in log["runs"][0]["results"]
+    ]
     assert locations == [{"uri": f"analytics/{PAGE}", "uriBaseId": "%SRCROOT%"}]
 
 
@@ -61,8 +68,10 @@ def test_sarif_file_option_uses_repository_paths_whatever_the_format(tmp_path: P
     result = invoke(["check", "--repo", str(mono.root / "analytics"), "--sarif", str(out)], code=1)
     assert result.stdout.startswith(f"{PAGE}:3:15: error KB103")  # text, project-relative
     log = json.loads(out.read_text(encoding="utf-8"))
-    [location] = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-                  for r in log["runs"][0]["results"]]
+    [location] = [
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in log["runs"][0]["results"]
+    ]
     assert location == f"analytics/{PAGE}"
 
 
@@ -77,7 +86,8 @@ def test_text_keeps_project_paths(tmp_path: Path) -> None:
     mono = monorepo(tmp_path)
     result = invoke(["check", "--repo", str(mono.root / "analytics")], code=1)
     assert result.stdout.splitlines()[0] == (
-        f"{PAGE}:3:15: error KB103 [[nope]] points at no page visible from global scope")
+        f"{PAGE}:3:15: error KB103 [[nope]] points at no page visible from global scope"
+    )
 
 
 def test_project_at_the_repository_root_is_unchanged(tmp_path: Path) -> None:
@@ -100,8 +110,10 @@ def test_without_git_every_format_is_project_relative(tmp_path: Path) -> None:
     github_out = invoke(["check", "--repo", root, "--format", "github"], code=1).stdout
     assert "file=.,line=1" in github_out and f"file={PAGE},line=3" in github_out
     log = json.loads(invoke(["check", "--repo", root, "--format", "sarif"], code=1).stdout)
-    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-            for r in log["runs"][0]["results"]}
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in log["runs"][0]["results"]
+    }
     assert uris == {".", PAGE}
 
 
@@ -112,9 +124,13 @@ def test_project_level_findings_become_the_project_folder() -> None:
     assert diagnostics.repo_path(".", "analytics/") == "analytics"
     assert diagnostics.repo_path(".", "") == "."
     assert diagnostics.repo_path(PAGE, "a/b c/") == f"a/b c/{PAGE}"
-    assert github.render([finding], "analytics/").startswith("::warning file=analytics,line=1,col=1,")
+    assert github.render([finding], "analytics/").startswith(
+        "::warning file=analytics,line=1,col=1,"
+    )
     assert github.render([finding]).startswith("::warning file=.,line=1,col=1,")
-    location = sarif.document([finding], rule_table(Config()), "analytics/")["runs"][0]["results"][0]["locations"][0]
+    location = sarif.document([finding], rule_table(Config()), "analytics/")["runs"][0]["results"][
+        0
+    ]["locations"][0]
     assert location["physicalLocation"]["artifactLocation"]["uri"] == "analytics"
     [row] = diagnostics.diagnostics_document([finding], "deep/er/")["diagnostics"]
     assert row["repo_path"] == "deep/er"

@@ -51,13 +51,26 @@ def test_machine_formats_keep_stdout_pure(project: Callable[..., Project]) -> No
     document = json.loads(result.stdout)
     assert document["version"] == 1
     assert set(document["summary"]) == {"error", "warning", "info"}
-    keys = {"code", "severity", "path", "repo_path", "line", "column", "end_line", "end_column",
-            "message", "hint", "subject"}
+    keys = {
+        "code",
+        "severity",
+        "path",
+        "repo_path",
+        "line",
+        "column",
+        "end_line",
+        "end_column",
+        "message",
+        "hint",
+        "subject",
+    }
     assert all(set(d) == keys for d in document["diagnostics"])
     order = [(d["path"], d["line"], d["column"], d["code"]) for d in document["diagnostics"]]
     assert order == sorted(order)
     assert "checked" in result.stderr
-    sarif = json.loads(invoke(["check", "--repo", str(proj.root), "--format", "sarif"], code=1).stdout)
+    sarif = json.loads(
+        invoke(["check", "--repo", str(proj.root), "--format", "sarif"], code=1).stdout
+    )
     assert sarif["version"] == "2.1.0"
     run = sarif["runs"][0]
     assert run["columnKind"] == "unicodeCodePoints"
@@ -69,19 +82,28 @@ def test_text_format(project: Callable[..., Project]) -> None:
     proj = project(FILES)
     result = invoke(["check", "--repo", str(proj.root)], code=1)
     lines = result.stdout.splitlines()
-    assert ("knowledge/global/revenue.md:14:51: error KB103 [[revenue-defintion]] points at no "
-            "page visible from global scope") in lines
+    assert (
+        "knowledge/global/revenue.md:14:51: error KB103 [[revenue-defintion]] points at no "
+        "page visible from global scope"
+    ) in lines
     assert "    hint: did you mean 'revenue-definition'?" in lines
     assert "\x1b[" not in result.stdout  # no colour when not a terminal
 
 
-def test_github_chosen_under_actions_with_step_summary(project: Callable[..., Project], tmp_path: Path) -> None:
+def test_github_chosen_under_actions_with_step_summary(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
     proj = project(FILES)
     summary = tmp_path / "summary.md"
-    result = invoke(["check", "--repo", str(proj.root)], code=1,
-                    env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    result = invoke(
+        ["check", "--repo", str(proj.root)],
+        code=1,
+        env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)},
+    )
     assert result.stdout.startswith("::")
-    assert all(re.match(r"::(error|warning|notice) file=", line) for line in result.stdout.splitlines())
+    assert all(
+        re.match(r"::(error|warning|notice) file=", line) for line in result.stdout.splitlines()
+    )
     text = summary.read_text()
     assert text.startswith("### knowl check")
     assert "| `knowledge/global/revenue.md:14:51` | error | KB103 |" in text
@@ -136,13 +158,20 @@ def test_changed_only_filters_reports_not_validation(project: Callable[..., Proj
 def test_project_in_a_monorepo_subfolder(tmp_path: Path) -> None:
     mono = Project(tmp_path / "mono")
     mono.write({f"analytics/{k}": v for k, v in CLEAN.items()})
-    mono.write({"analytics/.gitignore": "knowledge/global/tmp/\n", "analytics/knowledge/global/tmp/x.md": "[[zz]]\n"})
+    mono.write(
+        {
+            "analytics/.gitignore": "knowledge/global/tmp/\n",
+            "analytics/knowledge/global/tmp/x.md": "[[zz]]\n",
+        }
+    )
     mono.commit()
     sub = mono.root / "analytics"
     invoke(["check", "--repo", str(sub)])
     mono.write({"analytics/knowledge/global/new.md": "[[zz]]\n"})
     result = invoke(["check", "--repo", str(sub), "--changed-only", "--format", "json"], code=1)
-    assert [d["path"] for d in json.loads(result.stdout)["diagnostics"]] == ["knowledge/global/new.md"]
+    assert [d["path"] for d in json.loads(result.stdout)["diagnostics"]] == [
+        "knowledge/global/new.md"
+    ]
 
 
 def test_parse_cache_is_used_and_safe(project: Callable[..., Project]) -> None:
@@ -163,7 +192,9 @@ def test_version_and_python_m() -> None:
     from knowl_build import __version__
 
     assert invoke(["--version"]).stdout.strip() == f"knowl, version {__version__}"
-    out = subprocess.run([sys.executable, "-m", "knowl_build", "--version"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "knowl_build", "--version"], capture_output=True, text=True
+    )
     assert out.returncode == 0 and __version__ in out.stdout
 
 
@@ -177,7 +208,11 @@ def test_rules_command_lists_every_rule() -> None:
 
 def test_rules_shows_configured_severity(tmp_path: Path) -> None:
     (tmp_path / "knowl.toml").write_text("[rules]\nKB202 = 'off'\n")
-    line = next(row for row in invoke(["rules", "--repo", str(tmp_path)]).stdout.splitlines() if "KB202" in row)
+    line = next(
+        row
+        for row in invoke(["rules", "--repo", str(tmp_path)]).stdout.splitlines()
+        if "KB202" in row
+    )
     assert re.search(r"KB202\s+stale\s+warning\s+off", line)
 
 
@@ -187,7 +222,9 @@ def test_every_command_has_help_with_example(command: str) -> None:
     assert "Example" in result.stdout
 
 
-def test_internal_error_has_no_traceback(project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_internal_error_has_no_traceback(
+    project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import knowl_build.pipeline.check
 
     def boom(*args: object, **kwargs: object) -> None:
@@ -200,7 +237,9 @@ def test_internal_error_has_no_traceback(project: Callable[..., Project], monkey
     assert "Traceback" not in result.output
 
 
-def test_memo_answers_an_unchanged_tree_and_notices_every_change(project: Callable[..., Project]) -> None:
+def test_memo_answers_an_unchanged_tree_and_notices_every_change(
+    project: Callable[..., Project],
+) -> None:
     proj = project(CLEAN)
     first = invoke(["check", "--repo", str(proj.root), "--format", "json"])
     memo = proj.root / ".knowl" / "cache" / "check.json"
@@ -213,9 +252,16 @@ def test_memo_answers_an_unchanged_tree_and_notices_every_change(project: Callab
     invoke(["check", "--repo", str(proj.root)])
     proj.write({"knowl.toml": "[rules]\nKB202 = 'error'\n"})
     invoke(["check", "--repo", str(proj.root)], code=1)
-    proj.write({"knowl.toml": "[rules]\nKB202 = 'warning'\n",
-                "knowledge/global/b.md": "---\nmeta: {last_validated_at: 2026-05-28}\n---\n",
-                "knowledge/global/a.md": "---\nmeta: {last_validated_at: 2026-05-28}\n---\n"})
+    proj.write(
+        {
+            "knowl.toml": "[rules]\nKB202 = 'warning'\n",
+            "knowledge/global/b.md": "---\nmeta: {last_validated_at: 2026-05-28}\n---\n",
+            "knowledge/global/a.md": "---\nmeta: {last_validated_at: 2026-05-28}\n---\n",
+        }
+    )
     invoke(["check", "--repo", str(proj.root), "--strict"])
-    invoke(["check", "--repo", str(proj.root), "--strict"], code=1,
-           env={"SOURCE_DATE_EPOCH": str(1780000000 + 200 * 86400)})
+    invoke(
+        ["check", "--repo", str(proj.root), "--strict"],
+        code=1,
+        env={"SOURCE_DATE_EPOCH": str(1780000000 + 200 * 86400)},
+    )

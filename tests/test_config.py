@@ -23,8 +23,12 @@ def test_defaults_without_file(tmp_path: Path) -> None:
 
 
 def test_partial_tables_merge_over_defaults(tmp_path: Path) -> None:
-    write(tmp_path, "knowl.toml", "staleness_days = 30\n[rules]\nKB202 = 'off'\n"
-                                  "[search]\nboosts = { title = 5 }\n[security]\nextra_patterns = ['acme-internal']\n")
+    write(
+        tmp_path,
+        "knowl.toml",
+        "staleness_days = 30\n[rules]\nKB202 = 'off'\n"
+        "[search]\nboosts = { title = 5 }\n[security]\nextra_patterns = ['acme-internal']\n",
+    )
     config = load_config(tmp_path)
     assert config.staleness_days == 30
     assert severity(config, "KB202") == "off"
@@ -44,21 +48,48 @@ def test_pyproject_without_tool_table_is_defaults(tmp_path: Path) -> None:
     assert load_config(tmp_path) == Config()
 
 
-@pytest.mark.parametrize("text, message", [
-    ("staleness_day = 3\n", "knowl.toml: 'staleness_day': unknown key (did you mean 'staleness_days'?)"),
-    ("[rules]\nKB999 = 'off'\n", "knowl.toml: 'rules.KB999': unknown rule code"),
-    ("[rules]\nKB202 = 'of'\n", "knowl.toml: 'rules.KB202': severity must be one of error, warning, info, off, got 'of' (did you mean 'off'?)"),
-    ("[search]\nboosts = { summry = 2.0 }\n", "knowl.toml: 'search.boosts.summry': unknown key (did you mean 'summary'?)"),
-    ("[search]\nboosts = { body = 0 }\n", "knowl.toml: 'search.boosts.body': must be a number greater than 0, at most 1000, got 0"),
-    ("staleness_days = 'ninety'\n", "knowl.toml: 'staleness_days': expected an integer, got str"),
-    ("keep_builds = 0\n", "knowl.toml: 'keep_builds': must be at least 1, got 0"),
-    ("[security]\nreject_secrets = 1\n", "knowl.toml: 'security.reject_secrets': expected a boolean, got int"),
-    ("[security]\nmax_body_chars = true\n", "knowl.toml: 'security.max_body_chars': expected an integer, got a boolean"),
-    ("out_dir = '../elsewhere'\n", "knowl.toml: 'out_dir': must be a folder inside the project, got '../elsewhere'"),
-    ("[peers]\npath = []\n", "knowl.toml: 'peers.path': unknown key (did you mean 'paths'?)"),
-    ("rules = 3\n", "knowl.toml: 'rules': expected a table, got int"),
-    ("staleness_days = \n", "knowl.toml: invalid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "staleness_day = 3\n",
+            "knowl.toml: 'staleness_day': unknown key (did you mean 'staleness_days'?)",
+        ),
+        ("[rules]\nKB999 = 'off'\n", "knowl.toml: 'rules.KB999': unknown rule code"),
+        (
+            "[rules]\nKB202 = 'of'\n",
+            "knowl.toml: 'rules.KB202': severity must be one of error, warning, info, off, got 'of' (did you mean 'off'?)",
+        ),
+        (
+            "[search]\nboosts = { summry = 2.0 }\n",
+            "knowl.toml: 'search.boosts.summry': unknown key (did you mean 'summary'?)",
+        ),
+        (
+            "[search]\nboosts = { body = 0 }\n",
+            "knowl.toml: 'search.boosts.body': must be a number greater than 0, at most 1000, got 0",
+        ),
+        (
+            "staleness_days = 'ninety'\n",
+            "knowl.toml: 'staleness_days': expected an integer, got str",
+        ),
+        ("keep_builds = 0\n", "knowl.toml: 'keep_builds': must be at least 1, got 0"),
+        (
+            "[security]\nreject_secrets = 1\n",
+            "knowl.toml: 'security.reject_secrets': expected a boolean, got int",
+        ),
+        (
+            "[security]\nmax_body_chars = true\n",
+            "knowl.toml: 'security.max_body_chars': expected an integer, got a boolean",
+        ),
+        (
+            "out_dir = '../elsewhere'\n",
+            "knowl.toml: 'out_dir': must be a folder inside the project, got '../elsewhere'",
+        ),
+        ("[peers]\npath = []\n", "knowl.toml: 'peers.path': unknown key (did you mean 'paths'?)"),
+        ("rules = 3\n", "knowl.toml: 'rules': expected a table, got int"),
+        ("staleness_days = \n", "knowl.toml: invalid TOML"),
+    ],
+)
 def test_bad_configuration(tmp_path: Path, text: str, message: str) -> None:
     write(tmp_path, "knowl.toml", text)
     with pytest.raises(ConfigError) as info:

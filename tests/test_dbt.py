@@ -81,7 +81,9 @@ PAGE = (
     "---\nsummary: Revenue from dbt\nsl_refs:\n  - shop_dbt.orders.order_total\n  - shop_dbt.orders.revenue\n"
     "  - shop_dbt.orders.customer\n  - shop_dbt.metrics.total_revenue\n  - shop_dbt.customers.customer_count\n"
     "  - shop_dbt.customers.lifetime_value\n  - shop_dbt.customers\n  - shop_pg.orders.total_revenue\n"
-    "meta:\n  bound_fingerprints:\n    shop_dbt.orders.order_total: \"" + measure_fingerprint("amount") + "\"\n---\n"
+    'meta:\n  bound_fingerprints:\n    shop_dbt.orders.order_total: "'
+    + measure_fingerprint("amount")
+    + '"\n---\n'
     "Total: `<< sl:shop_dbt.orders.order_total.expr >>` with << sl:shop_dbt.orders.order_total.agg >>; "
     "{{ sl:shop_dbt.orders.order_total.description }} Metric type << sl:shop_dbt.metrics.total_revenue.type >>. "
     "Revenue expr << sl:shop_dbt.orders.revenue.expr >>, grain << sl:shop_dbt.orders.grain >>, "
@@ -108,21 +110,35 @@ def test_references_resolve_and_directives_render(project: Callable[..., Project
     page = json.loads((folder / "pages.jsonl").read_text().splitlines()[0])
     assert page["body"] == (
         "Total: `amount` with sum; Order value in EUR. Metric type simple. Revenue expr revenue, "
-        "grain order_id, granularity day, LTV sum of lifetime_value. Canonic: sum(amount).\n")
-    entities = {e["name"]: e for e in json.loads((folder / "entities.json").read_text())["entities"]}
+        "grain order_id, granularity day, LTV sum of lifetime_value. Canonic: sum(amount).\n"
+    )
+    entities = {
+        e["name"]: e for e in json.loads((folder / "entities.json").read_text())["entities"]
+    }
     assert entities["shop_dbt.orders.revenue"]["fingerprint"] == measure_fingerprint("revenue")
-    assert entities["shop_dbt.orders.order_total"]["file"] == "analytics_dbt/models/marts/orders.yml"
+    assert (
+        entities["shop_dbt.orders.order_total"]["file"] == "analytics_dbt/models/marts/orders.yml"
+    )
     assert entities["shop_dbt.orders.order_total"]["line"] == 22
     assert entities["shop_dbt.customers.customer_count"]["kind"] == "measure"
     assert entities["shop_dbt.metrics.customer_count"]["kind"] == "metric"
     assert entities["shop_dbt.customers.country"]["kind"] == "dimension"
-    assert entities["shop_dbt.orders"]["kind"] == "source" and entities["shop_pg.orders"]["kind"] == "source"
+    assert (
+        entities["shop_dbt.orders"]["kind"] == "source"
+        and entities["shop_pg.orders"]["kind"] == "source"
+    )
     assert not any(name.endswith(".never") for name in entities)
 
 
 def test_changed_measure_expr_is_drift_naming_the_commit(project: Callable[..., Project]) -> None:
     proj = project(FILES)
-    proj.write({"analytics_dbt/models/marts/orders.yml": LEGACY.replace("expr: amount", "expr: amount_net")})
+    proj.write(
+        {
+            "analytics_dbt/models/marts/orders.yml": LEGACY.replace(
+                "expr: amount", "expr: amount_net"
+            )
+        }
+    )
     sha = proj.commit("Order total is net now")
     analysis = analyse(proj.root, load_config(proj.root), use_cache=False)
     kb201 = [d for d in analysis.diagnostics if d.code == "KB201"]
@@ -132,8 +148,13 @@ def test_changed_measure_expr_is_drift_naming_the_commit(project: Callable[..., 
 
 def test_removed_measure_is_kb101(project: Callable[..., Project]) -> None:
     proj = project(FILES)
-    proj.write({"analytics_dbt/models/marts/orders.yml": LEGACY.replace(
-        "      - name: revenue\n        agg: sum\n", "")})
+    proj.write(
+        {
+            "analytics_dbt/models/marts/orders.yml": LEGACY.replace(
+                "      - name: revenue\n        agg: sum\n", ""
+            )
+        }
+    )
     sha = proj.commit("Drop revenue")
     analysis = analyse(proj.root, load_config(proj.root), use_cache=False)
     kb101 = [d for d in analysis.diagnostics if d.code == "KB101"]
@@ -142,12 +163,19 @@ def test_removed_measure_is_kb101(project: Callable[..., Project]) -> None:
 
 
 def test_dbt_file_findings_at_their_place(project: Callable[..., Project]) -> None:
-    bad = ("semantic_models:\n  - name: orders\n    model: ref('x')\n    measures:\n"
-           "      - name: total\n        expr: amount\n      - name: total\n        agg: sum\n"
-           "  - name: bad name\nmetrics:\n  - name: untyped\n")
-    proj = project({**FILES, "analytics_dbt/models/marts/orders.yml": bad,
-                    "analytics_dbt/models/broken.yml": "semantic_models: [\n",
-                    "knowledge/global/revenue.md": "x\n"})
+    bad = (
+        "semantic_models:\n  - name: orders\n    model: ref('x')\n    measures:\n"
+        "      - name: total\n        expr: amount\n      - name: total\n        agg: sum\n"
+        "  - name: bad name\nmetrics:\n  - name: untyped\n"
+    )
+    proj = project(
+        {
+            **FILES,
+            "analytics_dbt/models/marts/orders.yml": bad,
+            "analytics_dbt/models/broken.yml": "semantic_models: [\n",
+            "knowledge/global/revenue.md": "x\n",
+        }
+    )
     analysis = analyse(proj.root, load_config(proj.root), use_cache=False)
     found = [(d.path, d.code, d.line, d.column) for d in analysis.diagnostics if d.code == "KB050"]
     assert found == [
@@ -162,20 +190,28 @@ def test_dbt_file_findings_at_their_place(project: Callable[..., Project]) -> No
 def test_canonic_and_dbt_in_one_project_and_name_clashes(project: Callable[..., Project]) -> None:
     # A dbt `orders` (connection shop_dbt) and a Canonic `orders` (shop_pg) coexist; a dbt
     # connection equal to a Canonic one makes the same names clash, reported in the dbt file.
-    proj = project({**FILES, "knowl.toml": TOML + "connection = 'shop_pg'\n",
-                    "knowledge/global/revenue.md": "x\n"})
+    proj = project(
+        {
+            **FILES,
+            "knowl.toml": TOML + "connection = 'shop_pg'\n",
+            "knowledge/global/revenue.md": "x\n",
+        }
+    )
     analysis = analyse(proj.root, load_config(proj.root), use_cache=False)
     clash = [d for d in analysis.diagnostics if d.code == "KB050"]
     assert [(d.path, d.line) for d in clash] == [("analytics_dbt/models/marts/orders.yml", 3)]
     assert "already defined in semantics/shop/orders.yaml" in clash[0].message
 
 
-@pytest.mark.parametrize("toml, message", [
-    ("[semantics.dbt]\nproject_dir = 'semantics/dbt'\n", "must not lie under semantics/"),
-    ("[semantics.dbt]\nconnection = 'x'\n", "'semantics.dbt.project_dir': is required"),
-    ("[semantics.dbt]\nproject_dir = 'd'\nconection = 'x'\n", "did you mean 'connection'"),
-    ("[semantics]\ndbtt = {}\n", "did you mean 'dbt'"),
-])
+@pytest.mark.parametrize(
+    "toml, message",
+    [
+        ("[semantics.dbt]\nproject_dir = 'semantics/dbt'\n", "must not lie under semantics/"),
+        ("[semantics.dbt]\nconnection = 'x'\n", "'semantics.dbt.project_dir': is required"),
+        ("[semantics.dbt]\nproject_dir = 'd'\nconection = 'x'\n", "did you mean 'connection'"),
+        ("[semantics]\ndbtt = {}\n", "did you mean 'dbt'"),
+    ],
+)
 def test_dbt_configuration_errors(tmp_path: Path, toml: str, message: str) -> None:
     (tmp_path / "knowl.toml").write_text(toml)
     with pytest.raises(ConfigError, match=message):
@@ -186,7 +222,8 @@ def test_missing_dbt_project_file_is_a_finding(project: Callable[..., Project]) 
     proj = project({"knowl.toml": "[semantics.dbt]\nproject_dir = 'nowhere'\n"})
     result = invoke(["check", "--repo", str(proj.root), "--format", "json"], code=1)
     assert [(d["path"], d["code"]) for d in json.loads(result.stdout)["diagnostics"]] == [
-        ("nowhere/dbt_project.yml", "KB050")]
+        ("nowhere/dbt_project.yml", "KB050")
+    ]
 
 
 def test_sample_repo_dbt_example_builds(tmp_path: Path) -> None:

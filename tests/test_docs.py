@@ -121,7 +121,7 @@ def test_command_help_keeps_placeholders_and_examples(site: Path) -> None:
     )
     examples = placeholders = 0
     for path in _commands(cli):
-        command = cli
+        command: click.Command = cli
         for name in path.split()[1:]:
             assert isinstance(command, click.Group)
             command = command.commands[name]
@@ -225,7 +225,7 @@ def test_one_ruff_and_one_mypy_for_pre_commit_ci_and_the_workflow() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     test_extra = pyproject["project"]["optional-dependencies"]["test"]
     pins = {re.split(r"[=<>~!\[ ]", req, maxsplit=1)[0]: req for req in test_extra}
-    for tool in ("ruff", "mypy", "mkdocs", "mkdocs-click"):
+    for tool in ("ruff", "mypy", "import-linter", "mkdocs", "mkdocs-click"):
         assert re.fullmatch(rf"{tool}==[\w.]+", pins[tool]), (
             f"{tool}: pin one version, not {pins[tool]!r}"
         )
@@ -237,16 +237,17 @@ def test_one_ruff_and_one_mypy_for_pre_commit_ci_and_the_workflow() -> None:
     hooks = {
         hook["id"]: (repo["repo"], hook) for repo in precommit["repos"] for hook in repo["hooks"]
     }
-    for hook_id in ("ruff", "ruff-format", "mypy"):
+    for hook_id in ("ruff", "ruff-format", "mypy", "lint-imports"):
         repo, hook = hooks[hook_id]
         assert (repo, hook["language"]) == ("local", "system"), hook_id
+        assert "files" not in hook or hook_id == "lint-imports", f"{hook_id} skips files"
     # The workflow runs .ci/run, which runs the linters, the site and the README's tests.
     workflow = yaml.safe_load(
         (ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
     )
     assert {"run": "bash .ci/run"} in workflow["jobs"]["test"]["steps"]
     ci_run = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    for step in ("ruff check .", "ruff format --check knowl_build", "mypy"):
+    for step in ("ruff check .", "ruff format --check .", "mypy", "lint-imports"):
         assert step in ci_run, step
     assert any(line.startswith('mkdocs build --strict --site-dir "$tmp/') for line in ci_run)
 

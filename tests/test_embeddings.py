@@ -59,7 +59,9 @@ def test_semantic_arm_finds_the_page_meant(tmp_path: Path) -> None:
     hit = next(h for h in answer["hits"] if h["page"] == "attrition")
     assert "vector" in hit["matched_on"]
     # Only changed pages are embedded again.
-    proj.write({"knowledge/global/holidays.md": "---\nsummary: Office holidays\n---\nClosed in August.\n"})
+    proj.write(
+        {"knowledge/global/holidays.md": "---\nsummary: Office holidays\n---\nClosed in August.\n"}
+    )
     proj.commit("edit")
     again = build(proj.root, CONFIG)
     assert again.folder is not None

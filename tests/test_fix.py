@@ -16,9 +16,9 @@ TEXT = (
     "  - shop_pg.orders.total_revenue\n"
     "  - shop_pg.orders\n"
     "meta:\n"
-    "  last_validated_at: \"2026-01-01T00:00:00Z\"\n"
+    '  last_validated_at: "2026-01-01T00:00:00Z"\n'
     "  bound_fingerprints:\n"
-    f"    shop_pg.orders.total_revenue: \"{FP_SUM_AMOUNT}\"\n"
+    f'    shop_pg.orders.total_revenue: "{FP_SUM_AMOUNT}"\n'
     "---\n"
     "# Revenue\n\nSee the orders source.\n"
 )
@@ -26,7 +26,9 @@ TEXT = (
 
 def removed_measure(proj: Project) -> str:
     text = SEMANTICS[ORDERS].replace(
-        '  - { name: total_revenue, expr: "sum(amount)", additivity: additive, description: Revenue. }\n', "")
+        '  - { name: total_revenue, expr: "sum(amount)", additivity: additive, description: Revenue. }\n',
+        "",
+    )
     proj.write({ORDERS: text.replace("measures:\n", "")})
     return proj.commit("Remove total_revenue")
 
@@ -43,8 +45,8 @@ def test_removed_entity_fix_diff_and_apply(project: Callable[..., Project]) -> N
     assert proposed.stdout == (
         f"--- a/{PAGE}\n+++ b/{PAGE}\n@@ -1,12 +1,10 @@\n ---\n summary: Revenue   # the summary\n"
         " sl_refs:\n-  - shop_pg.orders.total_revenue\n   - shop_pg.orders\n meta:\n"
-        "-  last_validated_at: \"2026-01-01T00:00:00Z\"\n-  bound_fingerprints:\n"
-        f"-    shop_pg.orders.total_revenue: \"{FP_SUM_AMOUNT}\"\n"
+        '-  last_validated_at: "2026-01-01T00:00:00Z"\n-  bound_fingerprints:\n'
+        f'-    shop_pg.orders.total_revenue: "{FP_SUM_AMOUNT}"\n'
         "+  last_validated_at: null\n+  bound_fingerprints: {}\n ---\n # Revenue\n \n"
     )
     assert (proj.root / PAGE).read_text() == TEXT  # proposals only

@@ -63,7 +63,7 @@ def lookups(draw: st.DrawFn, max_size: int = 24) -> tuple[str, list[str], float]
     letters = draw(ALPHABET)
     words = st.text(st.sampled_from(letters), max_size=max_size)
     names = draw(st.lists(words, max_size=30))
-    if names and draw(st.booleans()):  # a near miss of one of the names, or of a new one
+    if len(names) > 0 and draw(st.booleans()):  # a near miss of one of the names, or of a new one
         name = draw(near(draw(st.sampled_from(names)), letters))
     else:
         name = draw(words)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from knowl_build.config import Config
 from knowl_build.pipeline.analysis import analyse
@@ -15,8 +16,8 @@ PAGE = "knowledge/global/revenue.md"
 def revenue_page(validated: str = "2026-01-01T12:00:00Z", extra: str = "") -> str:
     return (
         "---\nsummary: Revenue\nsl_refs: [shop_pg.orders.total_revenue]\n"
-        f"meta:\n  last_validated_at: \"{validated}\"\n  bound_fingerprints:\n"
-        f"    shop_pg.orders.total_revenue: \"{FP_SUM_AMOUNT}\"\n{extra}---\n"
+        f'meta:\n  last_validated_at: "{validated}"\n  bound_fingerprints:\n'
+        f'    shop_pg.orders.total_revenue: "{FP_SUM_AMOUNT}"\n{extra}---\n'
         "Revenue is `<< sl:shop_pg.orders.total_revenue.expr >>`.\n"
     )
 
@@ -26,9 +27,17 @@ def findings(proj: Project) -> list[tuple[str, int, int, str]]:
     return [(d.code, d.line, d.column, d.message) for d in analysis.diagnostics if d.path == PAGE]
 
 
-def test_measure_changed_in_later_commit_is_drift_naming_the_commit(project: Callable[..., Project]) -> None:
+def test_measure_changed_in_later_commit_is_drift_naming_the_commit(
+    project: Callable[..., Project],
+) -> None:
     proj = project({**SEMANTICS, PAGE: revenue_page()})
-    proj.write({ORDERS: SEMANTICS[ORDERS].replace('expr: "sum(amount)"', 'expr: "sum(amount) - sum(refunds)"')})
+    proj.write(
+        {
+            ORDERS: SEMANTICS[ORDERS].replace(
+                'expr: "sum(amount)"', 'expr: "sum(amount) - sum(refunds)"'
+            )
+        }
+    )
     sha = proj.commit("Net out refunds in revenue")
     proj.write({"knowledge/global/other.md": "x\n"})
     proj.commit("unrelated")
@@ -56,13 +65,17 @@ def test_uncommitted_change_is_working_tree(project: Callable[..., Project]) -> 
     assert analysis.history.entities["shop_pg.orders.total_revenue"].changed_in == "working-tree"
     drift = analysis.assessments[PAGE].drift[0]
     assert drift["changed_in"] == {"commit": None, "working_tree": True}
-    assert any("uncommitted changes" in d.message for d in analysis.diagnostics if d.code == "KB201")
+    assert any(
+        "uncommitted changes" in d.message for d in analysis.diagnostics if d.code == "KB201"
+    )
 
 
 def test_removed_entity_names_removing_commit(project: Callable[..., Project]) -> None:
     proj = project({**SEMANTICS, PAGE: revenue_page()})
     text = SEMANTICS[ORDERS].replace(
-        '  - { name: total_revenue, expr: "sum(amount)", additivity: additive, description: Revenue. }\n', "")
+        '  - { name: total_revenue, expr: "sum(amount)", additivity: additive, description: Revenue. }\n',
+        "",
+    )
     proj.write({ORDERS: text.replace("measures:\n", "")})
     sha = proj.commit("Drop the revenue measure")
     got = [f for f in findings(proj) if f[0] == "KB101"]
@@ -71,7 +84,9 @@ def test_removed_entity_names_removing_commit(project: Callable[..., Project]) -
     assert f"removed in commit {sha[:12]}" in got[0][3]
 
 
-def test_introduction_is_not_a_change_and_renames_keep_history(project: Callable[..., Project]) -> None:
+def test_introduction_is_not_a_change_and_renames_keep_history(
+    project: Callable[..., Project],
+) -> None:
     proj = project({**SEMANTICS, PAGE: revenue_page("2025-06-01T00:00:00Z")})
     first = proj.run_git("rev-parse", "HEAD").strip()
     proj.write({"semantics/moved/orders_v2.yaml": SEMANTICS[ORDERS]}).remove(ORDERS)
@@ -88,8 +103,10 @@ def test_introduction_is_not_a_change_and_renames_keep_history(project: Callable
 def test_affected_paths_and_source_commit(project: Callable[..., Project]) -> None:
     proj = project({**SEMANTICS, "src/app.py": "print(1)\n", "src/keep.py": "x = 1\n"})
     base = proj.run_git("rev-parse", "HEAD").strip()
-    page = (f"---\nsource_commit: {base[:10]}\naffected_paths: [src/app.py, src/keep.py, src/gone.py]\n"
-            "meta: {last_validated_at: 2026-05-01}\n---\nx\n")
+    page = (
+        f"---\nsource_commit: {base[:10]}\naffected_paths: [src/app.py, src/keep.py, src/gone.py]\n"
+        "meta: {last_validated_at: 2026-05-01}\n---\nx\n"
+    )
     proj.write({PAGE: page, "src/app.py": "print(2)\n"})
     proj.commit("change app")
     got = [(f[0], f[1], f[2]) for f in findings(proj)]
@@ -99,38 +116,57 @@ def test_affected_paths_and_source_commit(project: Callable[..., Project]) -> No
     assert got == [("KB205", 2, 16)]
 
 
-def test_no_git_still_reports_drift_without_commit(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_no_git_still_reports_drift_without_commit(tmp_path: Path) -> None:
     proj = Project(tmp_path / "p", git=False)
-    proj.write({**SEMANTICS, PAGE: revenue_page(), ORDERS: SEMANTICS[ORDERS].replace("sum(amount)", "sum(x)")})
+    proj.write(
+        {
+            **SEMANTICS,
+            PAGE: revenue_page(),
+            ORDERS: SEMANTICS[ORDERS].replace("sum(amount)", "sum(x)"),
+        }
+    )
     analysis = analyse(proj.root, Config(), use_cache=False)
     codes = [d.code for d in analysis.diagnostics]
     assert "KB201" in codes and "KB009" in codes and "KB203" not in codes
 
 
-def test_cached_replay_continues_and_equals_a_full_replay(project: Callable[..., Project], tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_cached_replay_continues_and_equals_a_full_replay(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
     from knowl_build.history.git import GitRepo
     from knowl_build.history.log import GitHistory
     from knowl_build.history.replay import trace
     from knowl_build.pipeline.analysis import load_layer
     from knowl_build.pipeline.inputs import read_inputs
 
-    def replay(proj: Project, cache: object) -> object:
+    def replay(proj: Project, cache: Path | None) -> object:
         config = Config()
         layer = load_layer(read_inputs(proj.root, config))
-        reader = GitHistory(GitRepo.find(proj.root))  # type: ignore[arg-type]
+        repo = GitRepo.find(proj.root)
+        assert repo is not None
+        reader = GitHistory(repo)
         try:
-            h = trace(reader, config, layer, cache=cache)  # type: ignore[arg-type]
+            h = trace(reader, config, layer, cache=cache)
         finally:
             reader.close()
-        return (h.head, sorted(h.commits), {k: v.to_list() for k, v in h.entities.items()},
-                h.exprs, h.page_commits)
+        return (
+            h.head,
+            sorted(h.commits),
+            {k: v.to_list() for k, v in h.entities.items()},
+            h.exprs,
+            h.page_commits,
+        )
 
     cache = tmp_path / "history.json"
     proj = project({**SEMANTICS, PAGE: revenue_page()})
     assert replay(proj, cache) == replay(proj, None)
     for n in range(3):
-        proj.write({ORDERS: SEMANTICS[ORDERS].replace("sum(amount)", f"sum(amount_{n})"),
-                    f"knowledge/global/p{n}.md": f"page {n}\n"})
+        proj.write(
+            {
+                ORDERS: SEMANTICS[ORDERS].replace("sum(amount)", f"sum(amount_{n})"),
+                f"knowledge/global/p{n}.md": f"page {n}\n",
+            }
+        )
         proj.commit(f"round {n}")
         if n == 1:
             proj.write({"knowledge/global/moved.md": "page 0\n"}).remove("knowledge/global/p0.md")

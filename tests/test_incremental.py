@@ -18,18 +18,50 @@ from knowl_build.config import Config
 from knowl_build.pipeline.publish import build
 from tests.helpers import Project, search
 
-WORDS = ["revenue", "order", "customer", "churn", "refund", "margin", "cohort", "segment", "retention", "funnel", "product", "channel", "region", "forecast", "quarter", "pipeline", "warehouse", "metric", "finance", "policy", "caveat"]
-QUERIES = ["revenue", "customer churn", "refund policy", "warehouse metric", "total_revenue",
-           "segment retention funnel", "quarter", "caveat finance order"]
+WORDS = [
+    "revenue",
+    "order",
+    "customer",
+    "churn",
+    "refund",
+    "margin",
+    "cohort",
+    "segment",
+    "retention",
+    "funnel",
+    "product",
+    "channel",
+    "region",
+    "forecast",
+    "quarter",
+    "pipeline",
+    "warehouse",
+    "metric",
+    "finance",
+    "policy",
+    "caveat",
+]
+QUERIES = [
+    "revenue",
+    "customer churn",
+    "refund policy",
+    "warehouse metric",
+    "total_revenue",
+    "segment retention funnel",
+    "quarter",
+    "caveat finance order",
+]
 JSON_FILES = ("pages.jsonl", "entities.json", "graph.json", "diagnostics.json")
 
 
 def source(name: str, expr: str, extra: bool) -> str:
-    measures = f"  - {{ name: total, expr: \"{expr}\" }}\n"
+    measures = f'  - {{ name: total, expr: "{expr}" }}\n'
     if extra:
-        measures += "  - { name: count, expr: \"count(*)\" }\n"
-    return (f"name: {name}\nconnection: db\ntable: t_{name}\ncolumns:\n  - {{ name: id }}\n"
-            f"measures:\n{measures}")
+        measures += '  - { name: count, expr: "count(*)" }\n'
+    return (
+        f"name: {name}\nconnection: db\ntable: t_{name}\ncolumns:\n  - {{ name: id }}\n"
+        f"measures:\n{measures}"
+    )
 
 
 def page(rng: random.Random, ids: list[str], sources: list[str]) -> str:
@@ -37,9 +69,11 @@ def page(rng: random.Random, ids: list[str], sources: list[str]) -> str:
     src = rng.choice(sources)
     links = " ".join(f"[[{rng.choice(ids)}]]" for _ in range(rng.randint(0, 3))) if ids else ""
     mode = rng.choice(["reference", "caveat", "definition"])
-    return (f"---\nsummary: {rng.choice(WORDS)} {rng.choice(WORDS)}\ntags: [{rng.choice(WORDS)}]\n"
-            f"usage_mode: {mode}\nsl_refs: [db.{src}.total]\n---\n"
-            f"# {rng.choice(WORDS).title()}\n\n{words}\n\nUses `<< sl:db.{src}.total.expr >>`. {links}\n")
+    return (
+        f"---\nsummary: {rng.choice(WORDS)} {rng.choice(WORDS)}\ntags: [{rng.choice(WORDS)}]\n"
+        f"usage_mode: {mode}\nsl_refs: [db.{src}.total]\n---\n"
+        f"# {rng.choice(WORDS).title()}\n\n{words}\n\nUses `<< sl:db.{src}.total.expr >>`. {links}\n"
+    )
 
 
 def hits(folder: Path) -> list[list[tuple[str, float]]]:
@@ -54,7 +88,9 @@ def test_incremental_equals_full(tmp_path: Path, seed: int) -> None:
     sources = ["s1", "s2", "s3"]
     exprs = {s: "sum(x)" for s in sources}
     extras = dict.fromkeys(sources, False)
-    files: dict[str, str | bytes] = {f"semantics/{s}.yaml": source(s, exprs[s], False) for s in sources}
+    files: dict[str, str | bytes] = {
+        f"semantics/{s}.yaml": source(s, exprs[s], False) for s in sources
+    }
     pages: dict[str, str] = {}
     for i in range(12):
         path = f"knowledge/global/p{i}.md" if i % 4 else f"knowledge/user/u{i % 2}/p{i}.md"
@@ -68,7 +104,9 @@ def test_incremental_equals_full(tmp_path: Path, seed: int) -> None:
     reused = 0
     for round_no in range(5):
         for _ in range(rng.randint(1, 4)):
-            action = rng.choice(["edit", "edit", "add", "rename", "delete", "definition", "measure"])
+            action = rng.choice(
+                ["edit", "edit", "add", "rename", "delete", "definition", "measure"]
+            )
             ids = [Path(p).stem for p in pages]
             if action == "edit" and pages:
                 path = rng.choice(sorted(pages))
@@ -101,13 +139,16 @@ def test_incremental_equals_full(tmp_path: Path, seed: int) -> None:
             proj.commit(f"round {round_no}")  # odd rounds build from the working tree
 
         incremental = build(proj.root, config, allow_errors=True)
-        full = build(proj.root, config, allow_errors=True, full=True, out=tmp_path / f"full{round_no}")
+        full = build(
+            proj.root, config, allow_errors=True, full=True, out=tmp_path / f"full{round_no}"
+        )
         assert incremental.status == full.status == "published"
         assert incremental.incremental and not full.incremental
         assert incremental.folder is not None and full.folder is not None
         for name in JSON_FILES:
             assert (incremental.folder / name).read_bytes() == (full.folder / name).read_bytes(), (
-                f"round {round_no}: {name} differs")
+                f"round {round_no}: {name} differs"
+            )
         assert hits(incremental.folder) == hits(full.folder), f"round {round_no}: rankings differ"
         manifest = json.loads((incremental.folder / "manifest.json").read_text())
         reused += manifest["records"]["reused"]

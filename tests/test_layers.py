@@ -29,9 +29,7 @@ def _function_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     for function in ast.walk(tree):
         if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
             found += [
-                node
-                for node in ast.walk(function)
-                if isinstance(node, ast.Import | ast.ImportFrom)
+                node for node in ast.walk(function) if isinstance(node, ast.Import | ast.ImportFrom)
             ]
     return found
 

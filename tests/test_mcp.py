@@ -34,11 +34,14 @@ async def _session(args: list[str], body: Any) -> Any:
     from mcp.client.stdio import stdio_client
 
     # The SDK starts servers with a minimal environment: pass what the tests pin.
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "SOURCE_DATE_EPOCH", "KNOWL_EMBEDDINGS",
-                                     "XDG_CACHE_HOME")
-           if k in os.environ}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "knowl_build", "mcp", *args],
-                                   env=env)
+    env = {
+        k: os.environ[k]
+        for k in ("PATH", "HOME", "SOURCE_DATE_EPOCH", "KNOWL_EMBEDDINGS", "XDG_CACHE_HOME")
+        if k in os.environ
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "knowl_build", "mcp", *args], env=env
+    )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         return await body(session)
@@ -60,27 +63,57 @@ def test_tools_search_read_and_scoping(kb: Path) -> None:
         tools = await session.list_tools()
         names = sorted(t.name for t in tools.tools)
         search = payload(await session.call_tool("search_knowledge", {"query": "completed orders"}))
-        mine = payload(await session.call_tool("search_knowledge", {"query": "zebra", "user": "alice"}))
+        mine = payload(
+            await session.call_tool("search_knowledge", {"query": "zebra", "user": "alice"})
+        )
         anonymous = payload(await session.call_tool("search_knowledge", {"query": "zebra"}))
         page = payload(await session.call_tool("read_knowledge_page", {"page": "revenue"}))
-        hidden = await session.call_tool("read_knowledge_page", {"page": "user:bob:secret-plan", "user": "alice"})
-        walk = payload(await session.call_tool("traverse_knowledge", {"pages": ["revenue"], "depth": 1}))
+        hidden = await session.call_tool(
+            "read_knowledge_page", {"page": "user:bob:secret-plan", "user": "alice"}
+        )
+        walk = payload(
+            await session.call_tool("traverse_knowledge", {"pages": ["revenue"], "depth": 1})
+        )
         stale = payload(await session.call_tool("list_stale", {}))
         timeline = await session.call_tool("knowledge_timeline", {"page": "revenue"})
-        store = await session.call_tool("store_knowledge", {"category": "fact", "title": "x", "content": "y"})
-        return {"names": names, "search": search, "mine": mine, "anonymous": anonymous, "page": page,
-                "hidden": hidden, "walk": walk, "stale": stale, "timeline": timeline, "store": store}
+        store = await session.call_tool(
+            "store_knowledge", {"category": "fact", "title": "x", "content": "y"}
+        )
+        return {
+            "names": names,
+            "search": search,
+            "mine": mine,
+            "anonymous": anonymous,
+            "page": page,
+            "hidden": hidden,
+            "walk": walk,
+            "stale": stale,
+            "timeline": timeline,
+            "store": store,
+        }
 
     out = run(["--artifact", str(kb)], body)
-    assert out["names"] == ["knowledge_timeline", "list_stale", "read_knowledge_page", "search_knowledge",
-                            "traverse_knowledge"]
+    assert out["names"] == [
+        "knowledge_timeline",
+        "list_stale",
+        "read_knowledge_page",
+        "search_knowledge",
+        "traverse_knowledge",
+    ]
     assert out["search"]["hits"][0]["page"] == "revenue"
     assert [c["page"] for c in out["search"]["caveats"]] == ["refunds-caveat"]
     assert [(h["page"], h["annotations"]) for h in out["mine"]["hits"]] == [
-        ("glossary", [{"page": "glossary", "scope": "user:alice"}])]
+        ("glossary", [{"page": "glossary", "scope": "user:alice"}])
+    ]
     assert out["anonymous"]["hits"] == []
-    assert out["page"]["page_id"] == "revenue" and out["page"]["caveats"][0]["page"] == "refunds-caveat"
-    assert out["hidden"].is_error and "no page 'user:bob:secret-plan' visible to alice" in out["hidden"].content[0].text
+    assert (
+        out["page"]["page_id"] == "revenue"
+        and out["page"]["caveats"][0]["page"] == "refunds-caveat"
+    )
+    assert (
+        out["hidden"].is_error
+        and "no page 'user:bob:secret-plan' visible to alice" in out["hidden"].content[0].text
+    )
     assert any(p["page"] == "glossary" for p in out["walk"]["pages"])
     assert out["stale"] == {"pages": []}
     assert out["timeline"].is_error and "--repo" in out["timeline"].content[0].text
@@ -88,20 +121,37 @@ def test_tools_search_read_and_scoping(kb: Path) -> None:
 
 
 def test_writes_with_allow_writes_and_timeline_with_repo(tmp_path: Path) -> None:
-    proj = Project(tmp_path / "kb").write({**SEMANTICS, "knowl.toml": "[rules]\nKB202 = 'off'\n",
-                                           "knowledge/global/a.md": "# A\n"})
+    proj = Project(tmp_path / "kb").write(
+        {**SEMANTICS, "knowl.toml": "[rules]\nKB202 = 'off'\n", "knowledge/global/a.md": "# A\n"}
+    )
     proj.commit()
     assert build(proj.root, Config(rules={"KB202": "off"})).status == "published"
 
     async def body(session: Any) -> dict[str, Any]:
         names = sorted(t.name for t in (await session.list_tools()).tools)
-        stored = payload(await session.call_tool("store_knowledge", {
-            "category": "decision", "title": "Database choice", "content": "We use PostgreSQL."}))
-        secret = await session.call_tool("store_knowledge", {
-            "category": "fact", "title": "Keys", "content": "key AKIAABCDEFGHIJKLMNOP here"})
+        stored = payload(
+            await session.call_tool(
+                "store_knowledge",
+                {
+                    "category": "decision",
+                    "title": "Database choice",
+                    "content": "We use PostgreSQL.",
+                },
+            )
+        )
+        secret = await session.call_tool(
+            "store_knowledge",
+            {"category": "fact", "title": "Keys", "content": "key AKIAABCDEFGHIJKLMNOP here"},
+        )
         timeline = payload(await session.call_tool("knowledge_timeline", {"page": "a"}))
         bad = await session.call_tool("supersede_knowledge", {"old": "a", "new": "a"})
-        return {"names": names, "stored": stored, "secret": secret, "timeline": timeline, "bad": bad}
+        return {
+            "names": names,
+            "stored": stored,
+            "secret": secret,
+            "timeline": timeline,
+            "bad": bad,
+        }
 
     out = run(["--repo", str(proj.root), "--allow-writes"], body)
     assert "store_knowledge" in out["names"] and "supersede_knowledge" in out["names"]

@@ -37,11 +37,14 @@ def test_hook_definition_matches_the_spec() -> None:
 
 def test_hooks_file_matches_the_schema() -> None:
     if not SCHEMA.is_file():
-        pytest.skip(f"SchemaStore's pre-commit hooks schema is not here: {SCHEMA} (../shared is absent)")
+        pytest.skip(
+            f"SchemaStore's pre-commit hooks schema is not here: {SCHEMA} (../shared is absent)"
+        )
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads(SCHEMA.read_text())
     validator = jsonschema.validators.validator_for(schema)(
-        schema, format_checker=jsonschema.FormatChecker())
+        schema, format_checker=jsonschema.FormatChecker()
+    )
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(hooks)]
     assert not errors, "\n".join(errors)
@@ -60,51 +63,82 @@ def hook_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Pa
     tmp = tmp_path_factory.mktemp("hook-source")
     source = tmp / "knowl-build"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(source)], check=True)
-    shutil.copytree(ROOT, source, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns(".git", ".knowl", "*.egg-info", "__pycache__",
-                                                  ".venv", "bench", ".pytest_cache", ".mypy_cache"))
+    shutil.copytree(
+        ROOT,
+        source,
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns(
+            ".git",
+            ".knowl",
+            "*.egg-info",
+            "__pycache__",
+            ".venv",
+            "bench",
+            ".pytest_cache",
+            ".mypy_cache",
+        ),
+    )
     subprocess.run(["git", "add", "-A"], cwd=source, check=True)
-    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "snapshot"], cwd=source, check=True,
-                   env={**os.environ, **AUTHOR})
-    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True,
-                         check=True).stdout.strip()
+    subprocess.run(
+        ["git", "commit", "-q", "--allow-empty", "-m", "snapshot"],
+        cwd=source,
+        check=True,
+        env={**os.environ, **AUTHOR},
+    )
+    rev = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True, check=True
+    ).stdout.strip()
     return source, rev, tmp / "pre-commit-home"
 
 
-def hooked_repo(root: Path, hook_source: tuple[Path, str, Path], files: dict[str, str | bytes],
-                config: str | None = None,
-                ) -> tuple[Project, Callable[[], subprocess.CompletedProcess[str]]]:
+def hooked_repo(
+    root: Path,
+    hook_source: tuple[Path, str, Path],
+    files: dict[str, str | bytes],
+    config: str | None = None,
+) -> tuple[Project, Callable[[], subprocess.CompletedProcess[str]]]:
     """A repository whose first commit holds `files` and the hook's configuration (`config`,
     or one naming the hook source's revision), with the hook installed; returns it and a
     function that commits everything through the hook."""
     source, rev, home = hook_source
     repo = Project(root)
-    repo.write({
-        **files,
-        ".pre-commit-config.yaml": config or (
-            f"repos:\n  - repo: {source}\n    rev: {rev}\n    hooks:\n      - id: knowl-check\n"
-        ),
-    })
+    repo.write(
+        {
+            **files,
+            ".pre-commit-config.yaml": config
+            or (
+                f"repos:\n  - repo: {source}\n    rev: {rev}\n    hooks:\n      - id: knowl-check\n"
+            ),
+        }
+    )
     repo.commit("start")
     env = {**os.environ, **AUTHOR, "PRE_COMMIT_HOME": str(home)}
     env.pop("GITHUB_ACTIONS", None)
-    subprocess.run(["pre-commit", "install"], cwd=repo.root, check=True, env=env, capture_output=True)
+    subprocess.run(
+        ["pre-commit", "install"], cwd=repo.root, check=True, env=env, capture_output=True
+    )
 
     def commit() -> subprocess.CompletedProcess[str]:
         subprocess.run(["git", "add", "-A"], cwd=repo.root, check=True)
-        return subprocess.run(["git", "commit", "-m", "edit"], cwd=repo.root, env=env,
-                              capture_output=True, text=True)
+        return subprocess.run(
+            ["git", "commit", "-m", "edit"], cwd=repo.root, env=env, capture_output=True, text=True
+        )
 
     return repo, commit
 
 
-def test_precommit_hook_blocks_a_broken_link(tmp_path: Path,
-                                            hook_source: tuple[Path, str, Path]) -> None:
-    repo, commit = hooked_repo(tmp_path / "kb", hook_source, {
-        **SEMANTICS,
-        "knowl.toml": "[rules]\nKB202 = 'off'\n",
-        "knowledge/global/a.md": "# A\n",
-    })
+def test_precommit_hook_blocks_a_broken_link(
+    tmp_path: Path, hook_source: tuple[Path, str, Path]
+) -> None:
+    repo, commit = hooked_repo(
+        tmp_path / "kb",
+        hook_source,
+        {
+            **SEMANTICS,
+            "knowl.toml": "[rules]\nKB202 = 'off'\n",
+            "knowledge/global/a.md": "# A\n",
+        },
+    )
     repo.write({"knowledge/global/b.md": "See [[a]] and [[missing-page]].\n"})
     refused = commit()
     assert refused.returncode != 0, refused.stdout + refused.stderr
@@ -115,23 +149,29 @@ def test_precommit_hook_blocks_a_broken_link(tmp_path: Path,
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
 
 
-def test_precommit_hook_blocks_a_dbt_metric_rename(tmp_path: Path,
-                                                  hook_source: tuple[Path, str, Path]) -> None:
+def test_precommit_hook_blocks_a_dbt_metric_rename(
+    tmp_path: Path, hook_source: tuple[Path, str, Path]
+) -> None:
     # The commit touches only the dbt project's YAML (outside knowledge/ and semantics/): a
     # hook limited to those folders let it through while `knowl check` failed.
     page = "---\nsl_refs: [shop_dbt.metrics.total_revenue]\n---\n# Revenue\n"
-    repo, commit = hooked_repo(tmp_path / "dbt-kb", hook_source, {
-        **SEMANTICS,
-        "knowl.toml": TOML,
-        "analytics_dbt/dbt_project.yml": DBT_PROJECT,
-        "analytics_dbt/models/marts/orders.yml": LEGACY,
-        "knowledge/global/revenue.md": page,
-    })
+    repo, commit = hooked_repo(
+        tmp_path / "dbt-kb",
+        hook_source,
+        {
+            **SEMANTICS,
+            "knowl.toml": TOML,
+            "analytics_dbt/dbt_project.yml": DBT_PROJECT,
+            "analytics_dbt/models/marts/orders.yml": LEGACY,
+            "knowledge/global/revenue.md": page,
+        },
+    )
     renamed = LEGACY.replace("  - name: total_revenue\n", "  - name: gross_revenue\n")
     assert renamed != LEGACY
     repo.write({"analytics_dbt/models/marts/orders.yml": renamed})
-    staged = subprocess.run(["git", "status", "--porcelain"], cwd=repo.root, capture_output=True,
-                            text=True, check=True).stdout.split()
+    staged = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=repo.root, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert staged == ["M", "analytics_dbt/models/marts/orders.yml"]
     refused = commit()
     assert refused.returncode != 0, refused.stdout + refused.stderr
@@ -170,24 +210,31 @@ def test_readme_snippet_names_this_release() -> None:
     assert [hook["id"] for hook in entry["hooks"]] == ["knowl-check"]
 
 
-def test_readme_snippet_works_when_copied(tmp_path: Path,
-                                          hook_source: tuple[Path, str, Path]) -> None:
+def test_readme_snippet_works_when_copied(
+    tmp_path: Path, hook_source: tuple[Path, str, Path]
+) -> None:
     """The README's snippet as it is, with `repo:` pointing at this checkout: its `rev` is the
     release tag, which the hook repository carries (created here on the snapshot when this
     checkout was cloned without tags)."""
     source, _rev, _home = hook_source
     snippet = yaml.safe_load(_readme_snippet())
     tag = snippet["repos"][0]["rev"]
-    tags = subprocess.run(["git", "tag", "--list", tag], cwd=source, capture_output=True,
-                          text=True, check=True).stdout.split()
+    tags = subprocess.run(
+        ["git", "tag", "--list", tag], cwd=source, capture_output=True, text=True, check=True
+    ).stdout.split()
     if tag not in tags:
         subprocess.run(["git", "tag", tag], cwd=source, check=True)
     snippet["repos"][0]["repo"] = str(source)
-    repo, commit = hooked_repo(tmp_path / "kb", hook_source, {
-        **SEMANTICS,
-        "knowl.toml": "[rules]\nKB202 = 'off'\n",
-        "knowledge/global/a.md": "# A\n",
-    }, config=yaml.safe_dump(snippet))
+    repo, commit = hooked_repo(
+        tmp_path / "kb",
+        hook_source,
+        {
+            **SEMANTICS,
+            "knowl.toml": "[rules]\nKB202 = 'off'\n",
+            "knowledge/global/a.md": "# A\n",
+        },
+        config=yaml.safe_dump(snippet),
+    )
     repo.write({"knowledge/global/b.md": "See [[missing-page]].\n"})
     refused = commit()
     assert refused.returncode != 0 and "KB103" in refused.stdout + refused.stderr

@@ -25,8 +25,9 @@ def diagnostics(result: Any) -> list[tuple[str, str]]:
     return [(d["code"], d["path"]) for d in json.loads(result.stdout)["diagnostics"]]
 
 
-def test_from_a_sub_folder_the_whole_project_is_checked(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_from_a_sub_folder_the_whole_project_is_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     proj = Project(tmp_path / "proj").write(FILES)
     proj.commit()
     expected = invoke(["check", "--repo", str(proj.root), "--format", "json"], code=1)
@@ -37,14 +38,16 @@ def test_from_a_sub_folder_the_whole_project_is_checked(tmp_path: Path,
         assert "checked 2 page(s) and 1 semantic file(s)" in result.stderr
 
 
-def test_a_project_inside_a_larger_repository(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_project_inside_a_larger_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     mono = Project(tmp_path / "mono")
     mono.write({"src/app.py": "print()\n", **{f"analytics/{k}": v for k, v in FILES.items()}})
     mono.commit()
     monkeypatch.chdir(mono.root / "analytics" / "knowledge" / "global")
     assert diagnostics(invoke(["check", "--format", "json"], code=1)) == [
-        ("KB103", "knowledge/global/a.md")]
+        ("KB103", "knowledge/global/a.md")
+    ]
     github = invoke(["check", "--format", "github"], code=1).stdout
     assert github.startswith("::error file=analytics/knowledge/global/a.md,line=3,")
     # From the repository's root (or beside the project) there is no project to find.
@@ -53,14 +56,26 @@ def test_a_project_inside_a_larger_repository(tmp_path: Path,
     assert "no knowl project" in result.stderr
 
 
-@pytest.mark.parametrize("marker, files", [
-    ("knowl.toml", {"knowl.toml": "knowledge_dir = 'docs/kb'\n", "docs/kb/global/a.md": "[[nope]]\n"}),
-    ("pyproject.toml", {"pyproject.toml": "[project]\nname = 'x'\n[tool.knowl]\nknowledge_dir = 'kb'\n",
-                        "kb/global/a.md": "[[nope]]\n"}),
-    ("knowledge/", {"knowledge/global/a.md": "[[nope]]\n"}),
-])
-def test_each_marker_makes_a_project_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          marker: str, files: dict[str, str | bytes]) -> None:
+@pytest.mark.parametrize(
+    "marker, files",
+    [
+        (
+            "knowl.toml",
+            {"knowl.toml": "knowledge_dir = 'docs/kb'\n", "docs/kb/global/a.md": "[[nope]]\n"},
+        ),
+        (
+            "pyproject.toml",
+            {
+                "pyproject.toml": "[project]\nname = 'x'\n[tool.knowl]\nknowledge_dir = 'kb'\n",
+                "kb/global/a.md": "[[nope]]\n",
+            },
+        ),
+        ("knowledge/", {"knowledge/global/a.md": "[[nope]]\n"}),
+    ],
+)
+def test_each_marker_makes_a_project_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, marker: str, files: dict[str, str | bytes]
+) -> None:
     proj = Project(tmp_path / "proj").write({**files, "deep/er/folder/.keep": ""})
     proj.commit()
     assert find_project_root(proj.root / "deep" / "er" / "folder") == proj.root
@@ -74,20 +89,24 @@ def files_page(files: dict[str, str | bytes]) -> str:
 
 
 def test_a_pyproject_without_tool_knowl_is_not_a_project(tmp_path: Path) -> None:
-    proj = Project(tmp_path / "proj").write({
-        "knowledge/global/a.md": "# A\n",
-        "tools/pyproject.toml": "[project]\nname = 'tools'\n[tool.ruff]\nline-length = 100\n",
-        "tools/src/x.py": "",
-    })
+    proj = Project(tmp_path / "proj").write(
+        {
+            "knowledge/global/a.md": "# A\n",
+            "tools/pyproject.toml": "[project]\nname = 'tools'\n[tool.ruff]\nline-length = 100\n",
+            "tools/src/x.py": "",
+        }
+    )
     assert find_project_root(proj.root / "tools" / "src") == proj.root
 
 
 def test_the_nearest_project_wins(tmp_path: Path) -> None:
-    outer = Project(tmp_path / "outer").write({
-        "knowledge/global/a.md": "# A\n",
-        "nested/knowl.toml": "",
-        "nested/sub/.keep": "",
-    })
+    outer = Project(tmp_path / "outer").write(
+        {
+            "knowledge/global/a.md": "# A\n",
+            "nested/knowl.toml": "",
+            "nested/sub/.keep": "",
+        }
+    )
     assert find_project_root(outer.root / "nested" / "sub") == outer.root / "nested"
     assert find_project_root(outer.root / "nested") == outer.root / "nested"
 
@@ -101,7 +120,9 @@ def test_the_search_stops_at_the_repository_root(tmp_path: Path) -> None:
     assert find_project_root(tmp_path / "elsewhere") == tmp_path  # outside git: no boundary
 
 
-def test_no_project_is_exit_2_with_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_project_is_exit_2_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = Project(tmp_path / "repo").write({"src/x.py": ""})
     monkeypatch.chdir(repo.root / "src")
     for command in (["check"], ["build"], ["stale"], ["search", "x"], ["graph"], ["verify"]):
@@ -122,7 +143,9 @@ def test_repo_keeps_its_meaning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_artifact_readers_need_no_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    proj = Project(tmp_path / "proj").write({**FILES, "knowledge/global/a.md": "# A\n\nSee [[b]].\n"})
+    proj = Project(tmp_path / "proj").write(
+        {**FILES, "knowledge/global/a.md": "# A\n\nSee [[b]].\n"}
+    )
     proj.commit()
     out = tmp_path / "artifact"
     invoke(["build", "--repo", str(proj.root), "--out", str(out)])
@@ -130,7 +153,9 @@ def test_artifact_readers_need_no_project(tmp_path: Path, monkeypatch: pytest.Mo
     elsewhere = Project(tmp_path / "elsewhere")  # a repository with no project in it
     monkeypatch.chdir(elsewhere.root)
     assert json.loads(invoke(["search", "B", "--artifact", artifact, "--json"]).stdout)["hits"]
-    assert json.loads(invoke(["show", "a", "--artifact", artifact, "--json"]).stdout)["page_id"] == "a"
+    assert (
+        json.loads(invoke(["show", "a", "--artifact", artifact, "--json"]).stdout)["page_id"] == "a"
+    )
     traversed = json.loads(invoke(["traverse", "a", "--artifact", artifact, "--json"]).stdout)
     assert {p["page"] for p in traversed["pages"]} == {"a", "b"}
     assert invoke(["graph", "--artifact", artifact]).stdout.startswith("{")
@@ -159,8 +184,9 @@ def test_artifact_readers_need_no_project(tmp_path: Path, monkeypatch: pytest.Mo
     assert served["locator"].reader_project().out_dir == proj.root / ".knowl" / "build"
 
 
-def test_rules_show_the_project_severities_or_the_defaults(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rules_show_the_project_severities_or_the_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     proj = Project(tmp_path / "proj").write(FILES)
     monkeypatch.chdir(proj.root / "knowledge" / "global")
     line = next(r for r in invoke(["rules"]).stdout.splitlines() if "KB202" in r)
@@ -170,8 +196,9 @@ def test_rules_show_the_project_severities_or_the_defaults(tmp_path: Path,
     assert line.split()[:4] == ["KB202", "stale", "warning", "warning"]
 
 
-def test_other_project_commands_find_the_root_too(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_other_project_commands_find_the_root_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     proj = Project(tmp_path / "proj").write(FILES)
     proj.commit()
     monkeypatch.chdir(proj.root / "knowledge" / "global")

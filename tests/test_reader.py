@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from knowl_build.artifacts.layout import file_table
+from knowl_build.artifacts.schema import SearchAnswer
 from knowl_build.config import Config
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
@@ -68,7 +69,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return proj.root
 
 
-def ids(answer: dict) -> list[tuple[str, str]]:  # type: ignore[type-arg]
+def ids(answer: SearchAnswer) -> list[tuple[str, str]]:
     return [(h["page"], h["scope"]) for h in answer["hits"]]
 
 
@@ -95,27 +96,53 @@ def test_search_answer_shape_filters_and_caveats(built: Path) -> None:
     assert set(answer) == {"query", "user", "build", "lexical_only", "hits", "caveats"}
     assert answer["lexical_only"] is True and answer["user"] == "alice"
     hit = answer["hits"][0]
-    assert set(hit) == {"page", "scope", "repo", "title", "summary", "usage_mode", "category", "status",
-                        "score", "matched_on", "sl_refs", "freshness", "drift_flag", "annotations"}
+    assert set(hit) == {
+        "page",
+        "scope",
+        "repo",
+        "title",
+        "summary",
+        "usage_mode",
+        "category",
+        "status",
+        "score",
+        "matched_on",
+        "sl_refs",
+        "freshness",
+        "drift_flag",
+        "annotations",
+    }
     assert (hit["page"], hit["matched_on"], hit["drift_flag"]) == ("revenue", ["lexical"], False)
     # Caveats bound to the hit's measure ride along, alice's own included, most triggers first.
     assert [(c["page"], c["triggered_by"]) for c in answer["caveats"]] == [
-        ("my-caveat", ["revenue"]), ("refunds-caveat", ["revenue"])]
+        ("my-caveat", ["revenue"]),
+        ("refunds-caveat", ["revenue"]),
+    ]
     with Reader.open(built) as reader:
-        assert [c["page"] for c in reader.search("completed orders")["caveats"]] == ["refunds-caveat"]
+        assert [c["page"] for c in reader.search("completed orders")["caveats"]] == [
+            "refunds-caveat"
+        ]
         assert ids(reader.search("revenue", status="superseded")) == [("old-revenue", "global")]
         assert ids(reader.search("revenue", usage_mode="caveat", user="alice", limit=9)) == [
-            ("my-caveat", "user:alice"), ("refunds-caveat", "global")]
+            ("my-caveat", "user:alice"),
+            ("refunds-caveat", "global"),
+        ]
         assert ids(reader.search("revenue", tags=["finance"])) == [("revenue", "global")]
         assert ids(reader.search("", user="alice")) == []
         # Quotes, parentheses and operators are plain text, never an error.
-        assert ids(reader.search('"(revenue)" ** ~~ + -', limit=9)) == ids(reader.search("revenue", limit=9))
+        assert ids(reader.search('"(revenue)" ** ~~ + -', limit=9)) == ids(
+            reader.search("revenue", limit=9)
+        )
         assert len(reader.search("revenue", limit=2)["hits"]) == 2
 
 
 def test_same_query_same_bytes(built: Path) -> None:
-    first = invoke(["search", "revenue orders", "--repo", str(built), "--json", "--user", "alice"]).stdout
-    second = invoke(["search", "revenue orders", "--repo", str(built), "--json", "--user", "alice"]).stdout
+    first = invoke(
+        ["search", "revenue orders", "--repo", str(built), "--json", "--user", "alice"]
+    ).stdout
+    second = invoke(
+        ["search", "revenue orders", "--repo", str(built), "--json", "--user", "alice"]
+    ).stdout
     assert first == second
     hits = json.loads(first)["hits"]
     order = [(-h["score"], h["page"], h["scope"]) for h in hits]
@@ -125,25 +152,38 @@ def test_same_query_same_bytes(built: Path) -> None:
 def test_show(built: Path) -> None:
     with Reader.open(built) as reader:
         page = reader.show("revenue", user="alice")
-        assert page["page_id"] == "revenue" and page["body"].startswith("Revenue counts completed orders: `sum(amount)`")
-        assert page["meta"] == {"provenance": "inferred", "last_validated_at": None, "drift_flag": False,
-                                "frozen": False}
+        assert page["page_id"] == "revenue" and page["body"].startswith(
+            "Revenue counts completed orders: `sum(amount)`"
+        )
+        assert page["meta"] == {
+            "provenance": "inferred",
+            "last_validated_at": None,
+            "drift_flag": False,
+            "frozen": False,
+        }
         assert {"page": "notebook", "scope": "user:alice", "kind": "link"} in page["backlinks"]
-        assert {"page": "old-revenue", "scope": "global", "kind": "superseded_by"} in page["backlinks"]
+        assert {"page": "old-revenue", "scope": "global", "kind": "superseded_by"} in page[
+            "backlinks"
+        ]
         assert [c["page"] for c in page["caveats"]] == ["my-caveat", "refunds-caveat"]
         anonymous = reader.show("revenue")
         assert not any(b["scope"].startswith("user:") for b in anonymous["backlinks"])
-        assert reader.show("glossary", user="alice")["annotations"] == [{"page": "glossary", "scope": "user:alice"}]
+        assert reader.show("glossary", user="alice")["annotations"] == [
+            {"page": "glossary", "scope": "user:alice"}
+        ]
         assert reader.show("old-revenue")["superseded_by"] == "revenue"
         assert reader.show("user:alice:notebook", user="alice")["scope"] == "user:alice"
         assert reader.show("notebook", user="alice")["scope"] == "user:alice"
 
 
-@pytest.mark.parametrize("args", [
-    ["show", "secret-plan", "--user", "alice"],
-    ["show", "user:bob:secret-plan", "--user", "alice"],
-    ["show", "nowhere", "--user", "alice"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["show", "secret-plan", "--user", "alice"],
+        ["show", "user:bob:secret-plan", "--user", "alice"],
+        ["show", "nowhere", "--user", "alice"],
+    ],
+)
 def test_not_visible_is_not_found_with_one_message(built: Path, args: list[str]) -> None:
     result = invoke([*args, "--repo", str(built)], code=1)
     assert result.stderr.strip() == f"knowl: error: no page '{args[1]}' visible to alice"
@@ -154,14 +194,25 @@ def test_traverse(built: Path) -> None:
         walk = reader.traverse(["notebook"], user="alice", depth=2)
     assert walk["seeds"] == ["notebook"]
     pages = {(p["page"], p["scope"]): p for p in walk["pages"]}
-    assert pages[("notebook", "user:alice")] == {"page": "notebook", "scope": "user:alice", "depth": 0, "via": None}
+    assert pages[("notebook", "user:alice")] == {
+        "page": "notebook",
+        "scope": "user:alice",
+        "depth": 0,
+        "via": None,
+    }
     assert pages[("revenue", "global")]["via"] == {"from": "notebook", "kind": "link"}
     assert pages[("glossary", "global")]["depth"] == 2
-    assert pages[("refunds-caveat", "global")]["via"]["kind"] == "sl_ref"
+    via = pages[("refunds-caveat", "global")]["via"]
+    assert via is not None and via["kind"] == "sl_ref"
     assert ("my-caveat", "user:alice") in pages
-    assert walk["entities"] == [{"entity": "shop_pg.orders.total_revenue", "kind": "measure",
-                                 "fingerprint": "sha256:6193c9db63810d49d8c08c18bacb053c943f8f0c1ea8d0fc3dee16ecc0cd7b34",
-                                 "expr": "sum(amount)"}]
+    assert walk["entities"] == [
+        {
+            "entity": "shop_pg.orders.total_revenue",
+            "kind": "measure",
+            "fingerprint": "sha256:6193c9db63810d49d8c08c18bacb053c943f8f0c1ea8d0fc3dee16ecc0cd7b34",
+            "expr": "sum(amount)",
+        }
+    ]
     with Reader.open(built) as reader:
         capped = reader.traverse(["revenue"], depth=5, max_nodes=2)
         assert len(capped["pages"]) == 2
@@ -171,12 +222,14 @@ def test_traverse(built: Path) -> None:
 
 
 def test_federation(built: Path, tmp_path: Path) -> None:
-    peer = Project(tmp_path / "billing").write({
-        "knowl.toml": "repo_name = 'billing-kb'\n" + KB202_OFF,
-        "knowledge/global/invoices.md": "---\nsummary: Invoice revenue\nvisibility: workspace\n---\nRevenue invoices.\n",
-        "knowledge/global/internal.md": "---\nsummary: Internal revenue only\n---\nRevenue, internal.\n",
-        "knowledge/user/carol/mine.md": "---\nsummary: Carol revenue\nvisibility: workspace\n---\nRevenue.\n",
-    })
+    peer = Project(tmp_path / "billing").write(
+        {
+            "knowl.toml": "repo_name = 'billing-kb'\n" + KB202_OFF,
+            "knowledge/global/invoices.md": "---\nsummary: Invoice revenue\nvisibility: workspace\n---\nRevenue invoices.\n",
+            "knowledge/global/internal.md": "---\nsummary: Internal revenue only\n---\nRevenue, internal.\n",
+            "knowledge/user/carol/mine.md": "---\nsummary: Carol revenue\nvisibility: workspace\n---\nRevenue.\n",
+        }
+    )
     peer.commit()
     invoke(["build", "--repo", str(peer.root)])
     with Reader.open(built, peers=[peer.root]) as reader:
@@ -187,11 +240,17 @@ def test_federation(built: Path, tmp_path: Path) -> None:
     assert answer["hits"][0]["score"] == pytest.approx(1 / 60)
     scores = [h["score"] for h in answer["hits"]]
     assert scores == sorted(scores, reverse=True)
-    cli = json.loads(invoke(["search", "revenue", "--repo", str(built), "--peer", str(peer.root), "--json"]).stdout)
+    cli = json.loads(
+        invoke(
+            ["search", "revenue", "--repo", str(built), "--peer", str(peer.root), "--json"]
+        ).stdout
+    )
     assert any(h["repo"] == "billing-kb" for h in cli["hits"])
 
 
-def test_reader_refuses_corrupt_truncated_or_incompatible_artifacts(built: Path, tmp_path: Path) -> None:
+def test_reader_refuses_corrupt_truncated_or_incompatible_artifacts(
+    built: Path, tmp_path: Path
+) -> None:
     source = built / ".knowl" / "build" / (built / ".knowl/build/CURRENT").read_text().strip()
     cases = {}
     for name in ("truncated", "foreign", "missing"):
@@ -208,11 +267,15 @@ def test_reader_refuses_corrupt_truncated_or_incompatible_artifacts(built: Path,
         result = invoke(["search", "revenue", "--artifact", str(folder)], code=2)
         assert result.stderr.count("\n") == 1, (name, result.stderr)
         assert "Traceback" not in result.output
-    assert invoke(["search", "x", "--repo", str(tmp_path)], code=2).stderr.startswith("knowl: error: no published build")
+    assert invoke(["search", "x", "--repo", str(tmp_path)], code=2).stderr.startswith(
+        "knowl: error: no published build"
+    )
 
 
 # Whoosh does not close the file it was reading when the unpickler refuses it.
-@pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.filterwarnings(
+    "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
+)
 def test_crafted_pickle_in_an_index_is_refused_not_run(built: Path, tmp_path: Path) -> None:
     source = built / ".knowl" / "build" / (built / ".knowl/build/CURRENT").read_text().strip()
     evil = tmp_path / "evil"
@@ -220,14 +283,16 @@ def test_crafted_pickle_in_an_index_is_refused_not_run(built: Path, tmp_path: Pa
     marker = tmp_path / "pwned"
 
     class Boom:
-        def __reduce__(self) -> tuple:  # type: ignore[type-arg]
+        def __reduce__(self) -> tuple[object, ...]:
             return (subprocess.call, (["touch", str(marker)],))
 
     toc = next((evil / "index").glob("_MAIN_*.toc"))
     toc.write_bytes(toc.read_bytes()[:8] + pickle.dumps(Boom(), protocol=2))
     manifest = json.loads((evil / "manifest.json").read_text())
     manifest["files"] = file_table(evil)
-    manifest["sizes"] = {n: (evil / n).stat().st_size for n in manifest["files"] if n.startswith("index/")}
+    manifest["sizes"] = {
+        n: (evil / n).stat().st_size for n in manifest["files"] if n.startswith("index/")
+    }
     (evil / "manifest.json").write_bytes(dump_json(manifest))
     result = invoke(["search", "revenue", "--artifact", str(evil)], code=2)
     assert not marker.exists()
@@ -258,21 +323,28 @@ CANONIC_KB: dict[str, str | bytes] = {
         "measures:\n  - {name: churned, expr: count(*)}\n"
     ),
     "knowledge/global/revenue.md": "---\nsummary: How revenue is defined\nsl_refs: [warehouse.orders.revenue]\n"
-                                   "usage_mode: definition\n---\n# Revenue\n\nRevenue is {{ sl:warehouse.orders.revenue.expr }}.\n",
+    "usage_mode: definition\n---\n# Revenue\n\nRevenue is {{ sl:warehouse.orders.revenue.expr }}.\n",
     "knowledge/global/churn.md": "---\nsummary: Churn rate definition\nsl_refs: [warehouse.subscriptions.churned]\n"
-                                 "usage_mode: definition\n---\n# Churn\n\nSubscriptions cancelled in the month.\n",
+    "usage_mode: definition\n---\n# Churn\n\nSubscriptions cancelled in the month.\n",
     "knowledge/global/fiscal-year.md": "---\nsummary: The fiscal year starts in February\n---\n# Fiscal year\n",
     "knowledge/global/returns.md": "---\nsummary: Returns are not subtracted\nusage_mode: caveat\n"
-                                   "sl_refs: [warehouse.orders.revenue]\n---\nReturns come later.\n",
+    "sl_refs: [warehouse.orders.revenue]\n---\nReturns come later.\n",
 }
 
 
-@pytest.mark.parametrize("query, first", [
-    ("revenue", "revenue"), ("how is revenue defined", "revenue"), ("churn rate", "churn"),
-    ("fiscal year", "fiscal-year"), ("returns", "returns"),
-])
-def test_canonic_repository_answers_obvious_queries(tmp_path_factory: pytest.TempPathFactory,
-                                                    query: str, first: str) -> None:
+@pytest.mark.parametrize(
+    "query, first",
+    [
+        ("revenue", "revenue"),
+        ("how is revenue defined", "revenue"),
+        ("churn rate", "churn"),
+        ("fiscal year", "fiscal-year"),
+        ("returns", "returns"),
+    ],
+)
+def test_canonic_repository_answers_obvious_queries(
+    tmp_path_factory: pytest.TempPathFactory, query: str, first: str
+) -> None:
     root = tmp_path_factory.getbasetemp() / "canonic-kb"
     if not (root / ".knowl" / "build" / "CURRENT").exists():  # KNOWL_EMBEDDINGS=off here
         proj = Project(root).write(CANONIC_KB)

@@ -68,6 +68,8 @@ def declared_here(module: ModuleType) -> list[str]:
     tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
     names = []
     for node in tree.body:
+        target: ast.expr
+        value: ast.expr | None
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target, value = node.targets[0], node.value
         elif isinstance(node, ast.AnnAssign):

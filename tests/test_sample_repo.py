@@ -29,9 +29,21 @@ def test_sample_repo_covers_the_demo_features() -> None:
     pages = analysis.pages
     assert len(pages) >= 20
     assert {p.scope for p in pages} == {"global", "user:alice", "user:bob"}
-    assert {p.parsed.fields.usage_mode for p in pages} == {"reference", "caveat", "policy", "definition"}
-    assert {p.parsed.fields.category for p in pages} >= {"fact", "decision", "goal", "constraint",
-                                                         "architecture", "state", "skill"}
+    assert {p.parsed.fields.usage_mode for p in pages} == {
+        "reference",
+        "caveat",
+        "policy",
+        "definition",
+    }
+    assert {p.parsed.fields.category for p in pages} >= {
+        "fact",
+        "decision",
+        "goal",
+        "constraint",
+        "architecture",
+        "state",
+        "skill",
+    }
     assert any(p.parsed.fields.status == "superseded" for p in pages)
     assert any(p.parsed.fields.conflict and p.parsed.fields.conflict.exclusive for p in pages)
     raw = [d.raw for p in pages for d in p.parsed.directives]

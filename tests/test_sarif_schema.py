@@ -47,12 +47,15 @@ def sarif(args: list[str], code: int) -> dict[str, Any]:
 
 
 def uris(log: dict[str, Any]) -> list[str]:
-    return [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-            for r in log["runs"][0]["results"]]
+    return [
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in log["runs"][0]["results"]
+    ]
 
 
-def test_the_golden_project_validates(project: Callable[..., Project],
-                                      validate: Callable[[Any], None]) -> None:
+def test_the_golden_project_validates(
+    project: Callable[..., Project], validate: Callable[[Any], None]
+) -> None:
     proj = project(FILES)
     log = sarif(["--repo", str(proj.root)], 1)
     validate(log)
@@ -63,8 +66,9 @@ def test_the_golden_project_validates(project: Callable[..., Project],
     assert str(proj.root) not in json.dumps(log)
 
 
-def test_odd_file_names_in_a_sub_folder_validate(tmp_path: Path,
-                                                 validate: Callable[[Any], None]) -> None:
+def test_odd_file_names_in_a_sub_folder_validate(
+    tmp_path: Path, validate: Callable[[Any], None]
+) -> None:
     names = ["with space.md", "hash#1.md", "per%cent.md", "caf\u00e9 \u00fcber.md", "q?.md"]
     mono = Project(tmp_path / "mono")
     mono.write({f"sub dir/kb/{path}": text for path, text in CONFIG.items()})
@@ -80,8 +84,9 @@ def test_odd_file_names_in_a_sub_folder_validate(tmp_path: Path,
     assert all(uri.isascii() for uri in uris(log))
 
 
-def test_every_rule_has_help_and_security_rules_a_severity(project: Callable[..., Project],
-                                                           validate: Callable[[Any], None]) -> None:
+def test_every_rule_has_help_and_security_rules_a_severity(
+    project: Callable[..., Project], validate: Callable[[Any], None]
+) -> None:
     proj = project(CONFIG)
     log = sarif(["--repo", str(proj.root)], 0)
     validate(log)
@@ -99,12 +104,17 @@ def test_every_rule_has_help_and_security_rules_a_severity(project: Callable[...
 
 
 def fingerprints(log: dict[str, Any]) -> dict[tuple[str, int], str]:
-    return {(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]):
-            r["partialFingerprints"]["knowlFinding/v1"] for r in log["runs"][0]["results"]}
+    return {
+        (r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]): r[
+            "partialFingerprints"
+        ]["knowlFinding/v1"]
+        for r in log["runs"][0]["results"]
+    }
 
 
 def test_fingerprints_survive_moved_lines_and_tell_repeats_apart(
-        project: Callable[..., Project], validate: Callable[[Any], None]) -> None:
+    project: Callable[..., Project], validate: Callable[[Any], None]
+) -> None:
     proj = project({**CONFIG, "knowledge/global/a.md": "# A\n\n[[nope]]\n\n[[nope]]\n"})
     before = fingerprints(sarif(["--repo", str(proj.root)], 1))
     assert set(before) == {("KB103", 3), ("KB103", 5)}
@@ -121,11 +131,15 @@ def test_fingerprints_survive_moved_lines_and_tell_repeats_apart(
     validate(log)
     after = fingerprints(log)
     assert set(after) == {("KB103", 6), ("KB103", 8)}
-    assert [after[("KB103", 6)], after[("KB103", 8)]] == [before[("KB103", 3)], before[("KB103", 5)]]
+    assert [after[("KB103", 6)], after[("KB103", 8)]] == [
+        before[("KB103", 3)],
+        before[("KB103", 5)],
+    ]
 
 
-def test_exit_2_still_prints_a_valid_log(project: Callable[..., Project], tmp_path: Path,
-                                         validate: Callable[[Any], None]) -> None:
+def test_exit_2_still_prints_a_valid_log(
+    project: Callable[..., Project], tmp_path: Path, validate: Callable[[Any], None]
+) -> None:
     proj = project({**CONFIG, "knowl.toml": "[rules]\nKB999 = 'off'\n"})
     result = invoke(["check", "--repo", str(proj.root), "--format", "sarif"], code=2)
     log = json.loads(result.stdout)
@@ -147,7 +161,8 @@ def test_exit_2_still_prints_a_valid_log(project: Callable[..., Project], tmp_pa
 
 
 def test_exit_2_outside_a_project_and_on_internal_errors(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, validate: Callable[[Any], None]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, validate: Callable[[Any], None]
+) -> None:
     empty = Project(tmp_path / "empty")  # a repository with no knowl project in it
     monkeypatch.chdir(empty.root)
     log = sarif([], 2)
@@ -169,41 +184,56 @@ def test_exit_2_outside_a_project_and_on_internal_errors(
 
 
 def test_sarif_file_matches_the_sarif_format_and_is_written_whole(
-        project: Callable[..., Project], tmp_path: Path, validate: Callable[[Any], None]) -> None:
+    project: Callable[..., Project], tmp_path: Path, validate: Callable[[Any], None]
+) -> None:
     proj = project(FILES)
     folder = tmp_path / "reports"
     folder.mkdir()
     out = folder / "knowl.sarif"
     out.write_text("stale")
-    github = invoke(["check", "--repo", str(proj.root), "--format", "github", "--sarif", str(out)],
-                    code=1)
+    github = invoke(
+        ["check", "--repo", str(proj.root), "--format", "github", "--sarif", str(out)], code=1
+    )
     assert github.stdout.startswith("::")
     printed = invoke(["check", "--repo", str(proj.root), "--format", "sarif"], code=1).stdout
     assert out.read_text(encoding="utf-8") == printed
     assert [p.name for p in folder.iterdir()] == ["knowl.sarif"]  # no temporary file left
 
     built = tmp_path / "build.sarif"
-    invoke(["build", "--repo", str(proj.root), "--allow-errors", "--format", "json",
-            "--sarif", str(built)])
+    invoke(
+        [
+            "build",
+            "--repo",
+            str(proj.root),
+            "--allow-errors",
+            "--format",
+            "json",
+            "--sarif",
+            str(built),
+        ]
+    )
     log = json.loads(built.read_text())
     validate(log)
     assert uris(log) == uris(json.loads(printed))
 
 
-def test_an_unwritable_sarif_file_is_exit_2(project: Callable[..., Project], tmp_path: Path,
-                                            validate: Callable[[Any], None]) -> None:
+def test_an_unwritable_sarif_file_is_exit_2(
+    project: Callable[..., Project], tmp_path: Path, validate: Callable[[Any], None]
+) -> None:
     proj = project(CONFIG)
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
     target = blocker / "knowl.sarif"
-    result = invoke(["check", "--repo", str(proj.root), "--format", "sarif", "--sarif",
-                     str(target)], code=2)
+    result = invoke(
+        ["check", "--repo", str(proj.root), "--format", "sarif", "--sarif", str(target)], code=2
+    )
     validate(json.loads(result.stdout))
     assert "cannot write the SARIF log" in result.stderr
 
 
 def test_a_no_op_build_fingerprints_as_the_build_that_published(
-        project: Callable[..., Project], tmp_path: Path) -> None:
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
     # An unchanged project publishes nothing and reports the findings the artifact recorded:
     # they keep their subjects, so code scanning sees the same alerts, not new ones.
     proj = project(FILES)

@@ -13,7 +13,18 @@ from knowl_build.pipeline.publish import build
 from knowl_build.reader import PageNotFound, Reader
 from tests.helpers import SEMANTICS, Project
 
-WORDS = ["revenue", "churn", "orders", "margin", "zebra", "policy", "refund", "caveat", "cohort", "finance"]
+WORDS = [
+    "revenue",
+    "churn",
+    "orders",
+    "margin",
+    "zebra",
+    "policy",
+    "refund",
+    "caveat",
+    "cohort",
+    "finance",
+]
 USERS = ["ann", "ben", "cat"]
 
 
@@ -59,7 +70,8 @@ def test_no_answer_leaks_another_users_page(tmp_path: Path, seed: int) -> None:
     assert build(proj.root, Config(rules={"KB202": "off"}), allow_errors=True).status == "published"
     with Reader.open(proj.root) as reader:
         all_refs = {f"{p.scope}:{p.id}" for p in reader.view.pages} | {
-            p.id for p in reader.view.pages}
+            p.id for p in reader.view.pages
+        }
         for user in [None, *USERS]:
             allowed = {"global"} | ({f"user:{user}"} if user else set())
             for query in [*WORDS, "revenue zebra churn", "policy caveat"]:

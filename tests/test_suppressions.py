@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import SEMANTICS, Project, invoke
 
 P = "knowledge/global/p.md"
-GOOD_FM = "---\nmeta:\n  last_validated_at: \"2026-05-01T00:00:00Z\"\n---\n"
+GOOD_FM = '---\nmeta:\n  last_validated_at: "2026-05-01T00:00:00Z"\n---\n'
 TOKEN = "ghp_" + "A1b2" * 9
 
 # (page text, expected (code, line, column) list for P, in order)
@@ -53,7 +53,7 @@ CASES = {
     ),
     "frontmatter next line": (
         "---\n# knowl: disable-next-line KB006\nsl_ref: [x]\nmeta:\n"
-        "  last_validated_at: \"2026-05-01T00:00:00Z\"\n---\n",
+        '  last_validated_at: "2026-05-01T00:00:00Z"\n---\n',
         [],
     ),
     "frontmatter disable covers the whole page": (
@@ -62,7 +62,7 @@ CASES = {
     ),
     "an unused frontmatter suppression": (
         "---\ntitle: Old  # knowl: disable KB006\nmeta:\n"
-        "  last_validated_at: \"2026-05-01T00:00:00Z\"\n---\n",
+        '  last_validated_at: "2026-05-01T00:00:00Z"\n---\n',
         [("KB011", 2, 13)],
     ),
 }
@@ -74,8 +74,11 @@ def test_suppression_table(project: Callable[..., Project], name: str) -> None:
     proj = project({**SEMANTICS, P: text})
     failing = any(code in ("KB103", "KB401") for code, _, _ in expected)
     result = invoke(["check", "--repo", str(proj.root), "--format", "json"], code=int(failing))
-    found = [(d["code"], d["line"], d["column"])
-             for d in json.loads(result.stdout)["diagnostics"] if d["path"] == P]
+    found = [
+        (d["code"], d["line"], d["column"])
+        for d in json.loads(result.stdout)["diagnostics"]
+        if d["path"] == P
+    ]
     assert found == expected
 
 
@@ -100,17 +103,20 @@ KB202 = "off"
 
 
 def test_per_path_severities(project: Callable[..., Project]) -> None:
-    proj = project({
-        **SEMANTICS,
-        "knowl.toml": PER_PATH,
-        "knowledge/global/archive/2020/old.md": "[[gone]]\n",
-        "knowledge/global/drafts/idea.md": "[[gone]]\n",
-        "knowledge/global/drafts/strict-idea.md": "[[gone]]\n",
-        "knowledge/global/live.md": "[[gone]]\n",
-    })
+    proj = project(
+        {
+            **SEMANTICS,
+            "knowl.toml": PER_PATH,
+            "knowledge/global/archive/2020/old.md": "[[gone]]\n",
+            "knowledge/global/drafts/idea.md": "[[gone]]\n",
+            "knowledge/global/drafts/strict-idea.md": "[[gone]]\n",
+            "knowledge/global/live.md": "[[gone]]\n",
+        }
+    )
     result = invoke(["check", "--repo", str(proj.root), "--format", "json"], code=1)
-    found = sorted((d["path"], d["code"], d["severity"])
-                   for d in json.loads(result.stdout)["diagnostics"])
+    found = sorted(
+        (d["path"], d["code"], d["severity"]) for d in json.loads(result.stdout)["diagnostics"]
+    )
     assert found == [
         ("knowledge/global/archive/2020/old.md", "KB202", "warning"),
         ("knowledge/global/drafts/idea.md", "KB103", "warning"),
@@ -120,12 +126,14 @@ def test_per_path_severities(project: Callable[..., Project]) -> None:
 
 
 def test_per_path_off_also_drops_the_freshness_reason(project: Callable[..., Project]) -> None:
-    proj = project({
-        **SEMANTICS,
-        "knowl.toml": '[rules.per-path]\n"knowledge/global/archive/**" = { KB202 = "off" }\n',
-        "knowledge/global/archive/old.md": "# Old\n",
-        "knowledge/global/new.md": "# New\n",
-    })
+    proj = project(
+        {
+            **SEMANTICS,
+            "knowl.toml": '[rules.per-path]\n"knowledge/global/archive/**" = { KB202 = "off" }\n',
+            "knowledge/global/archive/old.md": "# Old\n",
+            "knowledge/global/new.md": "# New\n",
+        }
+    )
     stale = json.loads(invoke(["stale", "--repo", str(proj.root), "--json"]).stdout)
     assert [p["page"] for p in stale["pages"]] == ["new"]
 
@@ -133,17 +141,22 @@ def test_per_path_off_also_drops_the_freshness_reason(project: Callable[..., Pro
 @pytest.mark.parametrize(
     ("toml", "message"),
     [
-        ('[rules.per-path]\n"x/**" = { KB999 = "off" }\n',
-         "'rules.per-path.x/**.KB999': unknown rule code"),
-        ('[rules.per-path]\n"x/**" = { KB103 = "loud" }\n',
-         "'rules.per-path.x/**.KB103': severity must be one of"),
+        (
+            '[rules.per-path]\n"x/**" = { KB999 = "off" }\n',
+            "'rules.per-path.x/**.KB999': unknown rule code",
+        ),
+        (
+            '[rules.per-path]\n"x/**" = { KB103 = "loud" }\n',
+            "'rules.per-path.x/**.KB103': severity must be one of",
+        ),
         ('[rules.per-path]\n"x/**" = "off"\n', "'rules.per-path.x/**': expected a table"),
         ("[rules]\nper-path = 1\n", "'rules.per-path': expected a table of globs"),
         ("[rules]\nper_path = {}\n", "did you mean 'per-path'?"),
     ],
 )
-def test_per_path_configuration_errors(project: Callable[..., Project], toml: str,
-                                       message: str) -> None:
+def test_per_path_configuration_errors(
+    project: Callable[..., Project], toml: str, message: str
+) -> None:
     proj = project({**SEMANTICS, "knowl.toml": toml})
     result = invoke(["check", "--repo", str(proj.root)], code=2)
     assert message in result.stderr

@@ -60,26 +60,71 @@ STR, OPT_STR, INT, BOOL, NUM, DICT, LIST = "str", "str?", "int", "bool", "num", 
 STRS = "[str]"
 
 _CATALOG = {
-    "key": STR, "id": STR, "scope": STR, "owner": OPT_STR, "title": STR, "summary": STR,
-    "tags": STRS, "sl_refs": STRS, "usage_mode": STR, "category": OPT_STR, "status": STR,
-    "superseded_by": OPT_STR, "visibility": STR, "freshness": STR, "drift_flag": BOOL,
+    "key": STR,
+    "id": STR,
+    "scope": STR,
+    "owner": OPT_STR,
+    "title": STR,
+    "summary": STR,
+    "tags": STRS,
+    "sl_refs": STRS,
+    "usage_mode": STR,
+    "category": OPT_STR,
+    "status": STR,
+    "superseded_by": OPT_STR,
+    "visibility": STR,
+    "freshness": STR,
+    "drift_flag": BOOL,
     "offset": INT,
 }
 _FIELDS = {
-    "summary": STR, "tags": STRS, "sl_refs": STRS, "refs": STRS, "usage_mode": STR,
-    "category": OPT_STR, "status": STR, "superseded_by": OPT_STR, "freshness": STR,
-    "confidence": NUM, "source": OPT_STR, "source_commit": OPT_STR, "affected_paths": STRS,
-    "visibility": STR, "reasoning": OPT_STR, "alternatives": STRS, "steps": STRS,
-    "provenance": STR, "last_validated_at": OPT_STR, "bound_fingerprints": DICT, "frozen": BOOL,
+    "summary": STR,
+    "tags": STRS,
+    "sl_refs": STRS,
+    "refs": STRS,
+    "usage_mode": STR,
+    "category": OPT_STR,
+    "status": STR,
+    "superseded_by": OPT_STR,
+    "freshness": STR,
+    "confidence": NUM,
+    "source": OPT_STR,
+    "source_commit": OPT_STR,
+    "affected_paths": STRS,
+    "visibility": STR,
+    "reasoning": OPT_STR,
+    "alternatives": STRS,
+    "steps": STRS,
+    "provenance": STR,
+    "last_validated_at": OPT_STR,
+    "bound_fingerprints": DICT,
+    "frozen": BOOL,
 }
 _RECORD = {
-    "id": STR, "scope": STR, "owner": OPT_STR, "path": STR, "title": STR, "frontmatter": DICT,
-    "fields": DICT, "body": STR, "raw_body": STR, "headings": LIST, "links": LIST,
-    "freshness": DICT, "drift": LIST,
+    "id": STR,
+    "scope": STR,
+    "owner": OPT_STR,
+    "path": STR,
+    "title": STR,
+    "frontmatter": DICT,
+    "fields": DICT,
+    "body": STR,
+    "raw_body": STR,
+    "headings": LIST,
+    "links": LIST,
+    "freshness": DICT,
+    "drift": LIST,
 }
 _ENTITY = {
-    "name": STR, "kind": STR, "connection": STR, "source": STR, "member": OPT_STR,
-    "definition": DICT, "file": STR, "line": INT, "fingerprint": STR,
+    "name": STR,
+    "kind": STR,
+    "connection": STR,
+    "source": STR,
+    "member": OPT_STR,
+    "definition": DICT,
+    "file": STR,
+    "line": INT,
+    "fingerprint": STR,
 }
 SHAPES: dict[str, dict[tuple[str, ...], str]] = {
     "catalog.json": {
@@ -136,8 +181,13 @@ def _fits(value: Any, kind: str) -> bool:
     if kind == STRS:
         return type(value) is list and all(type(x) is str for x in value)
     allowed = {
-        STR: (str,), OPT_STR: (str, type(None)), INT: (int,), BOOL: (bool,), NUM: (int, float),
-        DICT: (dict,), LIST: (list,),
+        STR: (str,),
+        OPT_STR: (str, type(None)),
+        INT: (int,),
+        BOOL: (bool,),
+        NUM: (int, float),
+        DICT: (dict,),
+        LIST: (list,),
     }[kind]
     if type(value) is float and not math.isfinite(value):
         return False
@@ -161,7 +211,13 @@ def _pattern(file: str, path: tuple[Any, ...]) -> str | None:
 def _paths(value: Any, prefix: tuple[Any, ...] = (), depth: int = 0) -> Iterator[tuple[Any, ...]]:
     if depth > 6:
         return
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
     for key, child in items:
         yield (*prefix, key)
         yield from _paths(child, (*prefix, key), depth + 1)
@@ -174,8 +230,24 @@ def _get(doc: Any, path: tuple[Any, ...]) -> Any:
 
 
 ODD_VALUES: list[Any] = [
-    None, True, False, 0, -1, 1.5, 2**70, -(2**70), "", "x", "\x00\n\u2028 ../../etc",
-    "a" * 200_000, [], [1, None], {}, {"a": [1]}, float("nan"), float("inf"),
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1.5,
+    2**70,
+    -(2**70),
+    "",
+    "x",
+    "\x00\n\u2028 ../../etc",
+    "a" * 200_000,
+    [],
+    [1, None],
+    {},
+    {"a": [1]},
+    float("nan"),
+    float("inf"),
 ]
 
 
@@ -237,7 +309,9 @@ def mutate(folder: Path, file: str, mutation: tuple[Any, ...], line_pick: int) -
         parent[key] = value
         breaks = kind == "deep" or (required is not None and not _fits(value, required))
     text = json.dumps(doc, sort_keys=True, ensure_ascii=False)
-    lines[which] = text.replace(json.dumps(DEEP, ensure_ascii=False), "[" * 20_000 + "]" * 20_000).encode()
+    lines[which] = text.replace(
+        json.dumps(DEEP, ensure_ascii=False), "[" * 20_000 + "]" * 20_000
+    ).encode()
     path.write_bytes(b"\n".join(lines) + (b"\n" if file == "pages.jsonl" else b""))
     if file == "pages.jsonl":
         _rewrite_offsets(folder)
@@ -288,6 +362,7 @@ def test_a_mutated_json_file_is_exit_2_or_an_answer_never_a_crash(
 @pytest.mark.parametrize("file", FILES)
 def test_dropping_each_required_key_is_refused(artifact: Path, tmp_path: Path, file: str) -> None:
     """Deterministic companion of the property: the first required key of each file."""
+
     def drop(folder: Path) -> None:
         path = folder / file
         lines = path.read_bytes().split(b"\n")
@@ -340,8 +415,17 @@ def test_an_unlisted_or_linked_file_is_refused(artifact: Path, tmp_path: Path) -
 
 @pytest.mark.parametrize(
     "content",
-    [b"\xff\xfe\x00garbage\n", b"not a name at all\n", b"../outside\n", b"a/b\n", b"..\n", b"",
-     b".tmp-abc\n", b"x" * 5000, b"missing-build\n"],
+    [
+        b"\xff\xfe\x00garbage\n",
+        b"not a name at all\n",
+        b"../outside\n",
+        b"a/b\n",
+        b"..\n",
+        b"",
+        b".tmp-abc\n",
+        b"x" * 5000,
+        b"missing-build\n",
+    ],
 )
 def test_a_corrupt_current_is_exit_2_and_the_next_build_replaces_it(
     tmp_path: Path, content: bytes
@@ -351,14 +435,21 @@ def test_a_corrupt_current_is_exit_2_and_the_next_build_replaces_it(
     invoke(["build", "--repo", str(proj.root)])
     current = proj.root / ".knowl" / "build" / "CURRENT"
     current.write_bytes(content)
-    for args in (["search", "revenue"], ["show", "revenue"], ["traverse", "revenue"], ["graph"],
-                 ["verify"]):
+    for args in (
+        ["search", "revenue"],
+        ["show", "revenue"],
+        ["traverse", "revenue"],
+        ["graph"],
+        ["verify"],
+    ):
         result = run_cli([*args, "--repo", str(proj.root)])
         assert_refused(result, args[0])
         assert "CURRENT" in result.stderr or "no published build" in result.stderr
     invoke(["build", "--repo", str(proj.root), "--full"])
     assert layout.BUILD_NAME.fullmatch(current.read_text().strip())
-    assert json.loads(invoke(["search", "revenue", "--repo", str(proj.root), "--json"]).stdout)["hits"]
+    assert json.loads(invoke(["search", "revenue", "--repo", str(proj.root), "--json"]).stdout)[
+        "hits"
+    ]
 
 
 @pytest.mark.parametrize("kind", ["fifo", "endless", "folder"])
@@ -427,7 +518,9 @@ def test_a_build_records_its_folder_and_a_change_is_validated_again(
             assert reader.search("revenue")["hits"]
     assert calls == []  # the build wrote the folder: never validated again on open
     assert list((tmp_path / "cache" / "knowl-build" / "validated").glob("*.json"))
-    folder = proj.root / ".knowl" / "build" / (proj.root / ".knowl/build/CURRENT").read_text().strip()
+    folder = (
+        proj.root / ".knowl" / "build" / (proj.root / ".knowl/build/CURRENT").read_text().strip()
+    )
     time.sleep(0.01)
     os.utime(folder / "entities.json")  # same bytes, new ctime: validated again
     with Reader.open(proj.root):

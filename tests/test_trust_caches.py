@@ -20,6 +20,7 @@ import subprocess
 import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,9 +32,11 @@ from knowl_build.artifacts.layout import BUILD_MARKER, BUILD_SEAL, MANIFEST
 from knowl_build.artifacts.publication import current_folder
 from knowl_build.artifacts.validate import validate
 from knowl_build.clock import today as utc_today
+from knowl_build.config import SecurityConfig
 from knowl_build.config_loader import load_config
 from knowl_build.history.replay import HISTORY_SEAL
-from knowl_build.pipeline.analysis import Analysis
+from knowl_build.model import ParsedPage
+from knowl_build.pipeline.analysis import Analysis, analyse
 from knowl_build.pipeline.cache import CACHE_FORMAT
 from knowl_build.pipeline.check import MEMO_CACHE, MEMO_SEAL
 from knowl_build.pipeline.inputs import read_inputs
@@ -41,10 +44,7 @@ from tests.helpers import SEMANTICS, Project, dump_json, invoke
 
 SECRET = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 CLEAN = "x" * len(SECRET)
-BAD_PAGE = (
-    "---\nsummary: bad page\nconfidence: 7\n---\n"
-    f"Token {SECRET} and [[missing-page]]\n"
-)
+BAD_PAGE = f"---\nsummary: bad page\nconfidence: 7\n---\nToken {SECRET} and [[missing-page]]\n"
 EXPECTED = ["KB002", "KB103", "KB401"]
 KB202_OFF = "[rules]\nKB202 = 'off'\n"
 
@@ -80,15 +80,15 @@ def machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Machin
 def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How often the pipeline analysed the project and how many pages it parsed."""
     counts = {"analyses": 0, "parsed": 0}
-    analyse, parse = checking.analyse, pages._parse_uncached
+    parse = pages._parse_uncached
 
-    def counting_analyse(*args: object, **kwargs: object) -> Analysis:
+    def counting_analyse(*args: Any, **kwargs: Any) -> Analysis:
         counts["analyses"] += 1
-        return analyse(*args, **kwargs)  # type: ignore[arg-type]
+        return analyse(*args, **kwargs)
 
-    def counting_parse(todo: dict[str, bytes], security: object) -> object:
+    def counting_parse(todo: dict[str, bytes], security: SecurityConfig) -> dict[str, ParsedPage]:
         counts["parsed"] += len(todo)
-        return parse(todo, security)  # type: ignore[arg-type]
+        return parse(todo, security)
 
     monkeypatch.setattr(checking, "analyse", counting_analyse)
     monkeypatch.setattr(publishing, "analyse", counting_analyse)
@@ -126,7 +126,9 @@ def _export(proj: Project, target: Path) -> Path:
 
 def _codes(root: Path, code: int = 1, command: str = "check") -> list[str]:
     result = invoke([command, "--repo", str(root), "--format", "json"], code=code)
-    return sorted({d["code"] for d in json.loads(result.stdout)["diagnostics"]} - {"KB202", "KB009"})
+    return sorted(
+        {d["code"] for d in json.loads(result.stdout)["diagnostics"]} - {"KB202", "KB009"}
+    )
 
 
 def _reseal_memo(path: Path, change: Callable[[dict[str, object]], None]) -> None:
@@ -271,7 +273,9 @@ HISTORY_PAGE = (
 )
 
 
-def test_committed_history_replay_does_not_hide_a_change(tmp_path: Path, machines: Machines) -> None:
+def test_committed_history_replay_does_not_hide_a_change(
+    tmp_path: Path, machines: Machines
+) -> None:
     """The measure changed after the page was validated (KB203). The attacker commits a
     replay, made at the previous commit and edited to say the measure never changed: the
     clone continues from it only if it trusts it."""
@@ -299,7 +303,9 @@ def test_committed_history_replay_does_not_hide_a_change(tmp_path: Path, machine
     assert _codes(ci) == ["KB203"]
 
 
-def test_history_replay_written_here_is_continued(tmp_path: Path, machines: Machines) -> None:
+def test_history_replay_written_here_is_continued(
+    tmp_path: Path, machines: Machines, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from knowl_build.config import Config
     from knowl_build.history.git import GitRepo
     from knowl_build.history.log import GitHistory
@@ -314,9 +320,16 @@ def test_history_replay_written_here_is_continued(tmp_path: Path, machines: Mach
 
     def replay() -> None:
         config = Config()
-        reader = GitHistory(GitRepo.find(proj.root))  # type: ignore[arg-type]
+        repo = GitRepo.find(proj.root)
+        assert repo is not None
+        reader = GitHistory(repo)
         log = reader.log
-        reader.log = lambda pathspecs, since=None: logs.append(since) or log(pathspecs, since=since)  # type: ignore[method-assign]
+
+        def counting_log(pathspecs: list[str], since: str | None = None) -> Any:
+            logs.append(since)
+            return log(pathspecs, since=since)
+
+        monkeypatch.setattr(reader, "log", counting_log)
         try:
             trace(reader, config, load_layer(read_inputs(proj.root, config)), cache=cache)
         finally:
@@ -368,17 +381,21 @@ def test_committed_previous_build_is_not_reused(tmp_path: Path, machines: Machin
     publish the forgery if it reused a build it did not make."""
     machines.use("attacker")
     attacker = Project(tmp_path / "attacker")
-    attacker.write({
-        "knowledge/global/deploy.md": "---\nsummary: Deploy with the pipeline\n---\nUse the pipeline.\n",
-        "knowledge/global/other.md": "# Other\n",
-        "knowl.toml": KB202_OFF,
-    })
+    attacker.write(
+        {
+            "knowledge/global/deploy.md": "---\nsummary: Deploy with the pipeline\n---\nUse the pipeline.\n",
+            "knowledge/global/other.md": "# Other\n",
+            "knowl.toml": KB202_OFF,
+        }
+    )
     attacker.commit("pages")
     invoke(["build", "--repo", str(attacker.root)])
     out = attacker.root / ".knowl" / "build"
     folder = current_folder(out)
     assert folder is not None
-    _forge_build(folder, lambda data: data.replace(b"Use the pipeline.", b"Deploy by hand, token in #ops."))
+    _forge_build(
+        folder, lambda data: data.replace(b"Use the pipeline.", b"Deploy by hand, token in #ops.")
+    )
     (attacker.root / ".knowl" / ".gitignore").unlink()
     _commit_forced(attacker, ".knowl/build", message="build")
     # On the attacker's machine (whose seal it carries) the forgery is reused and published.
@@ -415,7 +432,11 @@ def test_committed_previous_build_is_no_answer_for_an_unchanged_tree(
     assert folder is not None
 
     def quiet(found: Path) -> None:
-        document = {"version": 1, "diagnostics": [], "summary": {"error": 0, "warning": 0, "info": 0}}
+        document = {
+            "version": 1,
+            "diagnostics": [],
+            "summary": {"error": 0, "warning": 0, "info": 0},
+        }
         (found / "diagnostics.json").write_bytes(dump_json(document))
 
     quiet(folder)
@@ -430,7 +451,10 @@ def test_committed_previous_build_is_no_answer_for_an_unchanged_tree(
     machines.use("ci")
     ci = _export(attacker, tmp_path / "ci")
     result = invoke(["build", "--repo", str(ci), "--format", "json"], code=1)
-    assert sorted({d["code"] for d in json.loads(result.stdout)["diagnostics"]} - {"KB009"}) == EXPECTED
+    assert (
+        sorted({d["code"] for d in json.loads(result.stdout)["diagnostics"]} - {"KB009"})
+        == EXPECTED
+    )
     assert current_folder(ci / ".knowl" / "build") == ci / ".knowl" / "build" / folder.name
 
 
@@ -452,7 +476,9 @@ def test_warm_check_answers_from_the_memo(
     assert counted == {"analyses": 2, "parsed": 1}  # analysed again; pages from the parse cache
 
 
-def test_builds_reuse_what_this_machine_built(project: Callable[..., Project], machines: Machines) -> None:
+def test_builds_reuse_what_this_machine_built(
+    project: Callable[..., Project], machines: Machines
+) -> None:
     from knowl_build.pipeline.publish import build
 
     machines.use("here")

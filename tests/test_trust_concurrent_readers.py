@@ -26,7 +26,7 @@ from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
 from tests.helpers import Project
 
-PAGES: dict[str, str | bytes] = {
+PAGES = {
     "knowledge/global/revenue.md": "---\nsummary: Revenue is the sum of orders\nrefs: [churn]\n---\n# Revenue\n",
     "knowledge/global/churn.md": "---\nsummary: Churn counts cancelled subscriptions\n---\nChurn.\n",
 }
@@ -79,7 +79,9 @@ def test_a_reader_loop_across_100_builds_never_fails(tmp_path: Path, keep: int) 
             time.sleep(0.01)  # wait for the reader's first cycle
         published = 0
         for i in range(BUILDS):
-            proj.write({"knowledge/global/churn.md": PAGES["knowledge/global/churn.md"] + f"edit {i}\n"})
+            proj.write(
+                {"knowledge/global/churn.md": PAGES["knowledge/global/churn.md"] + f"edit {i}\n"}
+            )
             result = build(proj.root, config, full=i % 2 == 0)
             published += result.status == "published"
     finally:

@@ -69,16 +69,32 @@ SUPERSEDE_REFUSED = [
 ]
 
 
-@pytest.mark.parametrize("before", [c[1] for c in SUPERSEDE_REFUSED],
-                         ids=[c[0] for c in SUPERSEDE_REFUSED])
+@pytest.mark.parametrize(
+    "before", [c[1] for c in SUPERSEDE_REFUSED], ids=[c[0] for c in SUPERSEDE_REFUSED]
+)
 def test_supersede_refuses_a_layout_it_cannot_edit_safely(
-        project: Callable[..., Project], before: bytes) -> None:
+    project: Callable[..., Project], before: bytes
+) -> None:
     proj = project({**BASE, OLD: before, "knowledge/global/new.md": NEW})
     snapshot = files(proj.root)
     assert_refused(proj, ["supersede", "old", "new"], OLD, snapshot)
     # store --supersedes makes the same edit: refused as a whole, the new page is not written.
-    assert_refused(proj, ["store", "--category", "fact", "--title", "Brand new", "--content",
-                          "Something else entirely.", "--supersedes", "old"], OLD, snapshot)
+    assert_refused(
+        proj,
+        [
+            "store",
+            "--category",
+            "fact",
+            "--title",
+            "Brand new",
+            "--content",
+            "Something else entirely.",
+            "--supersedes",
+            "old",
+        ],
+        OLD,
+        snapshot,
+    )
 
 
 # -- review -----------------------------------------------------------------------------------
@@ -88,16 +104,20 @@ REVIEW_REFUSED = [
     # `meta` is an alias: adding to it would add to `base` as well.
     ("meta-is-an-alias", b"---\nbase: &b\n  provenance: inferred\nmeta: *b\n---\nBody.\n"),
     # The date is an alias: rewriting it would rewrite the anchor's line and break the alias.
-    ("date-through-an-alias",
-     b"---\nd: &d 2020-01-01\nmeta:\n  last_validated_at: *d\n---\nBody.\n"),
+    (
+        "date-through-an-alias",
+        b"---\nd: &d 2020-01-01\nmeta:\n  last_validated_at: *d\n---\nBody.\n",
+    ),
     ("explicit-keys", b"---\n? title\n: A\n? summary\n: s\n---\nBody.\n"),
 ]
 
 
-@pytest.mark.parametrize("before", [c[1] for c in REVIEW_REFUSED],
-                         ids=[c[0] for c in REVIEW_REFUSED])
+@pytest.mark.parametrize(
+    "before", [c[1] for c in REVIEW_REFUSED], ids=[c[0] for c in REVIEW_REFUSED]
+)
 def test_review_refuses_a_layout_it_cannot_edit_safely(
-        project: Callable[..., Project], before: bytes) -> None:
+    project: Callable[..., Project], before: bytes
+) -> None:
     proj = project({**BASE, PAGE: before, "knowledge/global/fine.md": NEW})
     line = assert_refused(proj, ["review", "fine", "page"], PAGE, files(proj.root))
     assert line.startswith("knowl: error: review refused, nothing was written: ")
@@ -106,22 +126,30 @@ def test_review_refuses_a_layout_it_cannot_edit_safely(
 # -- fix --apply ------------------------------------------------------------------------------
 
 FIXABLE = "knowledge/global/fixable.md"
-FIXABLE_TEXT = (f"---\nsummary: Fixable\nsl_refs:\n  - {GONE}\n  - shop_pg.orders\n---\nBody.\n"
-                .encode())
+FIXABLE_TEXT = (
+    f"---\nsummary: Fixable\nsl_refs:\n  - {GONE}\n  - shop_pg.orders\n---\nBody.\n".encode()
+)
 FIX_REFUSED = [
     ("list-anchor", f"---\nsummary: A\nsl_refs: &r\n  - {GONE}\nx: *r\n---\nBody.\n"),
-    ("flow-list-anchor", f"---\nsummary: A\nsl_refs: &r [{GONE}, shop_pg.orders]\nx: *r\n---\nBody.\n"),
+    (
+        "flow-list-anchor",
+        f"---\nsummary: A\nsl_refs: &r [{GONE}, shop_pg.orders]\nx: *r\n---\nBody.\n",
+    ),
     # Removing the item's line removes the anchor, and `meta:` must not land inside the list.
-    ("item-anchor",
-     f"---\nsummary: A\nsl_refs:\n  - &e {GONE}\n  - shop_pg.orders\nx: *e\n---\nBody.\n"),
+    (
+        "item-anchor",
+        f"---\nsummary: A\nsl_refs:\n  - &e {GONE}\n  - shop_pg.orders\nx: *e\n---\nBody.\n",
+    ),
     ("explicit-key", f"---\nsummary: A\n? sl_refs\n: - {GONE}\n  - shop_pg.orders\n---\nBody.\n"),
 ]
 
 
-@pytest.mark.parametrize("before", [c[1].encode() for c in FIX_REFUSED],
-                         ids=[c[0] for c in FIX_REFUSED])
+@pytest.mark.parametrize(
+    "before", [c[1].encode() for c in FIX_REFUSED], ids=[c[0] for c in FIX_REFUSED]
+)
 def test_fix_apply_refuses_a_layout_it_cannot_edit_safely(
-        project: Callable[..., Project], before: bytes) -> None:
+    project: Callable[..., Project], before: bytes
+) -> None:
     proj = project({**BASE, PAGE: before, FIXABLE: FIXABLE_TEXT})
     removed_measure(proj)
     snapshot = files(proj.root)
@@ -135,24 +163,32 @@ def test_fix_apply_refuses_a_layout_it_cannot_edit_safely(
 
 FIX_HANDLED = [
     # A ref listed twice is removed twice; the last removal leaves `[]`, never a null.
-    ("repeated-item-null-meta",
-     f"---\nsummary: A\nsl_refs:\n  - {GONE}\n  - {GONE}\nmeta: ~\n---\nBody.\n",
-     "---\nsummary: A\nsl_refs: []\nmeta:\n  last_validated_at: null\n---\nBody.\n"),
-    ("repeated-item-flow-empty-meta",
-     f"---\nsummary: A\nsl_refs: [{GONE}, shop_pg.orders, {GONE}]\nmeta:\n---\nBody.\n",
-     "---\nsummary: A\nsl_refs: [shop_pg.orders]\nmeta:\n  last_validated_at: null\n---\nBody.\n"),
-    ("bound-fingerprints-and-alias-elsewhere",
-     f"---\nsummary: &s A\ntitle: *s\nsl_refs:\n- {GONE}\nmeta:\n  bound_fingerprints:\n"
-     f"    {GONE}: \"{FP_SUM_AMOUNT}\"\n---\nBody.\n",
-     "---\nsummary: &s A\ntitle: *s\nsl_refs: []\nmeta:\n  bound_fingerprints: {}\n"
-     "  last_validated_at: null\n---\nBody.\n"),
+    (
+        "repeated-item-null-meta",
+        f"---\nsummary: A\nsl_refs:\n  - {GONE}\n  - {GONE}\nmeta: ~\n---\nBody.\n",
+        "---\nsummary: A\nsl_refs: []\nmeta:\n  last_validated_at: null\n---\nBody.\n",
+    ),
+    (
+        "repeated-item-flow-empty-meta",
+        f"---\nsummary: A\nsl_refs: [{GONE}, shop_pg.orders, {GONE}]\nmeta:\n---\nBody.\n",
+        "---\nsummary: A\nsl_refs: [shop_pg.orders]\nmeta:\n  last_validated_at: null\n---\nBody.\n",
+    ),
+    (
+        "bound-fingerprints-and-alias-elsewhere",
+        f"---\nsummary: &s A\ntitle: *s\nsl_refs:\n- {GONE}\nmeta:\n  bound_fingerprints:\n"
+        f'    {GONE}: "{FP_SUM_AMOUNT}"\n---\nBody.\n',
+        "---\nsummary: &s A\ntitle: *s\nsl_refs: []\nmeta:\n  bound_fingerprints: {}\n"
+        "  last_validated_at: null\n---\nBody.\n",
+    ),
 ]
 
 
-@pytest.mark.parametrize("before, after", [c[1:] for c in FIX_HANDLED],
-                         ids=[c[0] for c in FIX_HANDLED])
+@pytest.mark.parametrize(
+    "before, after", [c[1:] for c in FIX_HANDLED], ids=[c[0] for c in FIX_HANDLED]
+)
 def test_fix_apply_handles_repeated_refs_and_null_meta(
-        project: Callable[..., Project], before: str, after: str) -> None:
+    project: Callable[..., Project], before: str, after: str
+) -> None:
     proj = project({**BASE, PAGE: before.encode()})
     removed_measure(proj)
     invoke(["fix", "--repo", str(proj.root), "--apply"])
@@ -188,25 +224,59 @@ def test_repeated_keys_edit_the_one_the_parser_reads() -> None:
 # Frontmatter made of pieces that edits find hard: anchors and aliases, explicit keys, null and
 # flow mappings, repeated keys, comments, block scalars.
 PIECES = [
-    "title: T\n", "summary: &s S\n", "other: *s\n", "status: active\n", "status: &st active\n",
-    "x: *st\n", "sl_refs:\n  - g\n  - k\n", "sl_refs: [g, k, g]\n", "sl_refs:\n- g\n",
-    "sl_refs: &r [g]\n", "y: *r\n", "sl_refs:\n  - &e g\n  - k\n", "z: *e\n", "? sl_refs\n: [g]\n",
-    "? status\n: active\n", "meta:\n", "meta: ~\n", "meta: {}\n", "meta:\n  provenance: inferred\n",
-    "meta: {provenance: inferred}\n", "meta:\n  bound_fingerprints:\n    g: x\n",
-    "meta:\n  ? provenance\n  : inferred\n", "meta: &m\n  a: 1\n", "mm: *m\n", "# comment\n", "\n",
-    "tags: [a, b]  # c\n", "freshness:\n", "freshness: stale # x\n", "k: |+\n  t\n\n",
-    "f: >\n  a\n  b\n", "meta:\n    last_validated_at: 2020-01-01\n", "d: &d 2020-01-01\n",
-    "meta:\n  last_validated_at: *d\n", "{}\n", "{title: T, meta: ~}\n", "status:\n",
-    "'meta':\n  'provenance': x\n", "meta:  # c\n  # inner\n  provenance: p # q\n# trailing\n",
+    "title: T\n",
+    "summary: &s S\n",
+    "other: *s\n",
+    "status: active\n",
+    "status: &st active\n",
+    "x: *st\n",
+    "sl_refs:\n  - g\n  - k\n",
+    "sl_refs: [g, k, g]\n",
+    "sl_refs:\n- g\n",
+    "sl_refs: &r [g]\n",
+    "y: *r\n",
+    "sl_refs:\n  - &e g\n  - k\n",
+    "z: *e\n",
+    "? sl_refs\n: [g]\n",
+    "? status\n: active\n",
+    "meta:\n",
+    "meta: ~\n",
+    "meta: {}\n",
+    "meta:\n  provenance: inferred\n",
+    "meta: {provenance: inferred}\n",
+    "meta:\n  bound_fingerprints:\n    g: x\n",
+    "meta:\n  ? provenance\n  : inferred\n",
+    "meta: &m\n  a: 1\n",
+    "mm: *m\n",
+    "# comment\n",
+    "\n",
+    "tags: [a, b]  # c\n",
+    "freshness:\n",
+    "freshness: stale # x\n",
+    "k: |+\n  t\n\n",
+    "f: >\n  a\n  b\n",
+    "meta:\n    last_validated_at: 2020-01-01\n",
+    "d: &d 2020-01-01\n",
+    "meta:\n  last_validated_at: *d\n",
+    "{}\n",
+    "{title: T, meta: ~}\n",
+    "status:\n",
+    "'meta':\n  'provenance': x\n",
+    "meta:  # c\n  # inner\n  provenance: p # q\n# trailing\n",
 ]
 OPERATIONS = [
-    [("set_many", ["meta"], [("last_validated_at", '"NOW"')]),
-     ("set_many", ["meta", "bound_fingerprints"], [("a.b", '"fp"'), ("g", '"f2"')]),
-     ("set_scalar", ["freshness"], "fresh")],
+    [
+        ("set_many", ["meta"], [("last_validated_at", '"NOW"')]),
+        ("set_many", ["meta", "bound_fingerprints"], [("a.b", '"fp"'), ("g", '"f2"')]),
+        ("set_scalar", ["freshness"], "fresh"),
+    ],
     [("set_scalar", ["status"], "superseded"), ("set_scalar", ["superseded_by"], "new")],
-    [("remove_list_item", ["sl_refs"], "g"), ("remove_list_item", ["sl_refs"], "g"),
-     ("remove_key", ["meta", "bound_fingerprints"], "g"),
-     ("set_scalar", ["meta", "last_validated_at"], "null")],
+    [
+        ("remove_list_item", ["sl_refs"], "g"),
+        ("remove_list_item", ["sl_refs"], "g"),
+        ("remove_key", ["meta", "bound_fingerprints"], "g"),
+        ("set_scalar", ["meta", "last_validated_at"], "null"),
+    ],
 ]
 
 
@@ -237,10 +307,14 @@ def _intended(value: Any, operation: tuple[Any, ...]) -> None:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(pieces=st.lists(st.sampled_from(PIECES), max_size=5), crlf=st.booleans(),
-       operations=st.sampled_from(OPERATIONS))
+@given(
+    pieces=st.lists(st.sampled_from(PIECES), max_size=5),
+    crlf=st.booleans(),
+    operations=st.sampled_from(OPERATIONS),
+)
 def test_an_edit_means_the_intended_change_or_is_refused(
-        pieces: list[str], crlf: bool, operations: list[tuple[Any, ...]]) -> None:
+    pieces: list[str], crlf: bool, operations: list[tuple[Any, ...]]
+) -> None:
     """Checked with PyYAML's own loader, independently of the editor's own check: whatever
     the layout, an edit either gives exactly the intended values with the body untouched, or
     is refused (EditError); it never crashes and never writes something else."""
@@ -290,34 +364,73 @@ def fail_creating(monkeypatch: pytest.MonkeyPatch, code: int, nth: int | None = 
 
 
 def test_a_read_only_tree_is_a_one_line_refusal(
-        project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch) -> None:
-    proj = project({**BASE, PAGE: b"---\ntitle: A\n---\nBody.\n", OLD: b"---\ntitle: Old\n---\nx\n",
-                    "knowledge/global/new.md": NEW})
+    project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = project(
+        {
+            **BASE,
+            PAGE: b"---\ntitle: A\n---\nBody.\n",
+            OLD: b"---\ntitle: Old\n---\nx\n",
+            "knowledge/global/new.md": NEW,
+        }
+    )
     snapshot = files(proj.root)
     tried = fail_creating(monkeypatch, errno.EROFS)
     for args, path in ((["review", "page"], PAGE), (["supersede", "old", "new"], OLD)):
         result = invoke([*args, "--repo", str(proj.root)], code=1)
-        assert result.stderr == (f"knowl: error: {path}: cannot be written (Read-only file system); "
-                                 "nothing was written\n")
+        assert result.stderr == (
+            f"knowl: error: {path}: cannot be written (Read-only file system); "
+            "nothing was written\n"
+        )
         assert files(proj.root) == snapshot
     assert tried  # the write really was tried, and refused by the file system
 
 
 def test_a_write_of_two_files_leaves_neither_when_one_fails(
-        project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
     proj = project({**BASE, OLD: b"---\ntitle: Old\n---\nOld body.\n"})
     snapshot = files(proj.root)
     with monkeypatch.context() as patch:
         tried = fail_creating(patch, errno.ENOSPC, nth=2)  # the new page is staged, OLD fails
-        result = invoke(["store", "--repo", str(proj.root), "--category", "fact", "--title", "Fresh",
-                         "--content", "A new page.", "--supersedes", "old"], code=1)
+        result = invoke(
+            [
+                "store",
+                "--repo",
+                str(proj.root),
+                "--category",
+                "fact",
+                "--title",
+                "Fresh",
+                "--content",
+                "A new page.",
+                "--supersedes",
+                "old",
+            ],
+            code=1,
+        )
     assert result.stderr.endswith(
-        f"knowl: error: {OLD}: cannot be written (No space left on device); nothing was written\n")
+        f"knowl: error: {OLD}: cannot be written (No space left on device); nothing was written\n"
+    )
     assert len(tried) == 2 and files(proj.root) == snapshot  # the new page's file is gone too
     # A folder made for the write goes with it.
     fail_creating(monkeypatch, errno.EROFS)
-    invoke(["store", "--repo", str(proj.root), "--user", "carol", "--category", "fact", "--title",
-            "Carol's", "--content", "Hers."], code=1)
+    invoke(
+        [
+            "store",
+            "--repo",
+            str(proj.root),
+            "--user",
+            "carol",
+            "--category",
+            "fact",
+            "--title",
+            "Carol's",
+            "--content",
+            "Hers.",
+        ],
+        code=1,
+    )
     assert not (proj.root / "knowledge/user").exists() and files(proj.root) == snapshot
 
 
@@ -328,7 +441,8 @@ BAD_CONFIDENCES = [math.nan, math.inf, -math.inf, 1.5, -0.1, True]
 
 @pytest.mark.parametrize("value", BAD_CONFIDENCES, ids=repr)
 def test_a_confidence_outside_0_1_is_refused_by_the_library(
-        project: Callable[..., Project], value: Any) -> None:
+    project: Callable[..., Project], value: Any
+) -> None:
     proj = project({**BASE})
     request = Request(category="fact", title="Confident", content="Sure.", confidence=value)
     with pytest.raises(WriteRefused, match=r"confidence must be a finite number in \[0, 1\]"):
@@ -337,11 +451,26 @@ def test_a_confidence_outside_0_1_is_refused_by_the_library(
 
 
 def test_a_confidence_outside_0_1_is_refused_by_every_front_end(
-        project: Callable[..., Project]) -> None:
+    project: Callable[..., Project],
+) -> None:
     proj = project({**BASE})
     for value in ("nan", "inf", "-inf", "1.5"):
-        result = invoke(["store", "--repo", str(proj.root), "--category", "fact", "--title", "T",
-                         "--content", "c", "--confidence", value], code=1)
+        result = invoke(
+            [
+                "store",
+                "--repo",
+                str(proj.root),
+                "--category",
+                "fact",
+                "--title",
+                "T",
+                "--content",
+                "c",
+                "--confidence",
+                value,
+            ],
+            code=1,
+        )
         assert "confidence must be a finite number in [0, 1]" in result.stderr
     pytest.importorskip("mcp", reason="the mcp extra is not installed")
     from mcp.server.mcpserver.exceptions import ToolError
@@ -355,9 +484,17 @@ def test_a_confidence_outside_0_1_is_refused_by_every_front_end(
     )
     for number in (math.nan, math.inf, -math.inf, 2.0):
         with pytest.raises(ToolError, match=r"confidence must be a finite number in \[0, 1\]"):
-            asyncio.run(server.call_tool("store_knowledge", {
-                "category": "fact", "title": "T", "content": "c", "confidence": number}))
+            asyncio.run(
+                server.call_tool(
+                    "store_knowledge",
+                    {"category": "fact", "title": "T", "content": "c", "confidence": number},
+                )
+            )
     assert proj.run_git("status", "--porcelain") == ""
-    asyncio.run(server.call_tool("store_knowledge", {
-        "category": "fact", "title": "T", "content": "c", "confidence": 0.25}))
+    asyncio.run(
+        server.call_tool(
+            "store_knowledge",
+            {"category": "fact", "title": "T", "content": "c", "confidence": 0.25},
+        )
+    )
     assert "confidence: 0.25\n" in (proj.root / "knowledge/global/t.md").read_text()

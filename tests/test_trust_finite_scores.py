@@ -130,8 +130,9 @@ def test_the_searcher_refuses_statistics_that_disagree_even_unvalidated(
     """Even opened directly (no full validation), a searcher never divides by a count that
     disagrees with the documents it holds."""
     folder = tampered(artifact, tmp_path / "stats", edit_json("index/stats.json", change))
-    with ranking.Searcher(folder / "index") as searcher, pytest.raises(
-        ArtifactError, match=r"stats\.json disagrees"
+    with (
+        ranking.Searcher(folder / "index") as searcher,
+        pytest.raises(ArtifactError, match=r"stats\.json disagrees"),
     ):
         searcher.query(["revenu"], {"body": 1.0}, scopes).top()
 

@@ -50,8 +50,17 @@ BAD_NAMES = [
 
 COMMANDS = {
     "store": ["store", "--category", "fact", "--title", "T", "--content", "C"],
-    "store-supersedes": ["store", "--category", "fact", "--title", "T", "--content", "C",
-                         "--supersedes", "a"],
+    "store-supersedes": [
+        "store",
+        "--category",
+        "fact",
+        "--title",
+        "T",
+        "--content",
+        "C",
+        "--supersedes",
+        "a",
+    ],
     "supersede": ["supersede", "a", "mine"],
     "review": ["review", "a"],
     "fix": ["fix", "--apply"],
@@ -99,27 +108,69 @@ def test_every_user_option_refuses_a_bad_name(built: Project, command: str) -> N
 
 
 def test_a_valid_name_still_writes_its_own_folder(built: Project) -> None:
-    answer = json.loads(invoke(["store", "--repo", str(built.root), "--json", "--user", "bob",
-                                "--category", "fact", "--title", "Bob's page", "--content", "Bob."]).stdout)
+    answer = json.loads(
+        invoke(
+            [
+                "store",
+                "--repo",
+                str(built.root),
+                "--json",
+                "--user",
+                "bob",
+                "--category",
+                "fact",
+                "--title",
+                "Bob's page",
+                "--content",
+                "Bob.",
+            ]
+        ).stdout
+    )
     assert answer["path"] == "knowledge/user/bob/bob-s-page.md"
     # NFC: a decomposed name is written and compared in its composed form.
     decomposed = "Jose\u0301"
-    answer = json.loads(invoke(["store", "--repo", str(built.root), "--json", "--user", decomposed,
-                                "--category", "fact", "--title", "Jose's page", "--content", "J."]).stdout)
+    answer = json.loads(
+        invoke(
+            [
+                "store",
+                "--repo",
+                str(built.root),
+                "--json",
+                "--user",
+                decomposed,
+                "--category",
+                "fact",
+                "--title",
+                "Jose's page",
+                "--content",
+                "J.",
+            ]
+        ).stdout
+    )
     assert answer["path"] == "knowledge/user/Jos\u00e9/jose-s-page.md"
     invoke(["review", "jose-s-page", "--user", "Jos\u00e9", "--repo", str(built.root)])
     invoke(["check", "--repo", str(built.root)])
 
 
-@pytest.mark.parametrize("ref", ["user:../x:a", "user::a", "user:a/b:a", "user:.hidden:mine",
-                                 "user:a\u200bb:mine"])
+@pytest.mark.parametrize(
+    "ref", ["user:../x:a", "user::a", "user:a/b:a", "user:.hidden:mine", "user:a\u200bb:mine"]
+)
 def test_the_owner_of_a_page_argument_is_validated(built: Project, ref: str) -> None:
     before = tree_state(built.root.parent)
-    for args in (["review", ref], ["supersede", ref, "a"], ["supersede", "a", ref], ["timeline", ref],
-                 ["show", ref, "--at", "HEAD"], ["show", ref], ["traverse", ref],
-                 ["store", "--category", "fact", "--title", "T", "--content", "C", "--supersedes", ref]):
+    for args in (
+        ["review", ref],
+        ["supersede", ref, "a"],
+        ["supersede", "a", ref],
+        ["timeline", ref],
+        ["show", ref, "--at", "HEAD"],
+        ["show", ref],
+        ["traverse", ref],
+        ["store", "--category", "fact", "--title", "T", "--content", "C", "--supersedes", ref],
+    ):
         result = invoke([*args, "--repo", str(built.root)], code=2)
-        assert result.stderr.startswith("knowl: error: PAGE user:<owner>:<id>: not a valid user name: ")
+        assert result.stderr.startswith(
+            "knowl: error: PAGE user:<owner>:<id>: not a valid user name: "
+        )
         assert result.stderr.count("\n") == 1
     assert tree_state(built.root.parent) == before
 
@@ -172,12 +223,18 @@ def test_mcp_tools_refuse_a_bad_user(built: Project) -> None:
         ]
     calls.append(("read_knowledge_page", {"page": "user:../x:a", "user": "alice"}))
     calls.append(("supersede_knowledge", {"old": "user:a/b:a", "new": "a", "user": "alice"}))
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "SOURCE_DATE_EPOCH", "KNOWL_EMBEDDINGS")
-           if k in os.environ}
+    env = {
+        k: os.environ[k]
+        for k in ("PATH", "HOME", "SOURCE_DATE_EPOCH", "KNOWL_EMBEDDINGS")
+        if k in os.environ
+    }
 
     async def session() -> list[Any]:
-        params = StdioServerParameters(command=sys.executable, env=env, args=[
-            "-m", "knowl_build", "mcp", "--repo", str(built.root), "--allow-writes"])
+        params = StdioServerParameters(
+            command=sys.executable,
+            env=env,
+            args=["-m", "knowl_build", "mcp", "--repo", str(built.root), "--allow-writes"],
+        )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
             return [await client.call_tool(tool, args) for tool, args in calls]
@@ -198,13 +255,32 @@ def test_a_long_title_gets_a_short_slug_with_a_hash(project: Callable[..., Proje
     title = ("Quarterly revenue recognition policy for enterprise contracts " * 6)[:300]
     other = title[:290] + " but not here"
     paths = []
-    for t, content in ((title, "Revenue is recognised monthly."), (other, "Zebra stripes are unique.")):
-        answer = json.loads(invoke(["store", "--repo", str(proj.root), "--json", "--category", "fact",
-                                    "--title", t, "--content", content]).stdout)
+    for t, content in (
+        (title, "Revenue is recognised monthly."),
+        (other, "Zebra stripes are unique."),
+    ):
+        answer = json.loads(
+            invoke(
+                [
+                    "store",
+                    "--repo",
+                    str(proj.root),
+                    "--json",
+                    "--category",
+                    "fact",
+                    "--title",
+                    t,
+                    "--content",
+                    content,
+                ]
+            ).stdout
+        )
         assert answer["action"] == "inserted"
         name = Path(answer["path"]).name
         digest = hashlib.sha256(t.encode()).hexdigest()[:8]
-        assert name.endswith(f"-{digest}.md") and name.startswith("quarterly-revenue-recognition-policy")
+        assert name.endswith(f"-{digest}.md") and name.startswith(
+            "quarterly-revenue-recognition-policy"
+        )
         # Room is left for the `-N` a taken name gets.
         assert len(name) <= 255 - len("-1234567")
         assert (proj.root / answer["path"]).exists()
@@ -213,27 +289,57 @@ def test_a_long_title_gets_a_short_slug_with_a_hash(project: Callable[..., Proje
     invoke(["check", "--repo", str(proj.root)])
     # The same long title again (its page was superseded by the second): the taken name gets
     # its `-2`, for which room was left.
-    again = json.loads(invoke(["store", "--repo", str(proj.root), "--json", "--category", "fact",
-                               "--title", title, "--content", "Revenue is recognised monthly."]).stdout)
+    again = json.loads(
+        invoke(
+            [
+                "store",
+                "--repo",
+                str(proj.root),
+                "--json",
+                "--category",
+                "fact",
+                "--title",
+                title,
+                "--content",
+                "Revenue is recognised monthly.",
+            ]
+        ).stdout
+    )
     assert again["action"] == "inserted" and again["path"] == paths[0].removesuffix(".md") + "-2.md"
     invoke(["check", "--repo", str(proj.root)])
 
 
-def test_slug_respects_the_file_system_limit(project: Callable[..., Project],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_slug_respects_the_file_system_limit(
+    project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from knowl_build.writes.newpage import name_limit, slug
 
     assert slug("Short title") == "short-title"
     assert slug("!!!") == "page-" + hashlib.sha256(b"!!!").hexdigest()[:8]
     long_a, long_b = "x" * 400 + " a", "x" * 400 + " b"
     assert len(slug(long_a)) <= 255 - len(".md-1234567") and slug(long_a) != slug(long_b)
-    assert slug("ab-" * 50, 40).endswith("-" + hashlib.sha256(("ab-" * 50).encode()).hexdigest()[:8])
+    assert slug("ab-" * 50, 40).endswith(
+        "-" + hashlib.sha256(("ab-" * 50).encode()).hexdigest()[:8]
+    )
     assert len(slug("ab-" * 50, 40)) <= 40
     proj = project(BASE)
     assert name_limit(proj.root / "knowledge/user/nobody-yet") <= 255
     # A file system with short names: the slug follows its limit.
     monkeypatch.setattr(os, "pathconf", lambda _path, _name: 64)
-    answer = json.loads(invoke(["store", "--repo", str(proj.root), "--json", "--category", "fact",
-                                "--title", "A title that is rather long for a small file system",
-                                "--content", "Short names."]).stdout)
+    answer = json.loads(
+        invoke(
+            [
+                "store",
+                "--repo",
+                str(proj.root),
+                "--json",
+                "--category",
+                "fact",
+                "--title",
+                "A title that is rather long for a small file system",
+                "--content",
+                "Short names.",
+            ]
+        ).stdout
+    )
     assert len(Path(answer["path"]).name) <= 64 - len("-1234567")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,7 @@ from knowl_build.artifacts.layout import BUILD_MARKER, LOCK, OUT_MARKER
 from knowl_build.artifacts.publication import current_folder, staging_folder
 from tests.helpers import Project, invoke
 
-PAGES: dict[str, str | bytes] = {
+PAGES = {
     "knowledge/global/revenue.md": "---\nsummary: Revenue is the sum of orders\n---\n# Revenue\n",
     "knowledge/global/churn.md": "---\nsummary: Churn counts cancelled subscriptions\n---\nChurn.\n",
 }
@@ -40,8 +40,10 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def _project(tmp_path: Path, toml: str, extra: dict[str, str | bytes] | None = None) -> Project:
-    proj = Project(tmp_path / "kb").write({**PAGES, "knowl.toml": toml + KB202_OFF, **(extra or {})})
+def _project(tmp_path: Path, toml: str, extra: Mapping[str, str | bytes] | None = None) -> Project:
+    proj = Project(tmp_path / "kb").write(
+        {**PAGES, "knowl.toml": toml + KB202_OFF, **(extra or {})}
+    )
     proj.commit("initial")
     return proj
 
@@ -84,7 +86,9 @@ def test_out_dir_of_its_own_is_accepted(tmp_path: Path, out_dir: str) -> None:
     assert (proj.root / out_dir / "CURRENT").is_file()
 
 
-@pytest.mark.parametrize("where", ["root", "knowledge", "inside-knowledge", "semantics", "parent", "link"])
+@pytest.mark.parametrize(
+    "where", ["root", "knowledge", "inside-knowledge", "semantics", "parent", "link"]
+)
 def test_build_out_that_overlaps_the_project_is_refused(tmp_path: Path, where: str) -> None:
     proj = _project(tmp_path, "", {"semantics/shop/orders.yaml": "name: orders\nconnection: c\n"})
     (tmp_path / "link").symlink_to(proj.root / "knowledge")
@@ -119,20 +123,30 @@ def test_pruning_leaves_committed_lookalikes_alone(tmp_path: Path) -> None:
     proj = _project(tmp_path, "out_dir = 'site'\nkeep_builds = 1\n", lookalikes)
     before = _tracked(proj)
     for i in range(5):
-        proj.write({"knowledge/global/revenue.md": PAGES["knowledge/global/revenue.md"] + f"v{i}\n"})
+        proj.write(
+            {"knowledge/global/revenue.md": PAGES["knowledge/global/revenue.md"] + f"v{i}\n"}
+        )
         invoke(["build", "--repo", str(proj.root)])
     tracked = _tracked(proj)
     assert {k: v for k, v in tracked.items() if k.startswith("site/")} == {
         k: v for k, v in before.items() if k.startswith("site/")
     }
-    builds = [p for p in (proj.root / "site").iterdir() if p.is_dir() and p.name not in ("old-build", "copied")]
+    builds = [
+        p
+        for p in (proj.root / "site").iterdir()
+        if p.is_dir() and p.name not in ("old-build", "copied")
+    ]
     assert [p.name for p in builds] == [current_folder(proj.root / "site").name]  # type: ignore[union-attr]
 
 
 def test_stale_staging_cleanup_removes_only_knowl_staging(tmp_path: Path) -> None:
-    proj = _project(tmp_path, "out_dir = 'site'\n", {
-        **{f"site/.tmp-committed/{k}": v for k, v in LOOKALIKE.items()},
-    })
+    proj = _project(
+        tmp_path,
+        "out_dir = 'site'\n",
+        {
+            **{f"site/.tmp-committed/{k}": v for k, v in LOOKALIKE.items()},
+        },
+    )
     invoke(["build", "--repo", str(proj.root)])
     site = proj.root / "site"
     token = out_token(site)
@@ -168,7 +182,9 @@ def test_pruning_never_follows_a_symlink(tmp_path: Path) -> None:
     (out / "zz-link").symlink_to(kept, target_is_directory=True)
     os.utime(out / "zz-link", (0, 0), follow_symlinks=False)  # the oldest, if it counted
     for i in range(3):
-        proj.write({"knowledge/global/revenue.md": PAGES["knowledge/global/revenue.md"] + f"v{i}\n"})
+        proj.write(
+            {"knowledge/global/revenue.md": PAGES["knowledge/global/revenue.md"] + f"v{i}\n"}
+        )
         invoke(["build", "--repo", str(proj.root)])
     assert (out / "zz-link").is_symlink() and (kept / "manifest.json").is_file()
 
@@ -243,7 +259,9 @@ def test_explicit_out_through_a_symlink_builds_in_its_target(tmp_path: Path) -> 
     assert (real / "CURRENT").is_file() and (real / OUT_MARKER).is_file()
 
 
-@pytest.mark.parametrize("content", [b"someone else's lock\n", b"123 host\n", b"", b"knowl-build x y\n", None])
+@pytest.mark.parametrize(
+    "content", [b"someone else's lock\n", b"123 host\n", b"", b"knowl-build x y\n", None]
+)
 def test_a_lock_knowl_did_not_write_is_never_removed(tmp_path: Path, content: bytes | None) -> None:
     proj = _project(tmp_path, "")
     out = proj.root / ".knowl" / "build"
@@ -303,5 +321,8 @@ def test_a_failing_write_to_the_output_folder_is_one_line_naming_it(
 
     monkeypatch.setattr(publication, "publish", full)
     result = invoke(["build", "--repo", str(proj.root)], code=2)
-    assert result.stderr == f"knowl: error: output folder {out} cannot be used (No space left on device)\n"
+    assert (
+        result.stderr
+        == f"knowl: error: output folder {out} cannot be used (No space left on device)\n"
+    )
     assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]

@@ -255,10 +255,12 @@ VALUES = st.recursive(
     | st.floats(allow_nan=False)
     | st.binary(max_size=300)
     | st.text(max_size=40),
-    lambda inner: st.lists(inner, max_size=6)
-    | st.lists(inner, max_size=6).map(tuple)
-    | st.dictionaries(st.text(max_size=5) | st.integers(0, 9), inner, max_size=5)
-    | st.frozensets(st.integers(0, 300), max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=6)
+        | st.lists(inner, max_size=6).map(tuple)
+        | st.dictionaries(st.text(max_size=5) | st.integers(0, 9), inner, max_size=5)
+        | st.frozensets(st.integers(0, 300), max_size=5)
+    ),
     max_leaves=40,
 )
 

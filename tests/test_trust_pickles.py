@@ -122,7 +122,9 @@ def payloads(sentinel: Path) -> dict[str, Callable[[int], bytes]]:
         "dotted through an admitted class": lambda p: call(p, W3, "W3Segment.__init__.__globals__"),
         "private name": lambda p: call(p, "collections", "_sys.modules"),
         "INST os.system": lambda p: _pickle(p, b"(" + _text(p, touch) + b"ios\nsystem\n"),
-        "OBJ os.system": lambda p: _pickle(p, b"(" + _global(p, "os", "system") + _text(p, touch) + b"o"),
+        "OBJ os.system": lambda p: _pickle(
+            p, b"(" + _global(p, "os", "system") + _text(p, touch) + b"o"
+        ),
         "REDUCE admitted segment with a path": lambda p: call(
             p, W3, "W3Segment", b"N", _text(p, "../../../escape")
         ),
@@ -212,7 +214,8 @@ def test_the_artifact_has_pickles_in_every_index_file(artifact: Path) -> None:
 def test_the_payloads_are_live(tmp_path: Path) -> None:
     """An unrestricted unpickler runs each LIVE payload (so refusing them proves something)."""
     script = "import pickle, sys\nfor path in sys.argv[1:]:\n    try:\n        pickle.loads(open(path, 'rb').read())\n    except Exception:\n        pass\n"
-    files, sentinels = [], []
+    files: list[str] = []
+    sentinels: list[tuple[str, int, Path]] = []
     for name, protocols in LIVE.items():
         for proto in protocols:
             sentinel = tmp_path / f"ran-{len(files)}"
@@ -278,12 +281,18 @@ def test_each_segment_file_refuses_a_pickle_that_show_never_reads(
             continue
         for start in (starts[0], starts[-1]):
             payload = payloads(sentinel)["GLOBAL os.system"](4)
-            folder = tampered(artifact, tmp_path / f"evil-{len(list(tmp_path.iterdir()))}", splice(name, start, payload))
+            folder = tampered(
+                artifact,
+                tmp_path / f"evil-{len(list(tmp_path.iterdir()))}",
+                splice(name, start, payload),
+            )
             assert_every_reader_refuses(folder, sentinel)
 
 
 @pytest.mark.parametrize("target", ["toc", "segment"])
-def test_the_mcp_server_refuses_hostile_pickles(artifact: Path, tmp_path: Path, target: str) -> None:
+def test_the_mcp_server_refuses_hostile_pickles(
+    artifact: Path, tmp_path: Path, target: str
+) -> None:
     pytest.importorskip("mcp", reason="the mcp extra is not installed")
     sentinel = tmp_path / "pwned"
     found = sites(artifact)

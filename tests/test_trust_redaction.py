@@ -98,8 +98,18 @@ def test_errors_never_repeat_a_secret(project: Callable[..., Project], args: lis
 def test_a_refused_store_names_no_secret_page(project: Callable[..., Project]) -> None:
     proj = project(PAGES)
     result = invoke(
-        ["store", "--repo", str(proj.root), "--json", "--category", "fact",
-         "--title", f"Deploy key {TOKEN}", "--content", "The key to deploy."],
+        [
+            "store",
+            "--repo",
+            str(proj.root),
+            "--json",
+            "--category",
+            "fact",
+            "--title",
+            f"Deploy key {TOKEN}",
+            "--content",
+            "The key to deploy.",
+        ],
         code=1,
     )
     _assert_clean(result.stdout + result.stderr)

@@ -83,7 +83,10 @@ def answers(root: Path, *users: str | None) -> dict[tuple[str | None, str], Any]
     shared=st.dictionaries(st.sampled_from(IDS), PAGES, min_size=1, max_size=4),
     bobs=st.dictionaries(st.sampled_from(IDS), PAGES, max_size=3),
     others=st.dictionaries(
-        st.tuples(st.sampled_from(["alice", "carol"]), st.sampled_from(IDS)), PAGES, min_size=1, max_size=4
+        st.tuples(st.sampled_from(["alice", "carol"]), st.sampled_from(IDS)),
+        PAGES,
+        min_size=1,
+        max_size=4,
     ),
 )
 def test_bobs_answers_do_not_depend_on_other_users_pages(
@@ -142,7 +145,10 @@ def test_each_caller_ranks_with_the_statistics_of_what_it_sees(tmp_path: Path) -
     folder = out / (out / "CURRENT").read_text().strip()
     stats = json.loads((folder / "index" / "stats.json").read_bytes())
     assert {s: v["doc_count"] for s, v in stats["scopes"].items()} == {
-        "global": 2, "user:alice": 2, "user:bob": 1}
+        "global": 2,
+        "user:alice": 2,
+        "user:bob": 1,
+    }
     # The index alone, for the global scope: the same as an index of the global pages alone.
     alone = project(tmp_path / "alone" / "kb", {k: v for k, v in CORPUS.items() if "global" in k})
     alone_out = alone.root / ".knowl" / "build"
@@ -166,11 +172,13 @@ def test_a_peer_ranks_its_global_pages_with_global_statistics(tmp_path: Path) ->
     for name, extra in (("plain", {}), ("with-users", ALICE)):
         peer = Project(tmp_path / name / "billing")
         peer.write({"knowl.toml": "repo_name = 'billing'\n[rules]\nKB202 = 'off'\n", **SEMANTICS})
-        peer.write({
-            "knowledge/global/a.md": "---\nsummary: merger\nvisibility: workspace\n---\nmerger\n",
-            "knowledge/global/b.md": "---\nsummary: plan\nvisibility: workspace\n---\nmerger plan merger\n",
-            **extra,
-        })
+        peer.write(
+            {
+                "knowledge/global/a.md": "---\nsummary: merger\nvisibility: workspace\n---\nmerger\n",
+                "knowledge/global/b.md": "---\nsummary: plan\nvisibility: workspace\n---\nmerger plan merger\n",
+                **extra,
+            }
+        )
         peer.commit()
         build(peer.root, CONFIG, allow_errors=True)
         with Reader.open(peer.root) as reader:
@@ -198,9 +206,10 @@ def test_an_artifact_without_scope_statistics_ranks_the_same(tmp_path: Path) -> 
     for user in ("bob", "alice", None):
         for query in QUERIES:
             with Reader.open(folder) as new_reader, Reader.open(old) as old_reader:
-                assert new_reader.search(query, user=user)["hits"] == old_reader.search(
-                    query, user=user
-                )["hits"]
+                assert (
+                    new_reader.search(query, user=user)["hits"]
+                    == old_reader.search(query, user=user)["hits"]
+                )
 
 
 def test_the_vector_arm_ranks_only_what_the_caller_sees(
@@ -240,4 +249,10 @@ def test_a_posting_block_out_of_order_is_refused() -> None:
             verify._check_postings(ids, (1.0,) * len(ids), [b""] * len(ids), 9, Fixed())
     mask = postings.Mask(10, frozenset({3, 4, 9}))
     assert [mask.hides(a, b) for a, b in ((0, 2), (0, 3), (5, 8), (4, 4), (8, 9), (10, 12))] == [
-        False, True, False, True, True, False]
+        False,
+        True,
+        False,
+        True,
+        True,
+        False,
+    ]

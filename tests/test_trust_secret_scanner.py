@@ -127,19 +127,85 @@ HE = "high-entropy string"
 URL_START = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://|(?<![^\s(\[<>\"'`*_~|])www\.(?=[A-Za-z0-9])")
 URL_BODY = re.compile(r"[^\s<>\"'`)\]|]*")
 NAME_WORDS = re.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-CREDENTIAL_WORDS = {"token", "key", "secret", "password", "passwd", "pwd", "pass", "passphrase", "sig",
-                    "signature", "auth", "jwt"}
+CREDENTIAL_WORDS = {
+    "token",
+    "key",
+    "secret",
+    "password",
+    "passwd",
+    "pwd",
+    "pass",
+    "passphrase",
+    "sig",
+    "signature",
+    "auth",
+    "jwt",
+}
 GLUED_WORDS = ["token", "key", "secret", "password", "passwd", "pwd", "signature"]
-GLUED_PREFIXES = ["api", "access", "auth", "client", "app", "secret", "private", "id", "refresh", "session",
-                  "security", "bearer", "oauth", "subscription", "master", "account", "storage", "sas",
-                  "signing", "shared", "consumer", "user", "bot", "admin", "service", "db", "root", "x", "xapi"]
-NOT_CREDENTIAL = {"page", "next", "prev", "previous", "continuation", "sync", "resumption", "pagination",
-                  "cursor", "sort", "partition", "row", "range", "primary", "foreign", "public", "pub",
-                  "space", "project", "issue", "idempotency", "cache", "object", "hot", "shortcut"}
-WEBHOOKS = re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/"
-                      r"|(?:ptb\.|canary\.)?discord(?:app)?\.com/api/(?:v[0-9]+/)?webhooks/"
-                      r"|api\.telegram\.org/(?:file/)?bot|outlook\.office\.com/webhook/"
-                      r"|[a-z0-9-]+\.webhook\.office\.com/webhookb2/")
+GLUED_PREFIXES = [
+    "api",
+    "access",
+    "auth",
+    "client",
+    "app",
+    "secret",
+    "private",
+    "id",
+    "refresh",
+    "session",
+    "security",
+    "bearer",
+    "oauth",
+    "subscription",
+    "master",
+    "account",
+    "storage",
+    "sas",
+    "signing",
+    "shared",
+    "consumer",
+    "user",
+    "bot",
+    "admin",
+    "service",
+    "db",
+    "root",
+    "x",
+    "xapi",
+]
+NOT_CREDENTIAL = {
+    "page",
+    "next",
+    "prev",
+    "previous",
+    "continuation",
+    "sync",
+    "resumption",
+    "pagination",
+    "cursor",
+    "sort",
+    "partition",
+    "row",
+    "range",
+    "primary",
+    "foreign",
+    "public",
+    "pub",
+    "space",
+    "project",
+    "issue",
+    "idempotency",
+    "cache",
+    "object",
+    "hot",
+    "shortcut",
+}
+WEBHOOKS = re.compile(
+    r"hooks\.slack\.com/(?:services|workflows|triggers)/"
+    r"|(?:ptb\.|canary\.)?discord(?:app)?\.com/api/(?:v[0-9]+/)?webhooks/"
+    r"|api\.telegram\.org/(?:file/)?bot|outlook\.office\.com/webhook/"
+    r"|[a-z0-9-]+\.webhook\.office\.com/webhookb2/"
+)
 URL_CREDENTIALS = r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:[^\s/@]+@"
 Url = tuple[int, int, int]  # start, end, where the part after `scheme://` (or `www.`) starts
 
@@ -164,12 +230,19 @@ def credential_name(name: str) -> bool:
         return False
     last = words[-1]
     glued = any(last == prefix + word for prefix in GLUED_PREFIXES for word in GLUED_WORDS)
-    return (last in CREDENTIAL_WORDS or glued) and (len(words) == 1 or words[-2] not in NOT_CREDENTIAL)
+    return (last in CREDENTIAL_WORDS or glued) and (
+        len(words) == 1 or words[-2] not in NOT_CREDENTIAL
+    )
 
 
 def trivial(value: str) -> bool:
-    return (len(value) < 16 or not re.search("[a-z0-9]", value) or "{" in value or "}" in value
-            or len(set(value)) == 1)
+    return (
+        len(value) < 16
+        or not re.search("[a-z0-9]", value)
+        or "{" in value
+        or "}" in value
+        or len(set(value)) == 1
+    )
 
 
 def url_credentials(text: str, url: Url) -> tuple[dict[int, int], dict[int, int]]:
@@ -208,10 +281,17 @@ class UrlRuleScanner:
     where they start inside a URL; credential parameters and webhook paths are URL kinds."""
 
     def __init__(self, extra_patterns: tuple[str, ...] = ()) -> None:
-        kinds = [(kind, URL_CREDENTIALS if kind == "URL with credentials" else rx) for kind, rx in _KINDS]
+        kinds = [
+            (kind, URL_CREDENTIALS if kind == "URL with credentials" else rx) for kind, rx in _KINDS
+        ]
         kinds[6:6] = [(PARAM, ""), (WEBHOOK, "")]
         if extra_patterns:
-            kinds.append(("configured secret pattern", f"(?i:{'|'.join(re.escape(p) for p in extra_patterns)})"))
+            kinds.append(
+                (
+                    "configured secret pattern",
+                    f"(?i:{'|'.join(re.escape(p) for p in extra_patterns)})",
+                )
+            )
         self.kinds = [(kind, re.compile(rx)) for kind, rx in kinds]
 
     def scan(self, text: str) -> Found:
@@ -235,8 +315,14 @@ class UrlRuleScanner:
             pos = best[1]
 
     @staticmethod
-    def _first(kind: str, rx: re.Pattern[str], text: str, pos: int, urls: list[Url],
-               places: dict[str, dict[int, int]]) -> tuple[int, int] | None:
+    def _first(
+        kind: str,
+        rx: re.Pattern[str],
+        text: str,
+        pos: int,
+        urls: list[Url],
+        places: dict[str, dict[int, int]],
+    ) -> tuple[int, int] | None:
         if kind in places:
             starts = [start for start in places[kind] if start >= pos]
             return (min(starts), places[kind][min(starts)]) if starts else None
@@ -257,23 +343,90 @@ def scan(scanner: SecretScanner, text: str) -> Found:
 
 FRAGMENTS = [
     # keywords, in any case, and the letters case-insensitive matching takes for ASCII ones
-    "password", "PASSWORD", "Secret", "bearer", "api_key", "api-key", "apikey", "API_KEY",
-    "access_token", "access-token", "AccessToken", "pa\u017f\u017fword", "\u017fecret", "api_\u212aey",
+    "password",
+    "PASSWORD",
+    "Secret",
+    "bearer",
+    "api_key",
+    "api-key",
+    "apikey",
+    "API_KEY",
+    "access_token",
+    "access-token",
+    "AccessToken",
+    "pa\u017f\u017fword",
+    "\u017fecret",
+    "api_\u212aey",
     # token prefixes, near misses included
-    "sk-", "sk_", "AKIA", "AKIAABCDEFGHIJKLMNOP", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "ghx_",
-    "xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-", "xoxz-",
-    "-----BEGIN ", "-----BEGIN", "PRIVATE ", "KEY-----", "RSA ", "EC ", "PRIVATE KEY-----",
-    "://", "https://", "user:pass@", "u:p@", "@", ":", "=", ": ", " = ", "-", "--", "_", ".", "/",
-    "+", "a.", "b+", "c-",
+    "sk-",
+    "sk_",
+    "AKIA",
+    "AKIAABCDEFGHIJKLMNOP",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "ghx_",
+    "xoxb-",
+    "xoxa-",
+    "xoxp-",
+    "xoxr-",
+    "xoxs-",
+    "xoxz-",
+    "-----BEGIN ",
+    "-----BEGIN",
+    "PRIVATE ",
+    "KEY-----",
+    "RSA ",
+    "EC ",
+    "PRIVATE KEY-----",
+    "://",
+    "https://",
+    "user:pass@",
+    "u:p@",
+    "@",
+    ":",
+    "=",
+    ": ",
+    " = ",
+    "-",
+    "--",
+    "_",
+    ".",
+    "/",
+    "+",
+    "a.",
+    "b+",
+    "c-",
     # hex, UUIDs and mixed words
-    "deadbeef", "DEADBEEF", "0123456789abcdef0123456789abcdef01234567",
-    "123e4567-e89b-12d3-a456-426614174000", "aB3", "Zx9", "q7W", "0", "9",
+    "deadbeef",
+    "DEADBEEF",
+    "0123456789abcdef0123456789abcdef01234567",
+    "123e4567-e89b-12d3-a456-426614174000",
+    "aB3",
+    "Zx9",
+    "q7W",
+    "0",
+    "9",
 ]
 CHARS = "aZk09_-./+=:@ \n\t\u00a0\u2003\u00e9\u00df\u0131\u0130\u017f\u212a\u0663\u4e2d"
 WORD_CHARS = "aZq09_-"
 TOKEN_CHARS = "aZq09_-./+=\u017f\u212a"
-PREFIXES = ["password", "Secret: ", "api-key=", "bearer ", "access_token ", "sk-", "AKIA", "ghp_",
-            "ghs_", "xoxb-", "xoxs-", "-"]
+PREFIXES = [
+    "password",
+    "Secret: ",
+    "api-key=",
+    "bearer ",
+    "access_token ",
+    "sk-",
+    "AKIA",
+    "ghp_",
+    "ghs_",
+    "xoxb-",
+    "xoxs-",
+    "-",
+]
 
 fragment = st.one_of(
     st.sampled_from(FRAGMENTS),
@@ -283,12 +436,24 @@ fragment = st.one_of(
     st.text(alphabet=WORD_CHARS, min_size=8, max_size=70),
     st.text(alphabet="abcdef0123456789-", min_size=30, max_size=70),
     # near and complete secrets: a prefix and a token, a URL, a PEM header
-    st.builds(lambda p, t: p + t, st.sampled_from(PREFIXES), st.text(alphabet=TOKEN_CHARS, max_size=45)),
-    st.builds(lambda p, t: p + t, st.sampled_from(PREFIXES), st.text(alphabet="aZq09", min_size=8, max_size=45)),
-    st.builds("{}://{}:{}@".format, st.text(alphabet="aZ9+.-\u00e9", max_size=6),
-              st.text(alphabet="u:@/ .", max_size=4), st.text(alphabet="p:@/ .", max_size=4)),
-    st.builds(lambda words: "-----BEGIN " + " ".join(words) + " KEY-----",
-              st.lists(st.sampled_from(["RSA", "EC", "A1", "", "PRIVATE", "x", "KEY-----"]), max_size=4)),
+    st.builds(
+        lambda p, t: p + t, st.sampled_from(PREFIXES), st.text(alphabet=TOKEN_CHARS, max_size=45)
+    ),
+    st.builds(
+        lambda p, t: p + t,
+        st.sampled_from(PREFIXES),
+        st.text(alphabet="aZq09", min_size=8, max_size=45),
+    ),
+    st.builds(
+        "{}://{}:{}@".format,
+        st.text(alphabet="aZ9+.-\u00e9", max_size=6),
+        st.text(alphabet="u:@/ .", max_size=4),
+        st.text(alphabet="p:@/ .", max_size=4),
+    ),
+    st.builds(
+        lambda words: "-----BEGIN " + " ".join(words) + " KEY-----",
+        st.lists(st.sampled_from(["RSA", "EC", "A1", "", "PRIVATE", "x", "KEY-----"]), max_size=4),
+    ),
 )
 texts = st.lists(fragment, max_size=14).map("".join)
 EXTRAS = ["acme", "acme-internal", "b", "KEY", "p@", "-x-", "\u017fecret", "00", "token"]
@@ -297,41 +462,172 @@ extra_patterns = st.lists(st.sampled_from(EXTRAS), min_size=1, max_size=3, uniqu
 # URLs: where they start and end, parameters (credential names or not, separators, values
 # trivial or not), webhook hosts, userinfo, and what URLs hide (named secrets, long words).
 URL_FRAGMENTS = [
-    "https://", "http://", "s3://", "git+ssh://", "a.b-c://", "_://", "1://", "www.", "www.a", "xwww.b", "(www.c",
-    "?", "&", "#", ";", "&amp;", "=", "/", "@", ":", ")", "(", ">", "<", "]", "[", "|", "'", '"', "`", ".",
-    ",", "!", "*", "{", "}", "%2F", "%5B", "sig=", "token=", "?api_key=", "&X-Amz-Signature=",
-    "#access_token=", "?pageToken=", "&monkey=", ";publicKey=", "?apikey=", "&user%5Bpassword%5D=",
-    "&clientSecret=", "?X-Amz-Credential=", "hooks.slack.com/services/", "discord.com/api/webhooks/",
-    "api.telegram.org/bot", "x.webhook.office.com/webhookb2/", "u:p@", ":p@", "/password=", "/secret ",
+    "https://",
+    "http://",
+    "s3://",
+    "git+ssh://",
+    "a.b-c://",
+    "_://",
+    "1://",
+    "www.",
+    "www.a",
+    "xwww.b",
+    "(www.c",
+    "?",
+    "&",
+    "#",
+    ";",
+    "&amp;",
+    "=",
+    "/",
+    "@",
+    ":",
+    ")",
+    "(",
+    ">",
+    "<",
+    "]",
+    "[",
+    "|",
+    "'",
+    '"',
+    "`",
+    ".",
+    ",",
+    "!",
+    "*",
+    "{",
+    "}",
+    "%2F",
+    "%5B",
+    "sig=",
+    "token=",
+    "?api_key=",
+    "&X-Amz-Signature=",
+    "#access_token=",
+    "?pageToken=",
+    "&monkey=",
+    ";publicKey=",
+    "?apikey=",
+    "&user%5Bpassword%5D=",
+    "&clientSecret=",
+    "?X-Amz-Credential=",
+    "hooks.slack.com/services/",
+    "discord.com/api/webhooks/",
+    "api.telegram.org/bot",
+    "x.webhook.office.com/webhookb2/",
+    "u:p@",
+    ":p@",
+    "/password=",
+    "/secret ",
 ]
-NAMES = ["token", "sig", "key", "api_key", "apiKey", "X-Amz-Signature", "client_secret", "apikey", "pwd",
-         "auth", "pageToken", "publicKey", "monkey", "X-Amz-Credential", "v", "usp", "user[password]",
-         "user%5Bpassword%5D", "x-api-key", "sortKey", "hotKey", "tokens", "", "Signature", "id_token"]
-VALUES = ["aB3" * 11, "ghp_" + "a" * 36, "YOUR_API_KEY_HERE", "{token}", "x" * 20, "0123456789abcdef",
-          "0123456789abcde", "Qa%2FVd8lR%2BzT0%3D" * 2, "a?token=" + "b1" * 9, "AKIAABCDEFGHIJKLMNOP"]
-parameter = st.builds("{}{}={}".format, st.sampled_from("?&#;"),
-                      st.one_of(st.sampled_from(NAMES), st.text(alphabet="aZk_-[]%5BT", max_size=10)),
-                      st.one_of(st.sampled_from(VALUES), st.text(alphabet="aZ9%-_.~+/=X{}?:@", max_size=24),
-                                st.builds(lambda c, n: c * n, st.sampled_from("xX*a9"), st.integers(14, 18))))
+NAMES = [
+    "token",
+    "sig",
+    "key",
+    "api_key",
+    "apiKey",
+    "X-Amz-Signature",
+    "client_secret",
+    "apikey",
+    "pwd",
+    "auth",
+    "pageToken",
+    "publicKey",
+    "monkey",
+    "X-Amz-Credential",
+    "v",
+    "usp",
+    "user[password]",
+    "user%5Bpassword%5D",
+    "x-api-key",
+    "sortKey",
+    "hotKey",
+    "tokens",
+    "",
+    "Signature",
+    "id_token",
+]
+VALUES = [
+    "aB3" * 11,
+    "ghp_" + "a" * 36,
+    "YOUR_API_KEY_HERE",
+    "{token}",
+    "x" * 20,
+    "0123456789abcdef",
+    "0123456789abcde",
+    "Qa%2FVd8lR%2BzT0%3D" * 2,
+    "a?token=" + "b1" * 9,
+    "AKIAABCDEFGHIJKLMNOP",
+]
+parameter = st.builds(
+    "{}{}={}".format,
+    st.sampled_from("?&#;"),
+    st.one_of(st.sampled_from(NAMES), st.text(alphabet="aZk_-[]%5BT", max_size=10)),
+    st.one_of(
+        st.sampled_from(VALUES),
+        st.text(alphabet="aZ9%-_.~+/=X{}?:@", max_size=24),
+        st.builds(lambda c, n: c * n, st.sampled_from("xX*a9"), st.integers(14, 18)),
+    ),
+)
 url = st.builds(
     "{}{}{}{}{}{}".format,
-    st.sampled_from(["https://", "http://", "s3://", "www.", "postgres://u:p@", "redis://:pw@", "a.b-c+d://",
-                     "x://", "-https://", "\u00e9https://"]),
-    st.sampled_from(["hooks.slack.com", "discord.com", "api.telegram.org", "docs.google.com", "a", "u:p@h",
-                     "", "A.webhook.office.com"]),
-    st.one_of(st.sampled_from(["/services/", "/api/webhooks/", "/bot", "/webhookb2/", "/", ""]),
-              st.text(alphabet="/aZq09_-", max_size=12)),
+    st.sampled_from(
+        [
+            "https://",
+            "http://",
+            "s3://",
+            "www.",
+            "postgres://u:p@",
+            "redis://:pw@",
+            "a.b-c+d://",
+            "x://",
+            "-https://",
+            "\u00e9https://",
+        ]
+    ),
+    st.sampled_from(
+        [
+            "hooks.slack.com",
+            "discord.com",
+            "api.telegram.org",
+            "docs.google.com",
+            "a",
+            "u:p@h",
+            "",
+            "A.webhook.office.com",
+        ]
+    ),
+    st.one_of(
+        st.sampled_from(["/services/", "/api/webhooks/", "/bot", "/webhookb2/", "/", ""]),
+        st.text(alphabet="/aZq09_-", max_size=12),
+    ),
     st.one_of(st.just(""), st.sampled_from(VALUES), st.text(alphabet="aZq09_-/", max_size=40)),
     st.lists(parameter, max_size=4).map("".join),
-    st.sampled_from(["", ".", "*", "!?", ",:;", ")", "> ", "]", "|", "'", '"', "`", " ", "\n", "...", ".x"]),
+    st.sampled_from(
+        ["", ".", "*", "!?", ",:;", ")", "> ", "]", "|", "'", '"', "`", " ", "\n", "...", ".x"]
+    ),
 )
 webhook = st.builds(
     "{}{}{}{}".format,
     st.sampled_from(["https://", "https://u:p@", "www.", "http://x/"]),
-    st.sampled_from(["hooks.slack.com/services/", "hooks.SLACK.com/workflows/", "hooks.slack.com/workflows/", "hooks.slack.com:443/services/",
-                     "discord.com/api/v10/webhooks/", "ptb.discordapp.com/api/webhooks/", "api.telegram.org/bot",
-                     "api.telegram.org/file/bot", "outlook.office.com/webhook/", "a-1.webhook.office.com/webhookb2/",
-                     "hooks.slack.com.evil.io/services/", "hooks.slack.com/", "evilhooks.slack.com/services/"]),
+    st.sampled_from(
+        [
+            "hooks.slack.com/services/",
+            "hooks.SLACK.com/workflows/",
+            "hooks.slack.com/workflows/",
+            "hooks.slack.com:443/services/",
+            "discord.com/api/v10/webhooks/",
+            "ptb.discordapp.com/api/webhooks/",
+            "api.telegram.org/bot",
+            "api.telegram.org/file/bot",
+            "outlook.office.com/webhook/",
+            "a-1.webhook.office.com/webhookb2/",
+            "hooks.slack.com.evil.io/services/",
+            "hooks.slack.com/",
+            "evilhooks.slack.com/services/",
+        ]
+    ),
     st.one_of(st.sampled_from(VALUES), st.text(alphabet="aZ9/-_X{", max_size=30)),
     st.sampled_from(["", "?x=1", "#a", " ", ").", "/"]),
 )
@@ -360,7 +656,9 @@ def test_scanner_matches_the_url_rule(text: str) -> None:
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(texts, url_texts), extra_patterns)
-def test_scanner_with_extra_patterns_matches_the_old_regex(text: str, extras: tuple[str, ...]) -> None:
+def test_scanner_with_extra_patterns_matches_the_old_regex(
+    text: str, extras: tuple[str, ...]
+) -> None:
     found = scan(SecretScanner(extras), text)
     assert found == UrlRuleScanner(extras).scan(text)
     if not url_spans(text):
@@ -387,10 +685,16 @@ N = 200_000
 ADVERSARIAL: list[tuple[str, str, Found]] = [
     # the input of the issue: a keyword, whitespace, then a value too short, then a long token
     ("keyword-whitespace-token", "password" + " " * (N - 60) + "x" * 15 + " " + "y" * 36, []),
-    ("keyword-whitespace-secret-token", "password" + " " * (N - 60) + "x" * 15 + " " + "aB3" * 12,
-     [(HE, N - 36, N)]),
-    ("keyword-whitespace-separator-token", "secret" + " \n\t" * (N // 3) + "=" + " " * 9 + "T" * 300,
-     [("named secret", 0, 6 + 3 * (N // 3) + 10 + 300)]),
+    (
+        "keyword-whitespace-secret-token",
+        "password" + " " * (N - 60) + "x" * 15 + " " + "aB3" * 12,
+        [(HE, N - 36, N)],
+    ),
+    (
+        "keyword-whitespace-separator-token",
+        "secret" + " \n\t" * (N // 3) + "=" + " " * 9 + "T" * 300,
+        [("named secret", 0, 6 + 3 * (N // 3) + 10 + 300)],
+    ),
     ("keyword-equals-15", "api_key" + " " * N + "=" + "v" * 15, [("named secret", 0, 7 + N + 16)]),
     ("single-run-lower-case", "a" * N, []),
     ("single-run-no-upper-case", "a1" * (N // 2), []),
@@ -405,8 +709,11 @@ ADVERSARIAL: list[tuple[str, str, Found]] = [
     ("ghp-repeated", "ghp_" * (N // 4), []),
     ("xoxb-repeated", "xoxb-" * (N // 5), [("Slack token", 0, N)]),
     ("begin-header-words", "-----BEGIN " + "A " * (N // 2), []),
-    ("begin-header-words-private", "-----BEGIN " + "A " * (N // 2) + "PRIVATE KEY-----",
-     [("private key", 0, 11 + N + 16)]),
+    (
+        "begin-header-words-private",
+        "-----BEGIN " + "A " * (N // 2) + "PRIVATE KEY-----",
+        [("private key", 0, 11 + N + 16)],
+    ),
     ("begin-long-header-word", "-----BEGIN " + "A" * N, []),
     ("begin-repeated", "-----BEGIN " * (N // 11), []),
     ("scheme-separator-repeated", "a://" * (N // 4), []),
@@ -420,13 +727,24 @@ ADVERSARIAL: list[tuple[str, str, Found]] = [
     ("keyword-equals-repeated", "password=" * (N // 9), [("named secret", 0, 9 * (N // 9))]),
     # URLs (issue 11): each URL is found once, its end and its parameters read once
     ("url-parameters-repeated", "https://x.io/?" + "a=b&" * (N // 4), []),
-    ("url-credential-names-repeated", "https://x.io/?" + "token=" * (N // 6), [(PARAM, 20, 14 + 6 * (N // 6))]),
+    (
+        "url-credential-names-repeated",
+        "https://x.io/?" + "token=" * (N // 6),
+        [(PARAM, 20, 14 + 6 * (N // 6))],
+    ),
     ("url-question-marks", "https://x.io/?" + "key=?" * (N // 5), [(PARAM, 18, 13 + 5 * (N // 5))]),
     ("url-empty-credential-values", "https://x.io/#" + "&access_token=" * (N // 14), []),
     ("url-placeholder-value", "https://x.io/?api_key=" + "X" * N, []),
-    ("url-long-value", "https://x.io/?api_key=" + "%2F" * (N // 3), [(PARAM, 22, 22 + 3 * (N // 3))]),
-    ("url-long-parameter-name", "https://x.io/?" + "a" * N + "_token=" + "b1" * 10,
-     [(PARAM, 21 + N, 41 + N)]),
+    (
+        "url-long-value",
+        "https://x.io/?api_key=" + "%2F" * (N // 3),
+        [(PARAM, 22, 22 + 3 * (N // 3))],
+    ),
+    (
+        "url-long-parameter-name",
+        "https://x.io/?" + "a" * N + "_token=" + "b1" * 10,
+        [(PARAM, 21 + N, 41 + N)],
+    ),
     ("url-trailing-dots", "https://x.io/?sig=" + "a1" * 10 + "." * N, [(PARAM, 18, 38)]),
     ("url-many-short-urls", "a:// " * (N // 5), []),
     ("url-no-scheme-letter", "1://" * (N // 4), []),
@@ -434,22 +752,47 @@ ADVERSARIAL: list[tuple[str, str, Found]] = [
     ("url-closing-brackets", "https://x.io/" + ")" * N, []),
     ("url-www-repeated", "www." * (N // 4), []),
     ("url-www-spaced", "www.a " * (N // 6), []),
-    ("url-www-after-failed-schemes", "_://" * (N // 4) + " www.x.io/?sig=" + "b1" * 10,
-     [(PARAM, N + 15, N + 35)]),
+    (
+        "url-www-after-failed-schemes",
+        "_://" * (N // 4) + " www.x.io/?sig=" + "b1" * 10,
+        [(PARAM, N + 15, N + 35)],
+    ),
     ("url-high-entropy-path", "https://x.io/" + "aB3-" * (N // 4), []),
     ("url-named-secrets-in-paths", ("https://x.io/password=" + "a" * 20 + " ") * (N // 43), []),
-    ("url-entropy-between-urls", ("aB3" * 11 + " https://x.io/" + "aB3" * 11 + " ") * (N // 81),
-     [(HE, 81 * i, 81 * i + 33) for i in range(N // 81)]),
-    ("url-userinfo-and-parameters", ("https://u:p@x.io/?token=" + "b1" * 10 + " ") * (N // 45),
-     [f for i in range(N // 45) for f in (("URL with credentials", 45 * i, 45 * i + 12), (PARAM, 45 * i + 24, 45 * i + 44))]),
-    ("url-www-parameters", ("www.x.io/?sig=" + "b1" * 10 + " ") * (N // 35),
-     [(PARAM, 35 * i + 14, 35 * i + 34) for i in range(N // 35)]),
-    ("url-webhook-long", "https://hooks.slack.com/services/" + "a1" * (N // 2), [(WEBHOOK, 33, 33 + N)]),
+    (
+        "url-entropy-between-urls",
+        ("aB3" * 11 + " https://x.io/" + "aB3" * 11 + " ") * (N // 81),
+        [(HE, 81 * i, 81 * i + 33) for i in range(N // 81)],
+    ),
+    (
+        "url-userinfo-and-parameters",
+        ("https://u:p@x.io/?token=" + "b1" * 10 + " ") * (N // 45),
+        [
+            f
+            for i in range(N // 45)
+            for f in (
+                ("URL with credentials", 45 * i, 45 * i + 12),
+                (PARAM, 45 * i + 24, 45 * i + 44),
+            )
+        ],
+    ),
+    (
+        "url-www-parameters",
+        ("www.x.io/?sig=" + "b1" * 10 + " ") * (N // 35),
+        [(PARAM, 35 * i + 14, 35 * i + 34) for i in range(N // 35)],
+    ),
+    (
+        "url-webhook-long",
+        "https://hooks.slack.com/services/" + "a1" * (N // 2),
+        [(WEBHOOK, 33, 33 + N)],
+    ),
     ("url-webhooks-repeated", "https://hooks.slack.com/services/a " * (N // 35), []),
 ]
 
 
-@pytest.mark.parametrize("text, expected", [c[1:] for c in ADVERSARIAL], ids=[c[0] for c in ADVERSARIAL])
+@pytest.mark.parametrize(
+    "text, expected", [c[1:] for c in ADVERSARIAL], ids=[c[0] for c in ADVERSARIAL]
+)
 def test_adversarial_input(text: str, expected: Found) -> None:
     assert scan(_SCANNER, text) == expected
     assert scan(SecretScanner(("acme-internal",)), text) == expected
@@ -465,9 +808,14 @@ def test_many_secrets_in_a_row() -> None:
 def test_redact() -> None:
     assert redact("nothing to see") == "nothing to see"
     token = "ghp_" + "a" * 36
-    assert redact(f"token {token}, password: hunter2hunter2hunter2") == "token [redacted], [redacted]"
+    assert (
+        redact(f"token {token}, password: hunter2hunter2hunter2") == "token [redacted], [redacted]"
+    )
     assert redact("'meta.acme-internal' is odd") == "'meta.acme-internal' is odd"
-    assert redact("'meta.acme-internal' is odd", SecretScanner(("acme-internal",))) == "'meta.[redacted]' is odd"
+    assert (
+        redact("'meta.acme-internal' is odd", SecretScanner(("acme-internal",)))
+        == "'meta.[redacted]' is odd"
+    )
 
 
 @settings(max_examples=500, deadline=None)
@@ -493,7 +841,7 @@ def test_secret_in_a_frontmatter_key_at_any_depth() -> None:
         "---\n"
         f"{GITHUB}: x\n"
         "meta:\n"
-        f"  \"key {AWS}\": y\n"
+        f'  "key {AWS}": y\n'
         "conflict:\n"
         "  key: db\n"
         "  scope:\n"
@@ -528,12 +876,30 @@ def test_key_secrets_follow_reject_secrets_and_values_under_them_are_redacted() 
     ]
 
 
-def test_store_refuses_a_secret_conflict_scope_key_without_echo(project: Callable[..., Project]) -> None:
+def test_store_refuses_a_secret_conflict_scope_key_without_echo(
+    project: Callable[..., Project],
+) -> None:
     proj = project({"knowledge/global/readme.md": "# Readme\n"})
-    args = ["store", "--repo", str(proj.root), "--category", "decision", "--title", "Database engine",
-            "--content", "Postgres.", "--conflict-key", "db", "--conflict-scope", f"{GITHUB}=prod", "--exclusive"]
+    args = [
+        "store",
+        "--repo",
+        str(proj.root),
+        "--category",
+        "decision",
+        "--title",
+        "Database engine",
+        "--content",
+        "Postgres.",
+        "--conflict-key",
+        "db",
+        "--conflict-scope",
+        f"{GITHUB}=prod",
+        "--exclusive",
+    ]
     result = invoke(args, code=1)
-    assert "KB401 a frontmatter key in 'conflict.scope' holds a secret (GitHub token)" in result.stderr
+    assert (
+        "KB401 a frontmatter key in 'conflict.scope' holds a secret (GitHub token)" in result.stderr
+    )
     assert GITHUB not in result.output
     assert not (proj.root / "knowledge" / "global" / "database-engine.md").exists()
     as_json = invoke([*args, "--json"], code=1)

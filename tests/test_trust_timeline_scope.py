@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -41,15 +42,17 @@ def published(project: Callable[..., Project]) -> tuple[Project, list[str]]:
     return proj, shas
 
 
-def timeline(proj: Project, *args: str) -> dict[str, object]:
-    answer: dict[str, object] = json.loads(
-        invoke(["timeline", "plan", "--repo", str(proj.root), "--json", *args]).stdout)
+def timeline(proj: Project, *args: str) -> dict[str, Any]:
+    answer: dict[str, Any] = json.loads(
+        invoke(["timeline", "plan", "--repo", str(proj.root), "--json", *args]).stdout
+    )
     return answer
 
 
 @pytest.mark.parametrize("who", [["--user", "bob"], []], ids=["bob", "anonymous"])
 def test_a_page_has_no_past_in_another_users_folder(
-        published: tuple[Project, list[str]], who: list[str]) -> None:
+    published: tuple[Project, list[str]], who: list[str]
+) -> None:
     proj, shas = published
     answer = timeline(proj, *who)
     versions = answer["versions"]
@@ -57,12 +60,16 @@ def test_a_page_has_no_past_in_another_users_folder(
     assert [(v["commit"], v["path"]) for v in versions] == [(shas[3], GLOBAL), (shas[2], GLOBAL)]
     assert versions[1]["diff"] == ""  # the first version this caller may read: nothing before it
     assert answer["notices"] == []
-    for output in (json.dumps(answer),
-                   invoke(["timeline", "plan", "--repo", str(proj.root), *who]).stdout):
+    for output in (
+        json.dumps(answer),
+        invoke(["timeline", "plan", "--repo", str(proj.root), *who]).stdout,
+    ):
         assert "alice" not in output and "ACME" not in output and shas[1] not in output
     # The same answer as `show --at` gives for that past.
-    invoke(["show", "user:alice:plan", "--at", shas[1], "--repo", str(proj.root), "--user", "bob"],
-           code=1)
+    invoke(
+        ["show", "user:alice:plan", "--at", shas[1], "--repo", str(proj.root), "--user", "bob"],
+        code=1,
+    )
 
 
 def test_the_owner_sees_the_whole_history(published: tuple[Project, list[str]]) -> None:
@@ -75,7 +82,8 @@ def test_the_owner_sees_the_whole_history(published: tuple[Project, list[str]]) 
 
 
 def test_a_version_git_cannot_read_is_a_notice_for_those_who_may_read_it(
-        published: tuple[Project, list[str]]) -> None:
+    published: tuple[Project, list[str]],
+) -> None:
     proj, shas = published
     lost = {}
     for sha, path in ((shas[0], ALICE), (shas[3], GLOBAL)):
@@ -83,7 +91,7 @@ def test_a_version_git_cannot_read_is_a_notice_for_those_who_may_read_it(
         (proj.root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
         lost[sha] = blob
     alice = timeline(proj, "--user", "alice")
-    assert [v["commit"] for v in alice["versions"]] == [shas[2], shas[1]]  # type: ignore[attr-defined]
+    assert [v["commit"] for v in alice["versions"]] == [shas[2], shas[1]]
     assert alice["notices"] == [
         f"git could not read {GLOBAL} in commit {shas[3][:12]} (blob {lost[shas[3]]}: missing); "
         "that version is left out",
@@ -92,7 +100,7 @@ def test_a_version_git_cannot_read_is_a_notice_for_those_who_may_read_it(
     ]
     # Bob is told about the version he may read, and nothing about alice's folder.
     bob = timeline(proj, "--user", "bob")
-    assert bob["notices"] == [alice["notices"][0]]  # type: ignore[index]
+    assert bob["notices"] == [alice["notices"][0]]
     assert "alice" not in json.dumps(bob)
     repo = GitRepo.find(proj.root)
     assert repo is not None
@@ -102,13 +110,20 @@ def test_a_version_git_cannot_read_is_a_notice_for_those_who_may_read_it(
 
 @pytest.mark.parametrize("target", ["/etc/hostname", "../../../outside.md", "../../../../.."])
 def test_show_at_skips_a_committed_link_that_leaves_the_tree(
-        project: Callable[..., Project], target: str) -> None:
-    proj = project({"knowledge/global/intro.md": "---\nsummary: s\n---\nIntro body.\n",
-                    "outside.md": "---\nsummary: o\n---\nNot knowledge.\n"}, commit=False)
+    project: Callable[..., Project], target: str
+) -> None:
+    proj = project(
+        {
+            "knowledge/global/intro.md": "---\nsummary: s\n---\nIntro body.\n",
+            "outside.md": "---\nsummary: o\n---\nNot knowledge.\n",
+        },
+        commit=False,
+    )
     os.symlink(target, proj.root / "knowledge/global/host.md")
     proj.commit("a link out")
-    answer = json.loads(invoke(["show", "intro", "--at", "HEAD", "--repo", str(proj.root),
-                                "--json"]).stdout)
+    answer = json.loads(
+        invoke(["show", "intro", "--at", "HEAD", "--repo", str(proj.root), "--json"]).stdout
+    )
     assert "Intro body." in answer["body"]
     result = invoke(["show", "host", "--at", "HEAD", "--repo", str(proj.root)], code=1)
     assert result.stderr == "knowl: error: no page 'host' visible to anonymous\n"

@@ -43,20 +43,55 @@ ATTEMPTS = [
     ["supersede", "user:alice:plan", "shared", "--user", "bob"],
     ["supersede", "user:bob:mine", "user:alice:plan", "--user", "bob"],
     ["supersede", "plan", "mine", "--user", "bob"],
-    ["store", "--category", "fact", "--title", "Bob takes over", "--content", "Bob's version.",
-     "--user", "bob", "--supersedes", "user:alice:plan"],
-    ["store", "--category", "fact", "--title", "Bob takes over", "--content", "Bob's version.",
-     "--user", "bob", "--supersedes", "plan", "--json"],
-    ["store", "--category", "fact", "--title", "Global takeover", "--content", "Anyone's version.",
-     "--supersedes", "user:alice:plan"],
+    [
+        "store",
+        "--category",
+        "fact",
+        "--title",
+        "Bob takes over",
+        "--content",
+        "Bob's version.",
+        "--user",
+        "bob",
+        "--supersedes",
+        "user:alice:plan",
+    ],
+    [
+        "store",
+        "--category",
+        "fact",
+        "--title",
+        "Bob takes over",
+        "--content",
+        "Bob's version.",
+        "--user",
+        "bob",
+        "--supersedes",
+        "plan",
+        "--json",
+    ],
+    [
+        "store",
+        "--category",
+        "fact",
+        "--title",
+        "Global takeover",
+        "--content",
+        "Anyone's version.",
+        "--supersedes",
+        "user:alice:plan",
+    ],
     ["review", "user:alice:plan"],
     ["supersede", "user:alice:plan", "shared"],
 ]
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted((root / "knowledge").rglob("*"))
-            if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted((root / "knowledge").rglob("*"))
+        if p.is_file()
+    }
 
 
 def answers(root: Path) -> list[tuple[int, bytes, bytes]]:
@@ -80,23 +115,71 @@ def test_another_users_page_answers_as_a_missing_page(project: Callable[..., Pro
 
 
 def test_what_a_write_checks_does_not_depend_on_another_users_pages(
-        project: Callable[..., Project]) -> None:
+    project: Callable[..., Project],
+) -> None:
     # A reference to alice's page, a link to it, and alice's exclusive conflict key: the
     # answer of bob's store (its findings, its refusal, its reconciliation) is the same bytes
     # whether alice's page exists or not.
-    alice = ("---\ntitle: Alice plan\ncategory: fact\nconflict: {key: db engine, exclusive: true}\n"
-             "---\nThe warehouse engine plan of Alice.\n")
+    alice = (
+        "---\ntitle: Alice plan\ncategory: fact\nconflict: {key: db engine, exclusive: true}\n"
+        "---\nThe warehouse engine plan of Alice.\n"
+    )
     proj = project({**FILES, ALICE: alice, "knowledge/user/alice/diagram.png": b"\x89PNG"})
     root = str(proj.root)
     writes = [
-        ["store", "--json", "--user", "bob", "--category", "fact", "--title", "Bob refers",
-         "--content", "See [[plan]] and [the diagram](../alice/diagram.png).", "--ref", "plan"],
-        ["store", "--json", "--user", "bob", "--category", "fact", "--title", "Bob refers",
-         "--content", "Bob.", "--ref", "user:alice:plan"],
-        ["store", "--json", "--category", "fact", "--title", "Global engine",
-         "--content", "The warehouse engine plan.", "--conflict-key", "DB Engine", "--exclusive"],
-        ["store", "--json", "--user", "bob", "--category", "fact", "--title", "Alice plan",
-         "--content", "The warehouse engine plan of Alice."],
+        [
+            "store",
+            "--json",
+            "--user",
+            "bob",
+            "--category",
+            "fact",
+            "--title",
+            "Bob refers",
+            "--content",
+            "See [[plan]] and [the diagram](../alice/diagram.png).",
+            "--ref",
+            "plan",
+        ],
+        [
+            "store",
+            "--json",
+            "--user",
+            "bob",
+            "--category",
+            "fact",
+            "--title",
+            "Bob refers",
+            "--content",
+            "Bob.",
+            "--ref",
+            "user:alice:plan",
+        ],
+        [
+            "store",
+            "--json",
+            "--category",
+            "fact",
+            "--title",
+            "Global engine",
+            "--content",
+            "The warehouse engine plan.",
+            "--conflict-key",
+            "DB Engine",
+            "--exclusive",
+        ],
+        [
+            "store",
+            "--json",
+            "--user",
+            "bob",
+            "--category",
+            "fact",
+            "--title",
+            "Alice plan",
+            "--content",
+            "The warehouse engine plan of Alice.",
+        ],
     ]
     # Bob's own page that refers to alice's: reviewing it answers the same either way too.
     proj.write({"knowledge/user/bob/refers.md": "---\nrefs: [plan]\n---\nSee [[plan]].\n"}).commit()
@@ -126,17 +209,43 @@ def test_a_user_writes_global_pages_and_their_own(project: Callable[..., Project
     proj = project(FILES)
     root = str(proj.root)
     invoke(["review", "shared", "mine", "user:bob:draft", "--user", "bob", "--repo", root])
-    for path in ("knowledge/global/shared.md", "knowledge/user/bob/mine.md", "knowledge/user/bob/draft.md"):
+    for path in (
+        "knowledge/global/shared.md",
+        "knowledge/user/bob/mine.md",
+        "knowledge/user/bob/draft.md",
+    ):
         assert "last_validated_at" in (proj.root / path).read_text()
     invoke(["supersede", "user:bob:draft", "mine", "--user", "bob", "--repo", root])
     assert "superseded_by: mine" in (proj.root / "knowledge/user/bob/draft.md").read_text()
     invoke(["supersede", "other", "shared", "--user", "bob", "--repo", root])
     assert "superseded_by: shared" in (proj.root / "knowledge/global/other.md").read_text()
-    stored = json.loads(invoke(["store", "--repo", root, "--json", "--user", "bob", "--category", "fact",
-                                "--title", "Bob's summary", "--content", "A summary by Bob.",
-                                "--supersedes", "user:bob:mine"]).stdout)
-    assert stored["path"] == "knowledge/user/bob/bob-s-summary.md" and stored["superseded"] == "mine"
-    assert "Alice" in (proj.root / ALICE).read_text() and "last_validated_at" not in (proj.root / ALICE).read_text()
+    stored = json.loads(
+        invoke(
+            [
+                "store",
+                "--repo",
+                root,
+                "--json",
+                "--user",
+                "bob",
+                "--category",
+                "fact",
+                "--title",
+                "Bob's summary",
+                "--content",
+                "A summary by Bob.",
+                "--supersedes",
+                "user:bob:mine",
+            ]
+        ).stdout
+    )
+    assert (
+        stored["path"] == "knowledge/user/bob/bob-s-summary.md" and stored["superseded"] == "mine"
+    )
+    assert (
+        "Alice" in (proj.root / ALICE).read_text()
+        and "last_validated_at" not in (proj.root / ALICE).read_text()
+    )
     invoke(["check", "--repo", root])
 
 
@@ -144,15 +253,33 @@ def test_anonymous_writes_only_global_pages(project: Callable[..., Project]) -> 
     proj = project(FILES)
     root = str(proj.root)
     bob = (proj.root / "knowledge/user/bob/mine.md").read_bytes()
-    for args in (["review", "mine"], ["review", "user:bob:mine"], ["supersede", "user:bob:mine", "shared"],
-                 ["supersede", "other", "user:bob:mine"]):
+    for args in (
+        ["review", "mine"],
+        ["review", "user:bob:mine"],
+        ["supersede", "user:bob:mine", "shared"],
+        ["supersede", "other", "user:bob:mine"],
+    ):
         result = invoke([*args, "--repo", root], code=1)
         assert "visible to anonymous" in result.stderr
     assert (proj.root / "knowledge/user/bob/mine.md").read_bytes() == bob
     invoke(["review", "shared", "--repo", root])
     invoke(["supersede", "other", "shared", "--repo", root])
-    stored = json.loads(invoke(["store", "--repo", root, "--json", "--category", "fact",
-                                "--title", "Anonymous note", "--content", "Written by nobody."]).stdout)
+    stored = json.loads(
+        invoke(
+            [
+                "store",
+                "--repo",
+                root,
+                "--json",
+                "--category",
+                "fact",
+                "--title",
+                "Anonymous note",
+                "--content",
+                "Written by nobody.",
+            ]
+        ).stdout
+    )
     assert stored["path"] == "knowledge/global/anonymous-note.md"
 
 
@@ -160,11 +287,18 @@ FIX_PAGE = "---\ntitle: {title}\n" + REMOVED + "---\n{title} body.\n"
 
 
 def test_fix_edits_and_names_only_pages_the_user_may_write(project: Callable[..., Project]) -> None:
-    pages = {"knowledge/global/g.md": FIX_PAGE.format(title="Global"),
-             "knowledge/user/alice/a.md": FIX_PAGE.format(title="Alice"),
-             "knowledge/user/bob/b.md": FIX_PAGE.format(title="Bob")}
-    proj = project({**BASE, **pages, "knowledge/user/alice/frozen.md":
-                    "---\n" + REMOVED + "meta: {frozen: true}\n---\nx\n"})
+    pages = {
+        "knowledge/global/g.md": FIX_PAGE.format(title="Global"),
+        "knowledge/user/alice/a.md": FIX_PAGE.format(title="Alice"),
+        "knowledge/user/bob/b.md": FIX_PAGE.format(title="Bob"),
+    }
+    proj = project(
+        {
+            **BASE,
+            **pages,
+            "knowledge/user/alice/frozen.md": "---\n" + REMOVED + "meta: {frozen: true}\n---\nx\n",
+        }
+    )
     removed_measure(proj)
     root = str(proj.root)
 
@@ -182,7 +316,10 @@ def test_fix_edits_and_names_only_pages_the_user_may_write(project: Callable[...
     assert b"a.md" in as_alice[0] and b"frozen.md: not edited (frozen)" in as_alice[1]
 
     # Without alice's pages, bob's and anonymous answers are the same bytes: no oracle.
-    saved = {p: (proj.root / p).read_bytes() for p in ("knowledge/user/alice/a.md", "knowledge/user/alice/frozen.md")}
+    saved = {
+        p: (proj.root / p).read_bytes()
+        for p in ("knowledge/user/alice/a.md", "knowledge/user/alice/frozen.md")
+    }
     for path in saved:
         (proj.root / path).unlink()
     assert fix("--user", "bob", code=1) == as_bob and fix(code=1) == anonymous
@@ -192,10 +329,14 @@ def test_fix_edits_and_names_only_pages_the_user_may_write(project: Callable[...
     invoke(["fix", "--repo", root, "--apply", "--user", "bob"])
     assert REMOVED not in (proj.root / "knowledge/global/g.md").read_text()
     assert REMOVED not in (proj.root / "knowledge/user/bob/b.md").read_text()
-    assert (proj.root / "knowledge/user/alice/a.md").read_text() == pages["knowledge/user/alice/a.md"]
+    assert (proj.root / "knowledge/user/alice/a.md").read_text() == pages[
+        "knowledge/user/alice/a.md"
+    ]
     assert b"alice" not in fix("--user", "bob", code=0)[0]
     invoke(["fix", "--repo", root, "--apply"])  # anonymous: nothing of alice's either
-    assert (proj.root / "knowledge/user/alice/a.md").read_text() == pages["knowledge/user/alice/a.md"]
+    assert (proj.root / "knowledge/user/alice/a.md").read_text() == pages[
+        "knowledge/user/alice/a.md"
+    ]
 
 
 def test_library_refuses_without_a_front_end(project: Callable[..., Project]) -> None:
@@ -209,7 +350,12 @@ def test_library_refuses_without_a_front_end(project: Callable[..., Project]) ->
     assert tree.page("user:bob:mine").path == "knowledge/user/bob/mine.md"
     # The tree a write works on is the project as the writer sees it.
     assert {p.scope for p in tree.analysis.pages} == {"global", "user:bob"}
-    for ref, user in (("user:alice:plan", "bob"), ("plan", "bob"), ("user:alice:plan", None), ("mine", None)):
+    for ref, user in (
+        ("user:alice:plan", "bob"),
+        ("plan", "bob"),
+        ("user:alice:plan", None),
+        ("mine", None),
+    ):
         with pytest.raises(WriteRefused, match=r"^no page '.*' visible to (bob|anonymous)$"):
             Tree.load(proj.root, config, user).page(ref)
     with pytest.raises(WriteRefused):
@@ -226,13 +372,18 @@ def _mcp(root: Path, body: Any) -> Any:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "SOURCE_DATE_EPOCH", "KNOWL_EMBEDDINGS")
-           if k in os.environ}
+    env = {
+        k: os.environ[k]
+        for k in ("PATH", "HOME", "SOURCE_DATE_EPOCH", "KNOWL_EMBEDDINGS")
+        if k in os.environ
+    }
 
     async def session() -> Any:
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "knowl_build", "mcp", "--repo", str(root), "--allow-writes"],
-            env=env)
+            command=sys.executable,
+            args=["-m", "knowl_build", "mcp", "--repo", str(root), "--allow-writes"],
+            env=env,
+        )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
             return await body(client)
@@ -247,10 +398,25 @@ def test_mcp_writes_check_who_is_writing(project: Callable[..., Project]) -> Non
         ("supersede_knowledge", {"old": "user:alice:plan", "new": "shared", "user": "bob"}),
         ("supersede_knowledge", {"old": "user:bob:mine", "new": "plan", "user": "bob"}),
         ("supersede_knowledge", {"old": "user:alice:plan", "new": "shared"}),
-        ("store_knowledge", {"category": "fact", "title": "Bob takes over", "content": "Bob's version.",
-                             "user": "bob", "supersedes": "user:alice:plan"}),
-        ("store_knowledge", {"category": "fact", "title": "Anyone takes over", "content": "Anyone.",
-                             "supersedes": "plan"}),
+        (
+            "store_knowledge",
+            {
+                "category": "fact",
+                "title": "Bob takes over",
+                "content": "Bob's version.",
+                "user": "bob",
+                "supersedes": "user:alice:plan",
+            },
+        ),
+        (
+            "store_knowledge",
+            {
+                "category": "fact",
+                "title": "Anyone takes over",
+                "content": "Anyone.",
+                "supersedes": "plan",
+            },
+        ),
     ]
 
     async def body(client: Any) -> dict[str, Any]:
@@ -266,9 +432,18 @@ def test_mcp_writes_check_who_is_writing(project: Callable[..., Project]) -> Non
         (proj.root / ALICE).unlink()
         absent = await texts()
         (proj.root / ALICE).write_bytes(alice)
-        own = await client.call_tool("supersede_knowledge", {"old": "user:bob:draft", "new": "mine", "user": "bob"})
-        stored = await client.call_tool("store_knowledge", {
-            "category": "fact", "title": "Bob's own", "content": "Bob writes his own page.", "user": "bob"})
+        own = await client.call_tool(
+            "supersede_knowledge", {"old": "user:bob:draft", "new": "mine", "user": "bob"}
+        )
+        stored = await client.call_tool(
+            "store_knowledge",
+            {
+                "category": "fact",
+                "title": "Bob's own",
+                "content": "Bob writes his own page.",
+                "user": "bob",
+            },
+        )
         return {"present": present, "absent": absent, "own": own, "stored": stored}
 
     before = snapshot(proj.root)

@@ -211,7 +211,15 @@ def test_quoted_timestamp_out_of_range_is_kb002_at_the_value(tmp_path: Path, cas
 
 @pytest.mark.parametrize(
     "command",
-    [["check"], ["build"], ["stale"], ["conflicts"], ["fix"], ["review", "odd"], ["timeline", "odd"]],
+    [
+        ["check"],
+        ["build"],
+        ["stale"],
+        ["conflicts"],
+        ["fix"],
+        ["review", "odd"],
+        ["timeline", "odd"],
+    ],
     ids=lambda c: c[0],
 )
 def test_quoted_timestamp_out_of_range_in_every_command(

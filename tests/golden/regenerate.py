@@ -28,8 +28,11 @@ def outputs() -> dict[str, str]:
         runner = CliRunner()
         result: dict[str, str] = {}
         for fmt, name in FORMATS.items():
-            run = runner.invoke(cli, ["check", "--repo", str(project.root), "--format", fmt],
-                                env={"GITHUB_ACTIONS": ""})
+            run = runner.invoke(
+                cli,
+                ["check", "--repo", str(project.root), "--format", fmt],
+                env={"GITHUB_ACTIONS": ""},
+            )
             assert run.exit_code == 1, run.output
             result[name] = run.stdout
         return result
