@@ -44,6 +44,14 @@ def headings_and_links(count: int) -> Callable[[], Files]:
     return one_page(body + "\n")
 
 
+def nested_links(count: int) -> Callable[[], Files]:
+    """`count` headings nested six deep and `count` distinct nested links `[[#h1#h2#…]]` that
+    walk them and miss at the last step (each a whole walk down the outline)."""
+    body = "".join(f"{'#' * (1 + i % 6)} h{i % 6}\n" for i in range(count))
+    links = "".join(f"[[#h0#h1#h2#h3#h4#x{i}]]" for i in range(count))
+    return one_page(body + links + "\n")
+
+
 def spans_then_links() -> Files:
     """24,800 code spans, then 19,800 links to a page that exists."""
     return {
@@ -66,6 +74,7 @@ INPUTS: list[tuple[str, Callable[[], Files]]] = [
     ("2,000 headings, 2,000 [[#x]] links", headings_and_links(2_000)),
     ("6,000 headings, 6,000 [[#x]] links", headings_and_links(6_000)),
     ("11,000 headings, 11,000 [[#x]] links", headings_and_links(11_000)),
+    ("6,000 nested headings, 6,000 [[#a#b#…]] links", nested_links(6_000)),
     ("24,800 code spans, 19,800 links", spans_then_links),
     (
         "365 backtick widths, 65,000 runs",

@@ -23,6 +23,21 @@ RULE_CODE = re.compile(r"KB[0-9]{3}")  # the shape of a code; the rules know whi
 MAX_BOOST = 1000.0
 # Caveats riding along with one search: a bound every artifact is checked against too.
 MAX_CAVEATS = 10_000
+# [links] resolution: how a wiki-link names its page (resolve.py).
+EXACT = "exact"
+OBSIDIAN = "obsidian"
+RESOLUTIONS = (EXACT, OBSIDIAN)
+# Frontmatter keys Obsidian owns: not KB006 when links resolve as Obsidian does.
+OBSIDIAN_KEYS = (
+    "aliases",
+    "tags",
+    "cssclasses",
+    "publish",
+    "permalink",
+    "description",
+    "image",
+    "cover",
+)
 
 
 @functools.lru_cache(maxsize=256)
@@ -88,7 +103,16 @@ class Config:
     peer_paths: tuple[str, ...] = ()
     dbt_project_dir: str | None = None  # [semantics.dbt] project_dir
     dbt_connection: str | None = None  # [semantics.dbt] connection
+    link_resolution: str = EXACT  # [links] resolution
+    frontmatter_allow: tuple[str, ...] = ()  # [frontmatter] allow, as written
     source: str | None = None
+
+    @property
+    def allowed_keys(self) -> frozenset[str]:
+        """Frontmatter keys other tools own: [frontmatter] allow, and Obsidian's own keys
+        when links resolve as Obsidian does."""
+        own = OBSIDIAN_KEYS if self.link_resolution == OBSIDIAN else ()
+        return frozenset((*self.frontmatter_allow, *own))
 
     def configured(self, code: str, path: str | None = None) -> str | None:
         """The severity configured for `code` ([rules], then the [rules.per-path] globs that
@@ -125,6 +149,8 @@ class Config:
             "semantics": {
                 "dbt": {"project_dir": self.dbt_project_dir, "connection": self.dbt_connection}
             },
+            "links": {"resolution": self.link_resolution},
+            "frontmatter": {"allow": list(self.frontmatter_allow)},
         }
 
     @property
@@ -277,6 +303,24 @@ SCHEMA: tuple[Option, ...] = (
         "Other repositories' artifacts that searches of this project's build include: each an "
         "artifact folder or a project root (its current build), relative to the project root. "
         "`--peer` replaces them ([Federation](reading.md#federation)).",
+    ),
+    Option(
+        "links.resolution",
+        f"string ({'|'.join(RESOLUTIONS)})",
+        _default("link_resolution"),
+        "How a `[[link]]` or `refs` item names its page. `exact`: the id or the path under the "
+        "scope folder, as written. `obsidian`: as Obsidian resolves links: case-insensitive, "
+        "a bare name to the page of that name whose path is shortest, path-qualified names by "
+        "the end of the path, `aliases` as names, nested headings and `^block` ids checked "
+        "([Links](concepts/pages.md#link-resolution)).",
+    ),
+    Option(
+        "frontmatter.allow",
+        "list of strings",
+        _default("frontmatter_allow"),
+        "Frontmatter keys other tools own (`cssclasses`, `permalink`, `meta.owner` for a key "
+        'inside `meta`): not [KB006](rules.md#kb006). With `links.resolution = "obsidian"`, '
+        f"Obsidian's own keys are allowed as well: `{'`, `'.join(OBSIDIAN_KEYS)}`.",
     ),
     Option(
         "semantics.dbt.project_dir",

@@ -16,6 +16,7 @@ from knowl_build.config import (
     MAX_BOOST,
     MAX_CAVEATS,
     PER_PATH,
+    RESOLUTIONS,
     RULE_CODE,
     SCHEMA,
     Config,
@@ -187,6 +188,17 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
 
     peers = _Reader(source, top.table_of("peers"), "peers.")
 
+    links = _Reader(source, top.table_of("links"), "links.")
+    resolution = links.get("resolution", str, DEFAULTS.link_resolution)
+    if resolution not in RESOLUTIONS:
+        raise links.error(
+            "resolution", f"must be one of {', '.join(RESOLUTIONS)}, got {resolution!r}"
+        )
+    frontmatter = _Reader(source, top.table_of("frontmatter"), "frontmatter.")
+    allow = frontmatter.string_list("allow")
+    if any(not key.strip() for key in allow):
+        raise frontmatter.error("allow", "keys must not be empty strings")
+
     semantics = _Reader(source, top.table_of("semantics"), "semantics.")
     dbt_table = semantics.table_of("dbt")
     dbt = _Reader(source, dbt_table, "semantics.dbt.")
@@ -234,6 +246,8 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
             extra_patterns=patterns,
         ),
         peer_paths=peers.string_list("paths"),
+        link_resolution=resolution,
+        frontmatter_allow=allow,
         source=source,
     )
 

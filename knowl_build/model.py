@@ -247,6 +247,7 @@ class ParsedPage:
     findings: tuple[Finding, ...]  # page-local findings (syntax, fields, secrets, sizes)
     text_ok: bool = True  # False: KB007, the file is not UTF-8 text
     suppressions: tuple[Suppression, ...] = ()
+    blocks: tuple[str, ...] = ()  # Obsidian block ids (`^id` ending a line), outside code
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -260,6 +261,7 @@ class ParsedPage:
             "findings": [f.to_list() for f in self.findings],
             "text_ok": self.text_ok,
             "suppressions": [x.to_list() for x in self.suppressions],
+            "blocks": list(self.blocks),
         }
 
     @classmethod
@@ -275,6 +277,7 @@ class ParsedPage:
             findings=tuple(Finding.from_list(f) for f in d["findings"]),
             text_ok=d["text_ok"],
             suppressions=tuple(Suppression.from_list(x) for x in d["suppressions"]),
+            blocks=tuple(d["blocks"]),
         )
 
 

@@ -3,6 +3,12 @@
 A bare id from a global page names a global page; from a user page it names the global page
 if there is one (global is authoritative), else the owner's page. A target with `/` names a
 page by its path under a scope folder. Another user's pages are never visible.
+
+How a name matches is the project's link resolution (`[links] resolution`): `exact` matches
+the id or path as written; `obsidian` matches as Obsidian does (case-insensitively after NFC,
+a path-qualified name by the end of the page's path, `aliases` as names, and, of several
+pages of one name, the one whose path is shortest). The checker, the graph and the records
+all ask the same PageIndex, so they resolve every link alike.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from knowl_build.config import EXACT, OBSIDIAN
 from knowl_build.model import Page
 from knowl_build.names import owner_problem
 
@@ -90,6 +97,44 @@ def scope_label(scope: str) -> str:
 class Resolution:
     pages: list[Page]  # the visible pages the target names (several with KB005 duplicates)
     hidden: list[Page]  # pages that match but are not visible from the referring page
+    # Obsidian resolution: the other pages of the name when the choice among them was a tie
+    # (the same shortest path length), so the link may not mean the page it resolved to.
+    ambiguous: list[Page] = field(default_factory=list)
+
+
+def fold(name: str) -> str:
+    """How Obsidian compares names: NFC, then case folded."""
+    return nfc(name).casefold()
+
+
+def aliases_of(page: Page) -> list[str]:
+    """The `aliases` a page's frontmatter gives it (a string or a list of strings)."""
+    value = page.parsed.frontmatter.get("aliases")
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return []
+    return [nfc(a).strip() for a in value if isinstance(a, str) and a.strip()]
+
+
+def _by_path_length(page: Page) -> tuple[int, str]:
+    return (len(page.rel), page.rel)
+
+
+class _Names:
+    """A lookup table of names to pages per scope, and the scopes each name occurs in."""
+
+    __slots__ = ("pages", "scopes")
+
+    def __init__(self) -> None:
+        self.pages: dict[tuple[str, str], list[Page]] = defaultdict(list)
+        self.scopes: dict[str, set[str]] = defaultdict(set)
+
+    def add(self, scope: str, name: str, page: Page) -> None:
+        named = self.pages[(scope, name)]
+        if page not in named:
+            named.append(page)
+        self.scopes[name].add(scope)
 
 
 @dataclass(slots=True)
@@ -101,9 +146,22 @@ class PageIndex:
     scopes_of_rel: dict[str, set[str]] = field(default_factory=dict)
     files_by_name: dict[str, list[str]] = field(default_factory=dict)
     ids_by_scope: dict[str, list[str]] = field(default_factory=dict)
+    mode: str = EXACT
+    # Obsidian mode: pages by folded name (ids, then aliases) and by every folded path tail.
+    names: _Names = field(default_factory=_Names)
+    paths: _Names = field(default_factory=_Names)
+    # (scope, id) pairs that several pages share (KB005, or pages in different folders in
+    # Obsidian mode): their graph nodes are named by path, not id (`node_name`).
+    shared: frozenset[tuple[str, str]] = frozenset()
 
     @classmethod
-    def build(cls, pages: list[Page], other_files: list[str], knowledge_dir: str) -> PageIndex:
+    def build(
+        cls,
+        pages: list[Page],
+        other_files: list[str],
+        knowledge_dir: str,
+        mode: str = EXACT,
+    ) -> PageIndex:
         by_id: dict[tuple[str, str], list[Page]] = defaultdict(list)
         by_rel: dict[tuple[str, str], list[Page]] = defaultdict(list)
         scopes_of_id: dict[str, set[str]] = defaultdict(set)
@@ -113,6 +171,19 @@ class PageIndex:
             by_rel[(page.scope, page.rel)].append(page)
             scopes_of_id[page.id].add(page.scope)
             scopes_of_rel[page.rel].add(page.scope)
+        names, paths = _Names(), _Names()
+        if mode == OBSIDIAN:
+            for page in pages:
+                names.add(page.scope, fold(page.id), page)
+                for tail in _tails(fold(page.rel)):
+                    paths.add(page.scope, tail, page)
+            for page in pages:  # an alias never outranks a page's own name
+                for alias in aliases_of(page):
+                    key = fold(alias)
+                    if "/" not in key and not any(
+                        fold(p.id) == key for p in names.pages.get((page.scope, key), ())
+                    ):
+                        names.add(page.scope, key, page)
         files: dict[str, list[str]] = defaultdict(list)
         prefix = knowledge_dir + "/"
         for path in other_files:
@@ -131,6 +202,10 @@ class PageIndex:
             dict(scopes_of_rel),
             dict(files),
             dict(ids_by_scope),
+            mode,
+            names,
+            paths,
+            frozenset(key for key, named in by_id.items() if len(named) > 1),
         )
 
     def visible_scopes(self, scope: str) -> tuple[str, ...]:
@@ -139,14 +214,22 @@ class PageIndex:
 
     def resolve(self, target: str, scope: str) -> Resolution:
         target = nfc(target)
-        table, scopes_of = (
-            (self.by_rel, self.scopes_of_rel) if "/" in target else (self.by_id, self.scopes_of_id)
-        )
+        obsidian = self.mode == OBSIDIAN
+        table: dict[tuple[str, str], list[Page]]
+        scopes_of: dict[str, set[str]]
+        if obsidian:
+            target = fold(target.strip("/"))
+            names = self.paths if "/" in target else self.names
+            table, scopes_of = names.pages, names.scopes
+        elif "/" in target:
+            table, scopes_of = self.by_rel, self.scopes_of_rel
+        else:
+            table, scopes_of = self.by_id, self.scopes_of_id
         visible = self.visible_scopes(scope)
         for candidate in visible:
             found = table.get((candidate, target))
             if found:
-                return Resolution(found, [])
+                return self._choose(found) if obsidian else Resolution(found, [])
         hidden = [
             page
             for other in sorted(scopes_of.get(target, ()))
@@ -154,6 +237,17 @@ class PageIndex:
             for page in table[(other, target)]
         ]
         return Resolution([], hidden)
+
+    @staticmethod
+    def _choose(found: list[Page]) -> Resolution:
+        """Obsidian's choice among the pages of one name: the only one, else the one whose path
+        is shortest; ambiguous when another has a path of that length too."""
+        if len(found) == 1:
+            return Resolution(found, [])
+        ranked = sorted(found, key=_by_path_length)
+        best = ranked[0]
+        ties = [p for p in ranked[1:] if len(p.rel) == len(best.rel)]
+        return Resolution([best], [], ties)
 
     def find_file(self, target: str) -> bool:
         """A non-page target (`diagram.png`, `img/diagram.png`) names a file under knowledge/."""
@@ -168,6 +262,32 @@ class PageIndex:
         for candidate in self.visible_scopes(scope):
             ids.extend(self.ids_by_scope.get(candidate, ()))
         return ids
+
+    def node_name(self, page: Page) -> str:
+        """What names the page in the reference graph: its id, or its path under the scope
+        folder when another page of its scope has the same id."""
+        return page.rel if (page.scope, page.id) in self.shared else page.id
+
+    def targets(self, page: Page) -> list[tuple[str, str, list[Page]]]:
+        """Each reference of a page as the checker resolves it, in record order: `refs`, then
+        links and embeds (an empty target is the page itself), then `superseded_by`:
+        (target, kind, the visible pages it names)."""
+        fields = page.parsed.fields
+        out = [(r.value, "ref", self.resolve(r.value, page.scope).pages) for r in fields.refs]
+        for link in page.parsed.links:
+            found = self.resolve(link.target, page.scope).pages if link.target else [page]
+            out.append((link.target, "embed" if link.embed else "link", found))
+        if fields.superseded_by is not None:
+            value = fields.superseded_by.value
+            out.append((value, "superseded_by", self.resolve(value, page.scope).pages))
+        return out
+
+
+def _tails(rel: str) -> list[str]:
+    """Every path-qualified name of a page path: `a/b/c` -> `b/c`, `a/b/c` (not the bare name,
+    which by_id holds)."""
+    parts = rel.split("/")
+    return ["/".join(parts[i:]) for i in range(len(parts) - 1)][::-1] if len(parts) > 1 else []
 
 
 def is_file_target(target: str) -> bool:

@@ -96,6 +96,7 @@ def test_artifact_layout_and_contents(project: Callable[..., Project]) -> None:
         "heading": "Timing",
         "line": 13,
         "column": 62,
+        "to": "knowledge/global/refunds.md",
     } in revenue["links"]
 
     entities = json.loads((folder / "entities.json").read_text())["entities"]

@@ -49,6 +49,8 @@ CASES: dict[str, tuple[str, object, object]] = {
     "security.max_body_chars": ("security.max_body_chars", 1000, 1000),
     "security.extra_patterns": ("security.extra_patterns", ["acme-int"], ("acme-int",)),
     "peers.paths": ("peer_paths", ["../other"], ("../other",)),
+    "links.resolution": ("link_resolution", "obsidian", "obsidian"),
+    "frontmatter.allow": ("frontmatter_allow", ["cssclasses"], ("cssclasses",)),
     "semantics.dbt.project_dir": ("dbt_project_dir", "analytics_dbt", "analytics_dbt"),
     "semantics.dbt.connection": ("dbt_connection", "shop_dbt", "shop_dbt"),
 }
@@ -92,7 +94,7 @@ def test_keys_are_unique_and_each_table_is_together() -> None:
     tables = [key.split(".", 1)[0] if "." in key else "" for key in KEYS]
     order = list(dict.fromkeys(tables))
     assert tables == sorted(tables, key=order.index), "a table's keys are split apart"
-    assert order == ["", "rules", "search", "security", "peers", "semantics"]
+    assert order == ["", "rules", "search", "security", "peers", "links", "frontmatter", "semantics"]
 
 
 def test_every_key_has_a_kind_and_a_doc() -> None:

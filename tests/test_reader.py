@@ -161,10 +161,18 @@ def test_show(built: Path) -> None:
             "drift_flag": False,
             "frozen": False,
         }
-        assert {"page": "notebook", "scope": "user:alice", "kind": "link"} in page["backlinks"]
-        assert {"page": "old-revenue", "scope": "global", "kind": "superseded_by"} in page[
-            "backlinks"
-        ]
+        assert {
+            "page": "notebook",
+            "scope": "user:alice",
+            "kind": "link",
+            "path": "knowledge/user/alice/notebook.md",
+        } in page["backlinks"]
+        assert {
+            "page": "old-revenue",
+            "scope": "global",
+            "kind": "superseded_by",
+            "path": "knowledge/global/old-revenue.md",
+        } in page["backlinks"]
         assert [c["page"] for c in page["caveats"]] == ["my-caveat", "refunds-caveat"]
         anonymous = reader.show("revenue")
         assert not any(b["scope"].startswith("user:") for b in anonymous["backlinks"])

@@ -139,6 +139,7 @@ class LinkRecord(Struct, frozen=True):
     heading: str | None
     line: Count
     column: Count
+    to: str | UnsetType = UNSET  # the path of the page it resolves to, as the checker did
 
 
 class Drift(Struct, frozen=True):
@@ -167,6 +168,7 @@ class PageRecord(Struct, frozen=True):
     freshness: Freshness
     drift: list[Drift]
     last_commit: CommitInfo | None
+    node: str | UnsetType = UNSET  # its graph node's name, when not its id (a shared id)
 
 
 class CatalogEntry(Struct, frozen=True):
@@ -188,6 +190,7 @@ class CatalogEntry(Struct, frozen=True):
     freshness: str
     drift_flag: bool
     offset: Count  # of its line in pages.jsonl
+    node: str | UnsetType = UNSET  # as PageRecord.node
 
 
 class Catalog(Struct, frozen=True):
@@ -359,6 +362,7 @@ class Backlink(TypedDict):
     page: str
     scope: str
     kind: str
+    path: str  # which page, where pages share an id (Obsidian resolution)
 
 
 class BoundCaveat(TypedDict):

@@ -67,6 +67,11 @@ class BodyScan:
     headings: tuple[Heading, ...]
     h1: str | None
     suppressions: tuple[Suppression, ...] = ()
+    blocks: tuple[str, ...] = ()
+
+
+# An Obsidian block id: `^id` at the end of a line, after a space or alone on its line.
+BLOCK_ID = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$", re.MULTILINE)
 
 
 def suppression(
@@ -268,7 +273,14 @@ def scan_body(text: str, body_offset: int, index: TextIndex) -> BodyScan:
             if line in excluded_lines or _inside(span_starts, span_ends, start):
                 continue  # code is text: a comment shown in code suppresses nothing
             suppressions.append(suppression(match, body_offset, index))
-    return BodyScan(tuple(links), tuple(directives), tuple(headings), h1, tuple(suppressions))
+    blocks: list[str] = []
+    if "^" in body:
+        for match in BLOCK_ID.finditer(body):
+            if _line_of(lines_start, match.start(1)) not in excluded_lines:
+                blocks.append(match.group(1))
+    return BodyScan(
+        tuple(links), tuple(directives), tuple(headings), h1, tuple(suppressions), tuple(blocks)
+    )
 
 
 def _line_of(starts: list[int], offset: int) -> int:

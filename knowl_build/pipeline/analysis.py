@@ -86,7 +86,9 @@ def analyse(
     )
     pages, page_findings = parse_pages(inputs, config, cache)
     cache.save()
-    index = PageIndex.build(pages, discovery.other_files, config.knowledge_dir)
+    index = PageIndex.build(
+        pages, discovery.other_files, config.knowledge_dir, config.link_resolution
+    )
     text_pages = [p for p in pages if p.parsed.text_ok]
     facts = gather_git_facts(
         root, config, discovery, layer, text_pages, caches.file(HISTORY_CACHE), caches.key

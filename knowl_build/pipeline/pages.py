@@ -135,9 +135,16 @@ def parse_page(data: bytes, config: SecurityConfig, scanner: SecretScanner) -> P
         directives=scan.directives,
         headings=scan.headings,
         h1=scan.h1,
+        blocks=scan.blocks,
         findings=tuple(sorted(findings, key=lambda f: (f.line, f.column, f.code))),
         suppressions=tuple(suppressions),
     )
+
+
+def _allowed(finding: Finding, allowed: frozenset[str]) -> bool:
+    """A KB006 for a key that [frontmatter] allow (or the link resolution) gives to another
+    tool. Decided after the cache, so the cached parse does not depend on the list."""
+    return finding.code == "KB006" and finding.subject in allowed
 
 
 def parse_cache_key(config: Config) -> str:
@@ -199,9 +206,10 @@ def parse_pages(
 
     pages: list[Page] = []
     findings: dict[str, list[Finding]] = {}
+    allowed = config.allowed_keys
     for path, (data, digest) in inputs.pages.items():
         parsed = not_text("page") if data is None else parsed_by_digest[digest]
-        findings[path] = list(parsed.findings)
+        findings[path] = [f for f in parsed.findings if not _allowed(f, allowed)]
         where = place(path, config.knowledge_dir)
         if where is None:
             message, hint = misplaced(path, config.knowledge_dir)

@@ -9,7 +9,7 @@ from collections import defaultdict
 from typing import Any
 
 import networkx as nx
-from msgspec import convert
+from msgspec import UNSET, UnsetType, convert
 
 from knowl_build.artifacts.schema import (
     CatalogEntry,
@@ -73,19 +73,30 @@ def page_record(analysis: Analysis, page: Page, text: str) -> PageRecord:
     """The artifact's record of one page (a line of pages.jsonl)."""
     raw_body = text[page.parsed.body_offset :]
     assessment = analysis.assessments.get(page.path)
+    resolved = [_first_path(found) for _, _, found in analysis.index.targets(page)]
     links = [
-        LinkRecord(target=r.value, kind="ref", heading=None, line=r.span.line, column=r.span.column)
-        for r in page.parsed.fields.refs
-    ] + [
         LinkRecord(
-            target=link.target,
-            kind="embed" if link.embed else "link",
-            heading=link.heading,
-            line=link.span.line,
-            column=link.span.column,
+            target=r.value,
+            kind="ref",
+            heading=None,
+            line=r.span.line,
+            column=r.span.column,
+            to=resolved[i],
         )
-        for link in page.parsed.links
+        for i, r in enumerate(page.parsed.fields.refs)
     ]
+    for link in page.parsed.links:
+        links.append(
+            LinkRecord(
+                target=link.target,
+                kind="embed" if link.embed else "link",
+                heading=link.heading,
+                line=link.span.line,
+                column=link.span.column,
+                to=resolved[len(links)],
+            )
+        )
+    node = analysis.index.node_name(page)
     return PageRecord(
         id=page.id,
         scope=page.scope,
@@ -103,7 +114,12 @@ def page_record(analysis: Analysis, page: Page, text: str) -> PageRecord:
         ),
         drift=convert(assessment.drift if assessment else [], list[Drift]),
         last_commit=_last_commit(analysis.history, page.path),
+        node=UNSET if node == page.id else node,
     )
+
+
+def _first_path(found: list[Page]) -> str | UnsetType:
+    return found[0].path if found else UNSET
 
 
 def record_pages(analysis: Analysis, texts: dict[str, str]) -> list[Page]:
@@ -162,7 +178,7 @@ def reference_graph(analysis: Analysis) -> nx.DiGraph:
     for page in analysis.pages:
         if not page.parsed.text_ok:
             continue
-        me = page_node(page.scope, page.id)
+        me = page_node(page.scope, index.node_name(page))
         nodes[me] = {
             "type": "page",
             "scope": page.scope,
@@ -172,17 +188,12 @@ def reference_graph(analysis: Analysis) -> nx.DiGraph:
             "usage_mode": page.parsed.fields.usage_mode,
             "status": page.parsed.fields.status,
         }
-        fields = page.parsed.fields
-        targets = [(r.value, "ref") for r in fields.refs] + [
-            (link.target, "link") for link in page.parsed.links if link.target
-        ]
-        if fields.superseded_by is not None:
-            targets.append((fields.superseded_by.value, "superseded_by"))
-        for target, kind in targets:
-            for other in index.resolve(target, page.scope).pages:
+        for _, kind, found in index.targets(page):
+            for other in found:
                 if other.parsed.text_ok and other is not page:
-                    edges[(me, page_node(other.scope, other.id))].add(kind)
-        for ref in fields.sl_refs:
+                    edge = "link" if kind == "embed" else kind
+                    edges[(me, page_node(other.scope, index.node_name(other)))].add(edge)
+        for ref in page.parsed.fields.sl_refs:
             if ref.value in layer.entities:
                 edges[(me, entity_node(ref.value))].add("sl_ref")
     return make_graph(nodes, edges)
@@ -226,4 +237,5 @@ def catalog_entry(row: PageRecord, offset: int) -> CatalogEntry:
         freshness=row.freshness.value,
         drift_flag=bool(row.drift),
         offset=offset,
+        node=row.node,
     )

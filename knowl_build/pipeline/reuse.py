@@ -42,22 +42,29 @@ def _digest(data: Any) -> str:
     return hashlib.sha256(_encode(data).encode()).hexdigest()
 
 
+def _resolved(analysis: Analysis, page: Page) -> list[list[Any]]:
+    """The page's references as the checker resolved them: what the graph's edges and the
+    record's links are made of (a name can resolve elsewhere when another page changes)."""
+    return [
+        [kind, [p.path for p in found]] for _, kind, found in analysis.index.targets(page)
+    ]
+
+
 def graph_digest(analysis: Analysis, pages: list[Page]) -> str:
     """Everything the reference graph is made of: pages, their references, the entities."""
     rows = []
+    index = analysis.index
     for page in pages:
         f = page.parsed.fields
         rows.append(
             [
                 page.scope,
-                page.id,
+                index.node_name(page),
                 page.path,
                 page.title,
                 f.usage_mode,
                 f.status,
-                [r.value for r in f.refs],
-                [link.target for link in page.parsed.links],
-                f.superseded_by.value if f.superseded_by else None,
+                _resolved(analysis, page),
                 [r.value for r in f.sl_refs],
             ]
         )
@@ -149,6 +156,8 @@ def assemble(
             [
                 content[page.path],
                 page.path,
+                analysis.index.node_name(page),
+                _resolved(analysis, page),
                 rendered,
                 assessment.to_json() if assessment else None,
                 assessment.drift if assessment else None,

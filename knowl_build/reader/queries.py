@@ -271,12 +271,14 @@ def show(view: ArtifactView, ref: str, user: str | None = None) -> ShowAnswer:
         data = view.graph.page_at(source)
         if data is None:
             continue
-        other = view.page(data.scope, data.page_id)
+        other = view.entry_of(data)
         if other is None or not visible(other, user):
             continue
         for kind in kinds:
-            backlinks.append({"page": other.id, "scope": other.scope, "kind": kind})
-    backlinks.sort(key=lambda b: (b["page"], b["scope"], b["kind"]))
+            backlinks.append(
+                {"page": other.id, "scope": other.scope, "kind": kind, "path": other.key}
+            )
+    backlinks.sort(key=lambda b: (b["page"], b["scope"], b["path"], b["kind"]))
     mine = set(page.sl_refs)
     bound: list[BoundCaveat] = []
     for caveat in view.caveats:
@@ -362,7 +364,8 @@ def traverse(
                 break
     names: set[str] = set()
     for node in order:
-        found = view.page(reached[node]["scope"], reached[node]["page"])
+        data = view.graph.page_at(node)
+        found = view.entry_of(data) if data is not None else None
         names.update(found.sl_refs if found else ())
     entities: list[EntitySummary] = []
     for name in sorted(names):
@@ -399,7 +402,7 @@ def _neighbours(
         if data is None:
             continue
         steps = [k for k in kinds if k in ("ref", "link")]
-        other = view.page(data.scope, data.page_id)
+        other = view.entry_of(data)
         if not steps or other is None or not visible(other, user):
             continue
         kind = steps[0]
@@ -417,7 +420,7 @@ def _neighbours(
             data = graph.page_at(source)
             if data is None or "sl_ref" not in kinds or source == me:
                 continue
-            other = view.page(data.scope, data.page_id)
+            other = view.entry_of(data)
             if (
                 other is None
                 or other.usage_mode != "caveat"

@@ -10,6 +10,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
+from msgspec import UnsetType
+
 from knowl_build import embeddings
 from knowl_build.artifacts import memo, publication
 from knowl_build.artifacts.layout import MANIFEST
@@ -101,6 +103,10 @@ class ArtifactView:
     def page(self, scope: str, page_id: str) -> CatalogEntry | None:
         found = self.by_scope_id.get((scope, page_id))
         return found[0] if found else None
+
+    def entry_of(self, node: PageNode) -> CatalogEntry | None:
+        """The catalog entry of a graph node, by its path (ids may be shared)."""
+        return self.by_key.get(node.path)
 
     def shadows_global(self, page: CatalogEntry) -> bool:
         """A user page with the id of a global page: only ever an annotation of it."""
@@ -231,7 +237,9 @@ def _read(folder: Path, name: str, kind: type[T], data: bytes | None = None) -> 
 
 
 def page_node(page: CatalogEntry) -> str:
-    return f"page:{page.scope}:{page.id}"
+    """The page's node in graph.json: named by its id, or by its path when its id is shared."""
+    name = page.id if isinstance(page.node, UnsetType) else page.node
+    return f"page:{page.scope}:{name}"
 
 
 def find_artifact(path: Path, out_dir: str = ".knowl/build") -> Path:

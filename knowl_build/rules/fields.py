@@ -55,7 +55,9 @@ UNKNOWN_FIELD = Rule(
     default="warning",
     summary="unknown frontmatter key",
     doc="""A key that knowl does not know, at the top level or inside `meta` or `conflict`.
-      It is kept in the artifact. Usually a typo: the hint names the nearest known key.""",
+      It is kept in the artifact. Usually a typo: the hint names the nearest known key.
+      Keys other tools own are listed in `[frontmatter] allow` (`meta.owner` for a key inside
+      `meta`); `[links] resolution = "obsidian"` allows Obsidian's own keys.""",
 )
 
 RULES: tuple[Rule, ...] = (FIELD_TYPE, RESERVED_FIELD, UNKNOWN_FIELD)
@@ -176,11 +178,25 @@ class FieldValidator:
 
     # -- reporting --------------------------------------------------------------------
 
-    def report(self, rule: Rule, node: YNode, message: str, hint: str | None = None) -> None:
+    def report(
+        self,
+        rule: Rule,
+        node: YNode,
+        message: str,
+        hint: str | None = None,
+        subject: str | None = None,
+    ) -> None:
         span = self.locate(node.start, node.end)
         self.findings.append(
             Finding(
-                rule.code, span.line, span.column, message, hint, span.end_line, span.end_column
+                rule.code,
+                span.line,
+                span.column,
+                message,
+                hint,
+                span.end_line,
+                span.end_column,
+                subject,
             )
         )
 
@@ -249,6 +265,7 @@ class FieldValidator:
             key,
             f"'{dotted}' is not a known {where}",
             did_you_mean(key_text(key), known),
+            subject=dotted,  # what [frontmatter] allow names
         )
 
     def validate(self, root: YMap) -> None:

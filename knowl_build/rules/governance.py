@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from knowl_build.config import OBSIDIAN
 from knowl_build.diagnostics import Finding
 from knowl_build.model import Page
-from knowl_build.resolve import GLOBAL, scope_label
+from knowl_build.resolve import GLOBAL, PageIndex, fold, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
 from knowl_build.rules.rule import Rule
 from knowl_build.secrets.patterns import REDACTED
@@ -20,7 +21,10 @@ DUPLICATE_PAGE_ID = Rule(
     default="error",
     summary="duplicate page id in one scope",
     doc="""Two pages of one scope (global, or one owner) share a file name. Each file is
-      reported once, naming the other. References to the id resolve to the set of them.""",
+      reported once, naming the other. References to the id resolve to the set of them.
+      With `[links] resolution = "obsidian"`, pages in different folders may share a name
+      (a link picks one as Obsidian does, see KB108); only paths that differ in case alone
+      are KB005 there.""",
 )
 
 EXCLUSIVE_CONFLICT = Rule(
@@ -66,7 +70,7 @@ def check_governance(ctx: RuleContext) -> Emitted:
 
 
 def _duplicates(ctx: RuleContext) -> Emitted:
-    for (scope, page_id), pages in ctx.index.by_id.items():
+    for (scope, page_id), pages in _same_name(ctx.index).items():
         if len(pages) < 2:
             continue
         for page in pages:
@@ -81,6 +85,17 @@ def _duplicates(ctx: RuleContext) -> Emitted:
                     "rename one of the files",
                 ),
             )
+
+
+def _same_name(index: PageIndex) -> dict[tuple[str, str], list[Page]]:
+    """Pages that one name cannot tell apart: the same id in a scope; with Obsidian's
+    resolution, where pages in different folders may share a name, the same path up to case."""
+    if index.mode != OBSIDIAN:
+        return index.by_id
+    groups: dict[tuple[str, str], list[Page]] = defaultdict(list)
+    for page in index.pages:
+        groups[(page.scope, fold(page.rel))].append(page)
+    return {(scope, pages[0].id): pages for (scope, _), pages in groups.items()}
 
 
 def _shadows(ctx: RuleContext) -> Emitted:

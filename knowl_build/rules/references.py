@@ -1,13 +1,17 @@
-"""Reference rules: sl_refs (KB101), refs (KB102, KB104), links (KB103, KB104, KB105),
+"""Reference rules: sl_refs (KB101), refs (KB102, KB104), links (KB103, KB104, KB105, KB108),
 live-definition directives (KB106) and bound fingerprints (KB107)."""
 
 from __future__ import annotations
 
+import bisect
+from collections import defaultdict
+
+from knowl_build.config import OBSIDIAN
 from knowl_build.hints import SKIPPED, NearNames, suggestion
 from knowl_build.history.records import WORKING_TREE
-from knowl_build.model import Link, Page
+from knowl_build.model import Heading, Link, Page, Span
 from knowl_build.parse.body import heading_key
-from knowl_build.resolve import is_file_target, scope_label
+from knowl_build.resolve import Resolution, is_file_target, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
 from knowl_build.rules.rule import Rule
 
@@ -34,8 +38,9 @@ BROKEN_LINK = Rule(
     default="error",
     summary="`[[link]]` or embed names no page or file",
     doc="""The target of a wiki-link or embed matches no page visible from the linking page
-      and, for targets with a file extension, no file under `knowledge/`. Matching is
-      exact: no case folding, no fuzzy match; the hint suggests the nearest id.""",
+      and, for targets with a file extension, no file under `knowledge/`. Matching follows
+      `[links] resolution`: exact by default (no case folding, no fuzzy match), or as
+      Obsidian resolves links; the hint suggests the nearest id.""",
 )
 
 INVISIBLE_TARGET = Rule(
@@ -53,7 +58,10 @@ UNKNOWN_HEADING = Rule(
     default="warning",
     summary="`[[id#Heading]]`: the target has no such heading",
     doc="""Headings are compared case-insensitively with whitespace collapsed and inline
-      markup removed; `#^block` references are not checked.""",
+      markup removed. `[[Page#A#B]]` names heading `B` inside the section of heading `A`,
+      heading by heading. With `[links] resolution = "obsidian"`, `[[Page#^block-id]]` must
+      name a block id (`^block-id` ending a line of the target); otherwise `#^block`
+      references are not checked.""",
 )
 
 UNKNOWN_DIRECTIVE_TARGET = Rule(
@@ -76,6 +84,17 @@ UNBOUND_FINGERPRINT = Rule(
       an entry for an entity the page does not reference is left over from an edit.""",
 )
 
+AMBIGUOUS_LINK = Rule(
+    code="KB108",
+    name="ambiguous-link",
+    default="warning",
+    summary="a link's name fits several pages equally well (Obsidian resolution)",
+    doc="""With `[links] resolution = "obsidian"`, a bare name shared by pages in different
+      folders resolves to the page whose path is shortest, as Obsidian does. When another
+      page's path is as short, the choice is a tie broken by path order, and the link may not
+      mean the page it resolves to: qualify it with its folder (`[[Folder/Page]]`).""",
+)
+
 RULES: tuple[Rule, ...] = (
     UNKNOWN_SL_REF,
     UNKNOWN_REF,
@@ -84,9 +103,11 @@ RULES: tuple[Rule, ...] = (
     UNKNOWN_HEADING,
     UNKNOWN_DIRECTIVE_TARGET,
     UNBOUND_FINGERPRINT,
+    AMBIGUOUS_LINK,
 )
 
-HEADING_CUTOFF = 0.6  # difflib's default, as heading hints always used
+HEADING_CUTOFF = 0.6
+MAX_LEVEL = 6  # of a Markdown heading  # difflib's default, as heading hints always used
 
 
 def check_references(ctx: RuleContext) -> Emitted:
@@ -130,10 +151,27 @@ def _hidden_message(item: str, hidden: list[Page], scope: str) -> str:
     return f"{item} names a page that is not visible from {scope_label(scope)} ({where})"
 
 
+def _ambiguous(page: Page, item: str, resolution: Resolution, span: Span) -> Emitted:
+    if not resolution.ambiguous:
+        return
+    chosen = resolution.pages[0]
+    others = ", ".join(p.path for p in resolution.ambiguous)
+    yield (
+        page.path,
+        finding_at(
+            AMBIGUOUS_LINK.code,
+            span,
+            f"{item} fits several pages: it resolves to {chosen.path}, not {others}",
+            f"qualify it with its folder: {chosen.rel}",
+        ),
+    )
+
+
 def _refs(ctx: RuleContext, page: Page) -> Emitted:
     for ref in page.parsed.fields.refs:
         resolution = ctx.index.resolve(ref.value, page.scope)
         if resolution.pages:
+            yield from _ambiguous(page, f"ref '{ref.value}'", resolution, ref.span)
             continue
         if resolution.hidden:
             yield (
@@ -160,11 +198,12 @@ def _refs(ctx: RuleContext, page: Page) -> Emitted:
 def _links(ctx: RuleContext, page: Page, headings: _Headings) -> Emitted:
     for link in page.parsed.links:
         if not link.target:
-            yield from _heading(page, link, [page], headings)
+            yield from _heading(ctx, page, link, [page], headings)
             continue
         resolution = ctx.index.resolve(link.target, page.scope)
         if resolution.pages:
-            yield from _heading(page, link, resolution.pages, headings)
+            yield from _ambiguous(page, link.raw, resolution, link.span)
+            yield from _heading(ctx, page, link, resolution.pages, headings)
         elif is_file_target(link.target) and ctx.index.find_file(link.target):
             continue
         elif resolution.hidden:
@@ -211,6 +250,7 @@ class _Headings:
         self._keys: dict[str, frozenset[str]] = {}  # page path -> its heading keys
         self._names: dict[tuple[str, ...], NearNames] = {}  # target paths -> heading texts
         self._hints: dict[tuple[tuple[str, ...], str], str | None] = {}
+        self._outlines: dict[str, Outline] = {}  # page path -> its outline (nested links)
 
     def has(self, targets: list[Page], heading: str) -> bool:
         wanted = heading_key(heading)
@@ -222,7 +262,16 @@ class _Headings:
                 )
             if wanted in keys:
                 return True
+        if "#" in heading:  # `[[Page#A#B]]`: heading B within the section of heading A
+            parts = [heading_key(part) for part in heading.split("#")]
+            return any(self._outline(target).holds(parts) for target in targets)
         return False
+
+    def _outline(self, target: Page) -> Outline:
+        outline = self._outlines.get(target.path)
+        if outline is None:
+            outline = self._outlines[target.path] = Outline(target.parsed.headings)
+        return outline
 
     def hint(self, targets: list[Page], heading: str) -> str | None:
         """What `difflib.get_close_matches(heading, <the targets' heading texts>, n=1)` finds,
@@ -244,13 +293,64 @@ class _Headings:
         return hint
 
 
-def _heading(page: Page, link: Link, targets: list[Page], headings: _Headings) -> Emitted:
+class Outline:
+    """A page's headings as sections, for `[[Page#A#B]]`: heading B within the section of
+    heading A (a deeper heading before the next heading of A's level or higher), and so on,
+    as Obsidian resolves nested links. Each step is a few binary searches, so a page of
+    thousands of headings and thousands of nested links checks in n log n."""
+
+    def __init__(self, headings: tuple[Heading, ...]) -> None:
+        self.levels = [h.level for h in headings]
+        self.at: dict[tuple[str, int], list[int]] = defaultdict(list)
+        for position, h in enumerate(headings):
+            self.at[(heading_key(h.text), h.level)].append(position)
+        # section_end[i]: the position of the next heading of level <= headings[i]'s.
+        self.section_end = [len(headings)] * len(headings)
+        open_sections: list[int] = []
+        for position, level in enumerate(self.levels):
+            while open_sections and self.levels[open_sections[-1]] >= level:
+                self.section_end[open_sections.pop()] = position
+            open_sections.append(position)
+
+    def holds(self, keys: list[str]) -> bool:
+        start, end, level = 0, len(self.levels), 0
+        for key in keys:
+            found = end
+            for deeper in range(level + 1, MAX_LEVEL + 1):
+                positions = self.at.get((key, deeper))
+                if positions:
+                    i = bisect.bisect_left(positions, start)
+                    if i < len(positions) and positions[i] < found:
+                        found = positions[i]
+            if found >= end:
+                return False
+            level, start, end = self.levels[found], found + 1, self.section_end[found]
+        return True
+
+
+def _heading(
+    ctx: RuleContext, page: Page, link: Link, targets: list[Page], headings: _Headings
+) -> Emitted:
     heading = link.heading
-    if not heading or heading.startswith("^"):
-        return  # `#^block` references are not checked
-    if headings.has(targets, heading):
+    if not heading:
         return
     name = link.target or page.id
+    if heading.startswith("^"):
+        block = heading[1:].strip()
+        if ctx.index.mode != OBSIDIAN or any(block in t.parsed.blocks for t in targets):
+            return  # `#^block` references are checked as Obsidian resolves them only
+        yield (
+            page.path,
+            finding_at(
+                UNKNOWN_HEADING.code,
+                link.span,
+                f"{link.raw}: page '{name}' has no block '^{block}'",
+                "a block id is `^id` at the end of a line of the target page",
+            ),
+        )
+        return
+    if headings.has(targets, heading):
+        return
     yield (
         page.path,
         finding_at(
