@@ -45,9 +45,7 @@ def _digest(data: Any) -> str:
 def _resolved(analysis: Analysis, page: Page) -> list[list[Any]]:
     """The page's references as the checker resolved them: what the graph's edges and the
     record's links are made of (a name can resolve elsewhere when another page changes)."""
-    return [
-        [kind, [p.path for p in found]] for _, kind, found in analysis.index.targets(page)
-    ]
+    return [[kind, [p.path for p in found]] for _, kind, found in analysis.index.targets(page)]
 
 
 def graph_digest(analysis: Analysis, pages: list[Page]) -> str:
