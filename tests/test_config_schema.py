@@ -94,7 +94,16 @@ def test_keys_are_unique_and_each_table_is_together() -> None:
     tables = [key.split(".", 1)[0] if "." in key else "" for key in KEYS]
     order = list(dict.fromkeys(tables))
     assert tables == sorted(tables, key=order.index), "a table's keys are split apart"
-    assert order == ["", "rules", "search", "security", "peers", "links", "frontmatter", "semantics"]
+    assert order == [
+        "",
+        "rules",
+        "search",
+        "security",
+        "peers",
+        "links",
+        "frontmatter",
+        "semantics",
+    ]
 
 
 def test_every_key_has_a_kind_and_a_doc() -> None:
