@@ -34,3 +34,10 @@ class PageNotFound(KnowlError):
     way, so no answer tells whether another user's page exists)."""
 
     exit_code = 1
+
+
+class AmbiguousPage(KnowlError):
+    """A page name that several pages of one scope have (pages in different folders sharing
+    an id): the answer lists them with their paths, and the caller names one by its path."""
+
+    exit_code = 1

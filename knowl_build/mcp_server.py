@@ -85,22 +85,28 @@ def make_server(
     @tool(
         "Read one page: its rendered body (live definitions filled in), freshness and "
         "drift, the pages linking to it and the caveats bound to its entities. `page` is "
-        "an id, global:<id> or user:<owner>:<id>. Relay its caveats."
+        "an id, global:<id> or user:<owner>:<id>; when several pages share the id, the "
+        "error lists them and their path under the scope folder (`Folder/Page`) names one. "
+        "Relay its caveats."
     )
     def read_knowledge_page(page: str, user: str | None = None) -> dict[str, Any]:
         return dict(reading.show(readers.get(), page, user))
 
     @tool(
         "Walk the reference graph from one or more pages (refs, links, and caveats about the "
-        "same entities), breadth-first up to `depth` steps; returns the pages reached and "
-        "the semantic entities they are about, with measure expressions."
+        "same entities), breadth-first up to `depth` steps and at most `max_nodes` pages "
+        "(default 50); returns the pages reached and the semantic entities they are about, "
+        "with measure expressions. `truncated` true: the walk stopped at `max_nodes` with "
+        "more pages within reach; pass a larger `max_nodes` to see them."
     )
     def traverse_knowledge(
-        pages: list[str], depth: int = 2, user: str | None = None
+        pages: list[str], depth: int = 2, user: str | None = None, max_nodes: int = 50
     ) -> dict[str, Any]:
         if depth < 0:
             raise UsageError("depth must be 0 or more")
-        return dict(reading.traverse(readers.get(), pages, user, depth))
+        if max_nodes < 1:
+            raise UsageError("max_nodes must be at least 1")
+        return dict(reading.traverse(readers.get(), pages, user, depth, max_nodes))
 
     @tool(
         "List the pages that are not fresh (stale or needing review), with every reason, "

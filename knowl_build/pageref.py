@@ -1,18 +1,26 @@
 """PAGE arguments (SPEC 2.1): `id`, `global:<id>` or `user:<owner>:<id>`, and who may see them.
 
 Shared by the reader, the history commands and the writes; it imports nothing of the build.
+`pick` is the one picker of a page by name for every front end (CLI, MCP, writes).
 One rule answers both "may this user see the page" and "may this user change it": a user sees
 and writes global pages and their own, an anonymous caller only global pages (SPEC 6.2). A page
 that is not theirs answers exactly as a page that does not exist (`not_found`), so no answer
 tells whether another user's page exists.
+
+Several pages of one scope may share an id (pages in different folders, as Obsidian allows):
+a name is then asked, never guessed. The id alone names none of them (AmbiguousPage, listing
+each with its path); the page's path under its scope folder without `.md`
+(`Obsidian Sync/Security and privacy`, also after `global:` or `user:<owner>:`) names one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from knowl_build.errors import KnowlError, PageNotFound
+from knowl_build.errors import AmbiguousPage, KnowlError, PageNotFound
 from knowl_build.names import normalize_owner, valid_user
 
 T = TypeVar("T")
@@ -55,17 +63,76 @@ def not_found(ref: str, user: str | None) -> str:
     return f"no page '{ref}' visible to {user_label(user)}"
 
 
+@dataclass(frozen=True, slots=True)
+class Named(Generic[T]):
+    """A page of some scope, as `pick` may name it."""
+
+    page: T
+    path: str  # the file, relative to the project's root
+    rel: str | None = None  # its path under the scope folder without `.md`; None: unknown
+
+
+def _folder(scope: str) -> str:
+    """The scope's folder under the knowledge folder: `global`, or `user/<owner>`."""
+    return GLOBAL if scope == GLOBAL else "user/" + scope.removeprefix("user:")
+
+
+def _rel(found: Named[T], scope: str) -> str:
+    """The page's path-qualified name: its path under the scope folder, without `.md`."""
+    if found.rel is not None:
+        return found.rel
+    marker = f"/{_folder(scope)}/"
+    inner = found.path.split(marker, 1)[-1] if marker in found.path else found.path
+    return inner.removesuffix(".md")
+
+
+def _named_by(name: str, found: Named[T], scope: str) -> bool:
+    """Whether `name` (an id, or a path-qualified name with `/`) names the page."""
+    if "/" not in name:
+        return True  # `find` answered by id
+    if found.rel is not None:
+        return found.rel == name
+    return found.path.endswith(f"/{_folder(scope)}/{name}.md")
+
+
+def ambiguous(ref: str, user: str | None, scope: str, pages: list[Named[T]]) -> str:
+    """The answer for a name several pages of one scope have: each with the name that selects
+    it (its path under the scope folder) and its file."""
+    prefix = ""
+    if ref.startswith("global:"):
+        prefix = "global:"
+    elif ref.startswith("user:") and ref.count(":") >= 2:
+        prefix = f"user:{ref.split(':', 2)[1]}:"
+    listed = sorted((f"{prefix}{_rel(p, scope)}", p.path) for p in pages)
+    names = ", ".join(f"'{name}' ({path})" for name, path in listed)
+    return (
+        f"page name '{ref}' is ambiguous for {user_label(user)}: {len(listed)} pages of the "
+        f"{scope} scope have it: {names}; name one by its path under the scope folder, "
+        f"e.g. '{listed[0][0]}'"
+    )
+
+
 def pick(
     ref: str,
     user: str | None,
-    find: Callable[[str, str], T | None],
+    find: Callable[[str, str], Iterable[Named[T]]],
     missing: type[KnowlError] = PageNotFound,
 ) -> T:
-    """The page PAGE names for `user`: the first of `candidates` that `find(scope, id)` holds
-    and that `user` may see; `missing` (a reader's PageNotFound, a write's refusal) with the
-    one message of `not_found` otherwise."""
-    for scope, page_id in candidates(ref, user):
-        found = find(scope, page_id)
-        if found is not None and writable(scope, user):
-            return found
+    """The page PAGE names for `user`. `find(scope, id)` gives every page of that id in the
+    scope. The first of `candidates` that holds a page `user` may see decides: one page is the
+    answer; several are AmbiguousPage (exit 1), listing them; none anywhere is `missing` (a
+    reader's PageNotFound, a write's refusal) with the one message of `not_found`.
+
+    A name with `/` is a path under the scope folder (without `.md`) and names the page at that
+    path only."""
+    for scope, name in candidates(ref, user):
+        if not writable(scope, user):
+            continue
+        name = unicodedata.normalize("NFC", name)  # ids and paths are NFC (resolve.place)
+        page_id = name.rsplit("/", 1)[-1]
+        found = [f for f in find(scope, page_id) if page_id and _named_by(name, f, scope)]
+        if len(found) == 1:
+            return found[0].page
+        if found:
+            raise AmbiguousPage(ambiguous(ref, user, scope, found))
     raise missing(not_found(ref, user))

@@ -113,10 +113,11 @@ def test_search_answer_shape_filters_and_caveats(built: Path) -> None:
         "annotations",
     }
     assert (hit["page"], hit["matched_on"], hit["drift_flag"]) == ("revenue", ["lexical"], False)
-    # Caveats bound to the hit's measure ride along, alice's own included, most triggers first.
+    # Caveats bound to the hit's measure ride along, alice's own included, each naming the
+    # entities it shares with the hits (most entities first, then by id).
     assert [(c["page"], c["triggered_by"]) for c in answer["caveats"]] == [
-        ("my-caveat", ["revenue"]),
-        ("refunds-caveat", ["revenue"]),
+        ("my-caveat", ["shop_pg.orders.total_revenue"]),
+        ("refunds-caveat", ["shop_pg.orders.total_revenue"]),
     ]
     with Reader.open(built) as reader:
         assert [c["page"] for c in reader.search("completed orders")["caveats"]] == [

@@ -6,6 +6,8 @@ from __future__ import annotations
 import difflib
 import shutil
 import tempfile
+from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,32 +18,38 @@ from knowl_build.errors import UsageError
 from knowl_build.history.git import GitFailed, GitRepo
 from knowl_build.history.pages import export_tree, page_history, resolve_revision
 from knowl_build.names import valid_user
-from knowl_build.pageref import check_ref, pick, writable
+from knowl_build.pageref import Named, check_ref, pick, writable
 from knowl_build.parse.frontmatter import split
 from knowl_build.parse.text import decode
 from knowl_build.pipeline.discover import discover
 from knowl_build.pipeline.pages import parse_page
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
-from knowl_build.resolve import place
+from knowl_build.resolve import Place, place
 from knowl_build.secrets.scanner import SecretScanner, redact
 
 
-def _pick(pages: list[tuple[str, str, str]], ref: str, user: str | None) -> str:
-    """PAGE (`id`, `global:<id>`, `user:<owner>:<id>`) among (path, scope, id) triples."""
-    paths: dict[tuple[str, str], str] = {}
-    for path, scope, page_id in sorted(pages):
-        paths.setdefault((scope, page_id), path)
-    return pick(ref, user, lambda scope, page_id: paths.get((scope, page_id)))
+def _pick(pages: list[tuple[str, Place]], ref: str, user: str | None) -> str:
+    """PAGE (`id`, `global:<id>`, `user:<owner>:<id>`, or a path under the scope folder)
+    among (path, place) pairs: the path of the one page it names (`pageref.pick`)."""
+    named: dict[tuple[str, str], list[Named[str]]] = defaultdict(list)
+    for path, where in sorted(pages, key=lambda pw: pw[0]):
+        named[(where.scope, where.id)].append(Named(path, path, where.rel))
+    return pick(ref, user, lambda scope, page_id: named.get((scope, page_id), []))
 
 
-def _working_pages(root: Path, config: Config) -> list[tuple[str, str, str]]:
+def _places(paths: Iterable[str], knowledge_dir: str) -> list[tuple[str, Place]]:
+    """The pages among `paths`, with their place (scope, id, path under the scope folder)."""
     found = []
-    for path in discover(root, config).pages:
-        where = place(path, config.knowledge_dir)
+    for path in paths:
+        where = place(path, knowledge_dir) if path.startswith(knowledge_dir + "/") else None
         if where is not None:
-            found.append((path, where.scope, where.id))
+            found.append((path, where))
     return found
+
+
+def _working_pages(root: Path, config: Config) -> list[tuple[str, Place]]:
+    return _places(discover(root, config).pages, config.knowledge_dir)
 
 
 def _git(root: Path) -> GitRepo:
@@ -127,16 +135,8 @@ def show_at(project: Project, ref: str, rev: str, user: str | None = None) -> Sh
     try:
         tree = workdir / "tree"
         export_tree(repo, commit, [config.knowledge_dir, config.semantics_dir], tree)
-        pages = []
-        for path in sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*.md")):
-            where = (
-                place(path, config.knowledge_dir)
-                if path.startswith(config.knowledge_dir + "/")
-                else None
-            )
-            if where is not None:
-                pages.append((path, where.scope, where.id))
-        _pick(pages, ref, user)  # "not found" before building anything
+        paths = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*.md"))
+        _pick(_places(paths, config.knowledge_dir), ref, user)  # not found: before building
         result = build(tree, config, allow_errors=True, full=True, out=workdir / "out")
         assert result.folder is not None
         with Reader.open(result.folder) as reader:

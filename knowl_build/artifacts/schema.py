@@ -430,6 +430,8 @@ class TraverseAnswer(TypedDict):
     seeds: list[str]
     pages: list[Reached]
     entities: list[EntitySummary]
+    max_nodes: int  # the limit of the walk, seeds included
+    truncated: bool  # it stopped at max_nodes while more pages were within reach
 
 
 class StaleRow(TypedDict):

@@ -117,11 +117,13 @@ def show(
 ) -> None:
     """Show one page: rendered body, freshness and drift, annotations, backlinks, caveats.
 
-    PAGE is an id, global:<id> or user:<owner>:<id>.
+    PAGE is an id, global:<id> or user:<owner>:<id>. When pages in different folders share
+    the id, the answer lists them (exit 1); their path under the scope folder names one.
 
     \b
     Examples:
       knowl show revenue-definition
+      knowl show "Obsidian Sync/Security and privacy"
       knowl show user:alice:revenue-notebook --user alice --json
       knowl show revenue-definition --at v1.2
     """
@@ -177,7 +179,9 @@ def traverse(
     artifact: Path | None,
     as_json: bool,
 ) -> None:
-    """Walk the reference graph breadth-first from the given pages.
+    """Walk the reference graph breadth-first from the given pages: a page's refs and links
+    in sorted order, then the caveats about its entities. A notice says when the walk stops
+    at --max-nodes with more pages within reach.
 
     \b
     Examples:
@@ -188,6 +192,14 @@ def traverse(
 
     with reading.open_reader(settings(ctx).locator, artifact) as reader:
         answer = reading.traverse(reader, pages, user, depth, max_nodes)
+    if answer["truncated"]:
+        notices(
+            [
+                f"the walk stopped at {answer['max_nodes']} pages (--max-nodes) with more "
+                f"within reach; raise --max-nodes to see them"
+            ],
+            settings(ctx).quiet,
+        )
     if as_json:
         emit_json(answer)
         return

@@ -7,6 +7,7 @@ backspace could recolour, move the cursor or rewrite earlier lines of a develope
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -46,6 +47,32 @@ def _text(value: object = "", style: str = "") -> Text:
 def _append(line: Text, value: object, style: str = "") -> Text:
     line.append(printable(value), style=style)
     return line
+
+
+def _when(stamp: object) -> str:
+    """A time as knowl writes it (`2026-11-30T14:02:09Z`, or a date) shown with its zone:
+    `2026-11-30 14:02 UTC`; anything else as it is."""
+    text = str(stamp)
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return text
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)  # knowl writes times in UTC
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _about(title: str, page_id: str, summary: str | None) -> tuple[str, str | None]:
+    """A page's heading line and the line under it: its title and summary, or, for a page with
+    no title (its title is its id, which is shown beside it), its summary alone."""
+    if title == page_id and summary:
+        return summary, None
+    return title, summary or None
+
+
+def _id_column(table: Table, header: str) -> None:
+    """A column of ids (pages, scopes, codes): never split across lines; other columns wrap."""
+    table.add_column(header, no_wrap=True)
 
 
 def console(stream: TextIO | None = None) -> Console:
@@ -119,8 +146,9 @@ def rules_table(table_data: Any, out: Console) -> None:
     """The rule table (`app.checking.RuleTable`): each rule's default and configured severity,
     then the per-path severities."""
     table = Table(show_lines=False, box=None, pad_edge=False)
-    for column in ("code", "name", "default", "configured", "summary"):
-        table.add_column(column, overflow="fold")
+    for column in ("code", "name", "default", "configured"):
+        _id_column(table, column)
+    table.add_column("summary", overflow="fold")
     for rule in table_data.rules:
         table.add_row(
             _text(rule.code),
@@ -235,8 +263,9 @@ def stale_table(rows: list[StaleRow], out: Console) -> None:
     if not rows:
         return
     table = Table(box=None, pad_edge=False)
-    for column in ("page", "scope", "freshness", "reasons"):
-        table.add_column(column, overflow="fold")
+    for column in ("page", "scope", "freshness"):
+        _id_column(table, column)
+    table.add_column("reasons", overflow="fold")
     for row in rows:
         reasons = "\n".join(printable(f"{r['code']}: {r['message']}") for r in row["reasons"])
         table.add_row(
@@ -263,17 +292,21 @@ def search_results(answer: SearchAnswer, out: Console) -> None:
         out.print(_text(f"no hits for '{answer['query']}'", style="dim"))
     else:
         table = Table(box=None, pad_edge=False, show_edge=False)
-        for column in ("#", "page", "title / summary", "match", "freshness"):
-            table.add_column(column, overflow="fold")
+        for column in ("#", "page"):
+            _id_column(table, column)
+        table.add_column("title / summary", overflow="fold")
+        for column in ("match", "freshness"):
+            _id_column(table, column)
         best = max(h["score"] for h in hits)
         for n, hit in enumerate(hits, 1):
             where = hit["page"] if hit["scope"] == "global" else f"{hit['page']} ({hit['scope']})"
             if hit["repo"] != hits[0]["repo"]:
                 where = f"{hit['repo']}: {where}"
             about = _text()
-            _append(about, hit["title"], style="bold")
-            if hit["summary"]:
-                _append(about.append("\n"), hit["summary"])
+            heading, summary = _about(hit["title"], hit["page"], hit["summary"])
+            _append(about, heading, style="bold")
+            if summary:
+                _append(about.append("\n"), summary)
             for note in hit["annotations"]:
                 note_line = f"+ your note: {note['page']} ({note['scope']})"
                 _append(about.append("\n"), note_line, style="cyan")
@@ -293,7 +326,8 @@ def show_page(page: ShowAnswer, out: Console) -> None:
     # rich.markdown takes 40 ms to import: loaded to show a page only (start-up time).
     from rich.markdown import Markdown
 
-    head = _text(page["title"], style="bold")
+    heading, summary = _about(page["title"], page["page_id"], page["summary"])
+    head = _text(heading, style="bold")
     _append(head, f"  {page['page_id']} · {page['scope']} · {page['usage_mode']}", style="dim")
     out.print(head)
     if page["status"] != "active":
@@ -302,7 +336,11 @@ def show_page(page: ShowAnswer, out: Console) -> None:
             _append(note, f", superseded by {page['superseded_by']}")
         out.print(note)
     fresh = page["freshness"]
-    out.print(_text(f"freshness: {fresh['value']}", style=_FRESH.get(fresh["value"], "")))
+    state = _text(f"freshness: {fresh['value']}", style=_FRESH.get(fresh["value"], ""))
+    validated = page["meta"]["last_validated_at"]
+    if validated:
+        _append(state, f" (last validated {_when(validated)})", style="dim")
+    out.print(state)
     for reason in fresh["reasons"]:
         out.print(_text(f"  {reason['code']}: {reason['message']}", style="dim"))
     for drift in page["drift"]:
@@ -315,8 +353,8 @@ def show_page(page: ShowAnswer, out: Console) -> None:
                 style="red",
             )
         )
-    if page["summary"]:
-        out.print(_text(page["summary"], style="italic"))
+    if summary:
+        out.print(_text(summary, style="italic"))
     out.print()
     body = printable(page["body"], block=True)
     out.print(Markdown(body) if out.is_terminal else Text(body))
@@ -332,8 +370,9 @@ def show_page(page: ShowAnswer, out: Console) -> None:
 
 def traversal(answer: TraverseAnswer, out: Console) -> None:
     table = Table(box=None, pad_edge=False)
-    for column in ("depth", "page", "scope", "via"):
-        table.add_column(column)
+    for column in ("depth", "page", "scope"):
+        _id_column(table, column)
+    table.add_column("via", overflow="fold")
     for page in answer["pages"]:
         via = page["via"]
         how = (
@@ -358,7 +397,7 @@ def timeline(answer: dict[str, Any], out: Console) -> None:
         out.print(_text(f"{answer['page']} has no committed version yet", style="dim"))
     for version in answer["versions"]:
         head = _text(f"{version['commit'][:12]} ", style="bold yellow")
-        _append(head, f"{version['date']}  {version['author']}  {version['subject']}")
+        _append(head, f"{_when(version['date'])}  {version['author']}  {version['subject']}")
         out.print(head)
         detail = f"  {version['path']}  status: {version['status']}"
         out.print(_text(detail, style="dim"))
@@ -397,11 +436,13 @@ def conflict_table(groups: list[dict[str, Any]], out: Console) -> None:
         out.print(_text("no exclusive pages", style="dim"))
         return
     table = Table(box=None, pad_edge=False)
-    for column in ("key", "scope", "pages", ""):
-        table.add_column(column, overflow="fold")
+    _id_column(table, "key")
+    table.add_column("scope", overflow="fold")
+    _id_column(table, "pages")
+    table.add_column("", no_wrap=True)
     for group in groups:
         scope = ", ".join(f"{k}={v}" for k, v in group["scope"].items())
-        pages = ", ".join(
+        pages = "\n".join(  # one per line: a list of ids wraps between them only
             p["page"] if p["scope"] == "global" else f"{p['page']} ({p['scope']})"
             for p in group["pages"]
         )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, StaleAnswer, TraverseAnswer
 from knowl_build.errors import PageNotFound
-from knowl_build.reader import queries
+from knowl_build.reader import queries, traversal
 from knowl_build.reader.queries import Filters
 from knowl_build.reader.view import ArtifactView, find_artifact
 
@@ -82,4 +82,4 @@ class Reader:
     def traverse(
         self, pages: Sequence[str], *, user: str | None = None, depth: int = 2, max_nodes: int = 50
     ) -> TraverseAnswer:
-        return queries.traverse(self.view, pages, user=user, depth=depth, max_nodes=max_nodes)
+        return traversal.traverse(self.view, pages, user=user, depth=depth, max_nodes=max_nodes)

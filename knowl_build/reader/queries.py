@@ -1,9 +1,9 @@
-"""The reader's answers: search (SPEC 6.3, 6.6), show and traverse (SPEC 6.4), with the
-scope rules of SPEC 6.2. Every answer is plain data in the JSON shapes of SPEC 10."""
+"""The reader's answers: search (SPEC 6.3, 6.6), show (SPEC 6.4) and stale, with the scope
+rules of SPEC 6.2 (traverse is in reader.traversal). Every answer is plain data in the JSON
+shapes of SPEC 10."""
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -13,16 +13,12 @@ from knowl_build.artifacts.schema import (
     Backlink,
     BoundCaveat,
     CatalogEntry,
-    EntitySummary,
-    Reached,
     SearchAnswer,
     SearchHit,
     ShowAnswer,
     StaleAnswer,
     StaleRow,
-    TraverseAnswer,
     TriggeredCaveat,
-    Via,
 )
 from knowl_build.reader.view import GLOBAL, ArtifactView, page_node, visible
 
@@ -187,23 +183,24 @@ def fuse_arms(
 
 
 def caveats(view: ArtifactView, hits: list[SearchHit], user: str | None) -> list[TriggeredCaveat]:
-    """Visible active caveat pages sharing an entity with a hit, most triggers first."""
+    """Visible active caveat pages sharing an entity with a hit. `triggered_by` names the
+    shared entities, sorted, as Canonic's retrieval does; the caveats about most of them come
+    first, then by id (Canonic orders by id alone)."""
     hit_keys = {(h["scope"], h["page"]) for h in hits}
     triggers: dict[str, tuple[CatalogEntry, set[str]]] = {}
-    for hit in hits:
-        for entity in hit["sl_refs"]:
-            for caveat in view.caveats_by_entity.get(entity, ()):
-                if (caveat.scope, caveat.id) in hit_keys or not visible(caveat, user):
-                    continue
-                triggers.setdefault(caveat.key, (caveat, set()))[1].add(hit["page"])
+    for entity in sorted({e for hit in hits for e in hit["sl_refs"]}):
+        for caveat in view.caveats_by_entity.get(entity, ()):
+            if (caveat.scope, caveat.id) in hit_keys or not visible(caveat, user):
+                continue
+            triggers.setdefault(caveat.key, (caveat, set()))[1].add(entity)
     found: list[TriggeredCaveat] = [
         {
             "page": caveat.id,
             "scope": caveat.scope,
             "summary": caveat.summary,
-            "triggered_by": sorted(pages),
+            "triggered_by": sorted(entities),
         }
-        for caveat, pages in triggers.values()
+        for caveat, entities in triggers.values()
     ]
     found.sort(key=lambda c: (-len(c["triggered_by"]), c["page"], c["scope"]))
     return found[: view.max_caveats]
@@ -322,123 +319,6 @@ def show(view: ArtifactView, ref: str, user: str | None = None) -> ShowAnswer:
         "path": record.path,
         "repo": view.repo,
     }
-
-
-def traverse(
-    view: ArtifactView,
-    refs: Sequence[str],
-    *,
-    user: str | None = None,
-    depth: int = 2,
-    max_nodes: int = 50,
-) -> TraverseAnswer:
-    """Breadth-first from the seeds over refs and links, and from a page through an entity of
-    its sl_refs to a caveat page with the same entity; at most `max_nodes` pages."""
-    seeds = [view.resolve(ref, user) for ref in refs]
-    reached: dict[str, Reached] = {}
-    order: list[str] = []
-    queue: deque[tuple[CatalogEntry, int]] = deque()
-    for seed in seeds:
-        node = page_node(seed)
-        if node not in reached and len(order) < max_nodes:
-            reached[node] = {"page": seed.id, "scope": seed.scope, "depth": 0, "via": None}
-            order.append(node)
-            queue.append((seed, 0))
-    while queue and len(order) < max_nodes:
-        page, level = queue.popleft()
-        if level >= depth:
-            continue
-        for target, via in _neighbours(view, page, user):
-            node = page_node(target)
-            if node in reached:
-                continue
-            reached[node] = {
-                "page": target.id,
-                "scope": target.scope,
-                "depth": level + 1,
-                "via": via,
-            }
-            order.append(node)
-            queue.append((target, level + 1))
-            if len(order) >= max_nodes:
-                break
-    names: set[str] = set()
-    for node in order:
-        data = view.graph.page_at(node)
-        found = view.entry_of(data) if data is not None else None
-        names.update(found.sl_refs if found else ())
-    entities: list[EntitySummary] = []
-    for name in sorted(names):
-        entity = view.entities.get(name)
-        if entity is None:
-            continue  # not a live entity
-        expr = entity.definition.get("expr") if entity.kind == "measure" else None
-        entities.append(
-            {
-                "entity": name,
-                "kind": entity.kind,
-                "fingerprint": entity.fingerprint,
-                "expr": expr,
-            }
-        )
-    return {
-        "seeds": [s.id for s in seeds],
-        "pages": [reached[n] for n in order],
-        "entities": entities,
-    }
-
-
-_STEP_ORDER = {"ref": 0, "link": 1, "sl_ref": 2}
-
-
-def _neighbours(
-    view: ArtifactView, page: CatalogEntry, user: str | None
-) -> list[tuple[CatalogEntry, Via]]:
-    graph = view.graph
-    found: list[tuple[int, str, str, CatalogEntry, Via]] = []
-    me = page_node(page)
-    for target, kinds in graph.out_edges.get(me, []):
-        data = graph.page_at(target)
-        if data is None:
-            continue
-        steps = [k for k in kinds if k in ("ref", "link")]
-        other = view.entry_of(data)
-        if not steps or other is None or not visible(other, user):
-            continue
-        kind = steps[0]
-        found.append(
-            (
-                _STEP_ORDER[kind],
-                other.id,
-                other.scope,
-                other,
-                {"from": page.id, "kind": kind},
-            )
-        )
-    for entity in sorted(set(page.sl_refs)):
-        for source, kinds in graph.in_edges.get(f"entity:{entity}", []):
-            data = graph.page_at(source)
-            if data is None or "sl_ref" not in kinds or source == me:
-                continue
-            other = view.entry_of(data)
-            if (
-                other is None
-                or other.usage_mode != "caveat"
-                or not visible(other, user)
-                or view.shadows_global(other)
-            ):
-                continue
-            found.append(
-                (
-                    _STEP_ORDER["sl_ref"],
-                    other.id,
-                    other.scope,
-                    other,
-                    {"from": page.id, "kind": "sl_ref", "entity": entity},
-                )
-            )
-    found.sort(key=lambda f: (f[0], f[1], f[2]))
-    return [(f[3], f[4]) for f in found]
 
 
 def stale(view: ArtifactView, user: str | None = None) -> StaleAnswer:

@@ -31,7 +31,7 @@ from knowl_build.artifacts.schema import (
     decode,
 )
 from knowl_build.errors import ArtifactError, KnowlError
-from knowl_build.pageref import pick
+from knowl_build.pageref import Named, pick
 
 T = TypeVar("T")
 
@@ -120,8 +120,16 @@ class ArtifactView:
 
     def resolve(self, ref: str, user: str | None) -> CatalogEntry:
         """PAGE as `id`, `global:<id>` or `user:<owner>:<id>`; a bare id means the global
-        page if there is one, else the user's own page."""
-        return pick(ref, user, self.page)
+        page if there is one, else the user's own page. An id several pages share names none
+        of them (AmbiguousPage); their path under the scope folder names one (`pageref.pick`)."""
+
+        def find(scope: str, page_id: str) -> list[Named[CatalogEntry]]:
+            return [
+                Named(page, page.key, None if isinstance(page.node, UnsetType) else page.node)
+                for page in self.by_scope_id.get((scope, page_id), ())
+            ]
+
+        return pick(ref, user, find)
 
     def record(self, page: CatalogEntry) -> PageRecord:
         """The page's full record: one line of pages.jsonl, read at its offset."""

@@ -67,7 +67,8 @@ TOO_LARGE = Rule(
     default="error",
     summary="a frontmatter string or the body is too long",
     doc="""A frontmatter string longer than `[security] max_field_chars` (each list item
-      counted alone) or a body longer than `max_body_chars`, in characters.""",
+      counted alone) or a body longer than `max_body_chars`, in characters (the line break
+      that ends the file does not count).""",
 )
 
 RULES: tuple[Rule, ...] = (SECRET, SENSITIVE_PATH, TOO_LARGE)
@@ -255,7 +256,10 @@ def check_body(
     text: str, body_offset: int, index: TextIndex, config: SecurityConfig, scanner: SecretScanner
 ) -> list[Finding]:
     findings: list[Finding] = []
-    body_chars = len(text) - body_offset
+    # The line break that ends the file is not content: `knowl store` adds it to what the
+    # user gave, which may be exactly max_body_chars long.
+    ending = 2 if text.endswith("\r\n") else 1 if text.endswith("\n") else 0
+    body_chars = max(0, len(text) - body_offset - ending)
     if body_chars > config.max_body_chars:
         findings.append(
             Finding(

@@ -18,7 +18,7 @@ from knowl_build.history.git import GitFailed, GitRepo
 from knowl_build.history.pages import IdentityMissing, commit_paths
 from knowl_build.model import Page
 from knowl_build.names import normalize_owner, valid_user
-from knowl_build.pageref import GLOBAL, pick, writable
+from knowl_build.pageref import GLOBAL, Named, pick, writable
 from knowl_build.pipeline.analysis import Analysis, analyse
 from knowl_build.pipeline.inputs import Inputs, read_inputs
 from knowl_build.writes.edit import EditError, FrontmatterEditor
@@ -119,14 +119,15 @@ class Tree:
         return analyse(self.root, self.config, inputs=inputs, today=clock.today(), use_cache=False)
 
     def page(self, ref: str) -> Page:
-        """PAGE (`id`, `global:<id>`, `user:<owner>:<id>`), as the reader resolves it for the
-        writing user: a global page or their own, the only pages they may change. Another
-        user's page answers exactly as a page that does not exist."""
+        """PAGE (`id`, `global:<id>`, `user:<owner>:<id>`, or a path under the scope folder),
+        as the reader resolves it for the writing user: a global page or their own, the only
+        pages they may change. Another user's page answers exactly as a page that does not
+        exist; an id several pages share is AmbiguousPage (`pageref.pick`)."""
         index = self.analysis.index.by_id  # (scope, id) -> pages
 
-        def find(scope: str, page_id: str) -> Page | None:
+        def find(scope: str, page_id: str) -> list[Named[Page]]:
             pages = [p for p in index.get((scope, page_id), []) if p.parsed.text_ok]
-            return min(pages, key=lambda p: p.path) if pages else None
+            return [Named(p, p.path, p.rel) for p in sorted(pages, key=lambda p: p.path)]
 
         return pick(ref, self.user, find, WriteRefused)
 

@@ -84,14 +84,19 @@ class Change:
 
 
 def unified_diff(path: str, before: str | None, after: str) -> str:
+    """A unified diff that ends with a line break, as git writes one: a last line without its
+    own is followed by `\\ No newline at end of file`."""
     lines = [] if before is None else before.splitlines(keepends=True)
+    diff = difflib.unified_diff(
+        lines,
+        after.splitlines(keepends=True),
+        fromfile="/dev/null" if before is None else f"a/{path}",
+        tofile=f"b/{path}",
+    )
+    # Lines are split where str.splitlines splits: only the file's last line can end without.
     return "".join(
-        difflib.unified_diff(
-            lines,
-            after.splitlines(keepends=True),
-            fromfile="/dev/null" if before is None else f"a/{path}",
-            tofile=f"b/{path}",
-        )
+        line if line.splitlines() != [line] else f"{line}\n\\ No newline at end of file\n"
+        for line in diff
     )
 
 
