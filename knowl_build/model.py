@@ -316,6 +316,8 @@ class Entity:
     line: int
     fingerprint: str
     origin: str = "canonic"  # canonic | dbt
+    # What the fingerprint covers, as text (semantic.fingerprint): what drift shows.
+    fingerprinted: str = ""
 
     @property
     def attributes(self) -> tuple[str, ...]:

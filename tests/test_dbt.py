@@ -82,7 +82,7 @@ PAGE = (
     "  - shop_dbt.orders.customer\n  - shop_dbt.metrics.total_revenue\n  - shop_dbt.customers.customer_count\n"
     "  - shop_dbt.customers.lifetime_value\n  - shop_dbt.customers\n  - shop_pg.orders.total_revenue\n"
     'meta:\n  bound_fingerprints:\n    shop_dbt.orders.order_total: "'
-    + measure_fingerprint("amount")
+    + measure_fingerprint("sum(amount)")
     + '"\n---\n'
     "Total: `<< sl:shop_dbt.orders.order_total.expr >>` with << sl:shop_dbt.orders.order_total.agg >>; "
     "{{ sl:shop_dbt.orders.order_total.description }} Metric type << sl:shop_dbt.metrics.total_revenue.type >>. "
@@ -115,7 +115,8 @@ def test_references_resolve_and_directives_render(project: Callable[..., Project
     entities = {
         e["name"]: e for e in json.loads((folder / "entities.json").read_text())["entities"]
     }
-    assert entities["shop_dbt.orders.revenue"]["fingerprint"] == measure_fingerprint("revenue")
+    # A dbt measure fingerprints as the Canonic measure of what it computes.
+    assert entities["shop_dbt.orders.revenue"]["fingerprint"] == measure_fingerprint("sum(revenue)")
     assert (
         entities["shop_dbt.orders.order_total"]["file"] == "analytics_dbt/models/marts/orders.yml"
     )
@@ -143,7 +144,7 @@ def test_changed_measure_expr_is_drift_naming_the_commit(project: Callable[..., 
     analysis = analyse(proj.root, load_config(proj.root), use_cache=False)
     kb201 = [d for d in analysis.diagnostics if d.code == "KB201"]
     assert len(kb201) == 1 and f"commit {sha[:12]}" in kb201[0].message
-    assert "written against `amount`, now `amount_net`" in kb201[0].message
+    assert "written against `sum(amount)`, now `sum(amount_net)`" in kb201[0].message
 
 
 def test_removed_measure_is_kb101(project: Callable[..., Project]) -> None:

@@ -153,7 +153,7 @@ def test_cached_replay_continues_and_equals_a_full_replay(
             h.head,
             sorted(h.commits),
             {k: v.to_list() for k, v in h.entities.items()},
-            h.exprs,
+            h.definitions,
             h.page_commits,
         )
 

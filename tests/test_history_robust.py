@@ -49,7 +49,7 @@ PAGE_PATH = "knowledge/global/orders.md"
 PAGE = (
     "---\nsummary: Orders\nsl_refs: [shop_dbt.orders.order_total]\n"
     'meta:\n  last_validated_at: "2026-01-01T12:00:00Z"\n  bound_fingerprints:\n'
-    f'    shop_dbt.orders.order_total: "{measure_fingerprint("amount")}"\n---\nBody.\n'
+    f'    shop_dbt.orders.order_total: "{measure_fingerprint("sum(amount)")}"\n---\nBody.\n'
 )
 SEED = "analytics_dbt/seeds/countries.csv"
 INCOMPLETE_TEXT = f"unknown ({INCOMPLETE})"
@@ -122,19 +122,21 @@ def findings(root: Path, command: str = "check", code: int = 0) -> list[tuple[st
 
 
 def full_findings(repo: Repo) -> list[tuple[str, str, str]]:
+    # Each change since the bound version (and since validation), the first one first.
+    eur = repo.where("eur", "2026-01-03", "Amounts in EUR")
     net = repo.where("net", "2026-01-04", "Net amounts")
     return [
         (
             "KB203",
             PAGE_PATH,
             f"'shop_dbt.orders.order_total' changed after the page was last validated "
-            f"(2026-01-01): {net}",
+            f"(2026-01-01): {eur}, then in {net}: `sum(amount)` became `sum(amount_net)`",
         ),
         (
             "KB201",
             PAGE_PATH,
-            f"'shop_dbt.orders.order_total' drifted: written against `amount`, now "
-            f"`amount_net`; changed in {net}",
+            f"'shop_dbt.orders.order_total' drifted: written against `sum(amount)`, now "
+            f"`sum(amount_net)`; changed in {eur}, then in {net}",
         ),
     ]
 
@@ -196,10 +198,12 @@ def test_a_semantic_version_git_cannot_read_is_one_warning(
             + re.escape("); the history rules go on without that version"),
             got[0][2],
         ), got[0][2]
-        # The change may be that version's or an uncommitted one: neither is claimed.
+        # The last change may be that version's or an uncommitted one: neither is claimed;
+        # the change before it was seen.
+        eur = dbt_repo.where("eur", "2026-01-03", "Amounts in EUR")
         assert got[1][2] == (
-            "'shop_dbt.orders.order_total' drifted: written against `amount`, now `amount_net`; "
-            f"changed in {INCOMPLETE_TEXT}"
+            "'shop_dbt.orders.order_total' drifted: written against `sum(amount)`, now "
+            f"`sum(amount_net)`; changed in {eur}, then in {INCOMPLETE_TEXT}"
         )
     assert len(timeline_commits(dbt_repo.root)) == 1
 
@@ -222,13 +226,13 @@ def test_an_older_unreadable_version_keeps_the_newer_claims(dbt_repo: Repo) -> N
             "KB203",
             PAGE_PATH,
             "'shop_dbt.orders.order_total' changed after the page was last validated "
-            f"(2026-01-01): {net}",
+            f"(2026-01-01): {net}: `sum(amount_eur)` became `sum(amount_net)`",
         ),
         (
             "KB201",
             PAGE_PATH,
             f"'shop_dbt.orders.order_total' drifted: written against {INCOMPLETE_TEXT}, now "
-            f"`amount_net`; changed in {net}",
+            f"`sum(amount_net)`; last changed in {net}",
         ),
     ]
 
@@ -247,7 +251,7 @@ def test_a_log_git_cannot_read_is_one_warning(dbt_repo: Repo) -> None:
             "KB201",
             PAGE_PATH,
             f"'shop_dbt.orders.order_total' drifted: written against {INCOMPLETE_TEXT}, now "
-            f"`amount_net`; changed in {INCOMPLETE_TEXT}",
+            f"`sum(amount_net)`; changed in {INCOMPLETE_TEXT}",
         ),
     ]
     assert findings(dbt_repo.root) == expected

@@ -47,6 +47,9 @@ SOURCES = "knowledge/global/sources.md"
 SIDE = "knowledge/global/side.md"
 HISTORY_CODES = {"KB101", "KB201", "KB203", "KB204", "KB205"}
 SHALLOW = "unknown (shallow history)"
+# A dimension's definition spans lines: a message names the lines that differ.
+LABEL_CHANGE = "-`label: State` +`label: Order state`"
+STATE_NOW = "column: state; label: Order state; name: order_state"  # its lines, on one line
 
 
 def page(frontmatter: str) -> str:
@@ -143,7 +146,7 @@ def full_findings(o: Origin) -> list[tuple[str, str, int, int, str]]:
             3,
             11,
             "'shop_pg.orders.order_count' changed after the page was last validated "
-            f"(2026-01-03): {relabel}",
+            f"(2026-01-03): {relabel}: `count(order_id)` became `count(distinct order_id)`",
         ),
         (
             "KB201",
@@ -159,7 +162,7 @@ def full_findings(o: Origin) -> list[tuple[str, str, int, int, str]]:
             3,
             11,
             "'shop_pg.orders.total_revenue' changed after the page was last validated "
-            f"(2026-01-01): {refunds}",
+            f"(2026-01-01): {refunds}: `sum(amount)` became `sum(amount) - sum(refunds)`",
         ),
         (
             "KB101",
@@ -175,7 +178,7 @@ def full_findings(o: Origin) -> list[tuple[str, str, int, int, str]]:
             3,
             68,
             "'shop_pg.orders.order_state' changed after the page was last validated "
-            f"(2026-01-01): {relabel}",
+            f"(2026-01-01): {relabel}: {LABEL_CHANGE}",
         ),
         (
             "KB201",
@@ -190,7 +193,8 @@ def full_findings(o: Origin) -> list[tuple[str, str, int, int, str]]:
             REVENUE,
             8,
             5,
-            f"'shop_pg.orders.order_state' drifted: its definition changed; changed in {relabel}",
+            "'shop_pg.orders.order_state' drifted: written against a definition not found in "
+            f"history, now `{STATE_NOW}`; last changed in {relabel}",
         ),
         (
             "KB205",
@@ -269,7 +273,8 @@ def test_depth_one_clone_says_shallow_once_and_claims_nothing_it_cannot_back(
             REVENUE,
             8,
             5,
-            f"'shop_pg.orders.order_state' drifted: its definition changed; changed in {SHALLOW}",
+            f"'shop_pg.orders.order_state' drifted: written against {SHALLOW}, now "
+            f"`{STATE_NOW}`; changed in {SHALLOW}",
         ),
     ]
     claims = json.dumps(rows[1:])
@@ -290,7 +295,7 @@ def test_depth_three_clone_claims_the_changes_it_can_see(origin: Origin, tmp_pat
             3,
             11,
             "'shop_pg.orders.order_count' changed after the page was last validated "
-            f"(2026-01-03): {relabel}",
+            f"(2026-01-03): {relabel}: `count(order_id)` became `count(distinct order_id)`",
         ),
         (
             "KB201",
@@ -314,7 +319,7 @@ def test_depth_three_clone_claims_the_changes_it_can_see(origin: Origin, tmp_pat
             3,
             68,
             "'shop_pg.orders.order_state' changed after the page was last validated "
-            f"(2026-01-01): {relabel}",
+            f"(2026-01-01): {relabel}: {LABEL_CHANGE}",
         ),
         (
             "KB201",
@@ -329,7 +334,8 @@ def test_depth_three_clone_claims_the_changes_it_can_see(origin: Origin, tmp_pat
             REVENUE,
             8,
             5,
-            f"'shop_pg.orders.order_state' drifted: its definition changed; changed in {relabel}",
+            f"'shop_pg.orders.order_state' drifted: written against {SHALLOW}, now "
+            f"`{STATE_NOW}`; last changed in {relabel}",
         ),
     ]
 
@@ -388,11 +394,14 @@ def test_the_check_memo_follows_a_new_commit(origin: Origin, tmp_path: Path) -> 
     clone = origin.clone(tmp_path / "clone", "--no-local")
     (clone / ORDERS).write_text(RELABELLED.replace("sum(amount) - sum(refunds)", "sum(net)"))
     drift = [r for r in check(clone) if r["code"] == "KB201" and "total_revenue" in r["message"]]
-    assert drift[0]["message"].endswith("changed in uncommitted changes in the working tree")
+    # Each change since the bound version: the committed one, then the uncommitted one.
+    assert drift[0]["message"].endswith(
+        "changed in "
+        + origin.where("refunds", "2026-01-04", "Net out refunds")
+        + ", then in uncommitted changes in the working tree"
+    )
     proj = Project(clone, git=False)
     proj.run_git("commit", "-q", "-am", "Revenue is net")
     drift = [r for r in check(clone) if r["code"] == "KB201" and "total_revenue" in r["message"]]
     sha = proj.run_git("rev-parse", "HEAD").strip()
-    assert drift[0]["message"].endswith(
-        f'changed in commit {sha[:12]} (2026-01-01, "Revenue is net")'
-    )
+    assert drift[0]["message"].endswith(f'then in commit {sha[:12]} (2026-01-01, "Revenue is net")')

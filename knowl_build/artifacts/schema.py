@@ -146,9 +146,11 @@ class Drift(Struct, frozen=True):
     entity: str
     bound: str
     live: str
-    changed_in: CommitInfo | None
-    bound_expr: str | UnsetType | None = UNSET
+    changed_in: CommitInfo | None  # the first change after the bound version
+    bound_expr: str | UnsetType | None = UNSET  # the definitions as text (None: not in history)
     live_expr: str | UnsetType | None = UNSET
+    changes: list[CommitInfo] | UnsetType = UNSET  # every change since, oldest first
+    diff: str | UnsetType = UNSET  # the lines that differ, when a definition spans lines
 
 
 class PageRecord(Struct, frozen=True):

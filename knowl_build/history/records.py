@@ -5,7 +5,8 @@ Plain data for the rules and the artifact; nothing here runs git.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Container
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from knowl_build import clock
@@ -42,7 +43,13 @@ class EntityHistory:
     `unknown_past` marks an entity part of whose past git could not show: it was in a shallow
     clone's oldest commit (when it was introduced is unknown: `introduced_in` is None), or it
     was in a version git could not read. `changed_in` then names only a change seen after
-    that (None: whether it changed is unknown), and `removed_in` only a removal seen."""
+    that (None: whether it changed is unknown), and `removed_in` only a removal seen.
+
+    `versions` holds every fingerprint the entity had, oldest first, each with the commit it
+    came in (None where git cannot say: before a shallow clone, after an unread version), so
+    drift can name the first change after the version a page was written against.
+    `renamed_to` names the entity added with the same kind and fingerprint in the commit that
+    removed this one (a rename), while it stays removed."""
 
     introduced_in: str | None = None
     changed_in: str | None = None
@@ -50,8 +57,10 @@ class EntityHistory:
     kind: str = ""
     fingerprint: str = ""
     unknown_past: bool = False
+    versions: list[tuple[str | None, str]] = field(default_factory=list)
+    renamed_to: str | None = None
 
-    def to_list(self) -> list[str | bool | None]:
+    def to_list(self) -> list[Any]:
         return [
             self.introduced_in,
             self.changed_in,
@@ -59,12 +68,32 @@ class EntityHistory:
             self.kind,
             self.fingerprint,
             self.unknown_past,
+            [list(v) for v in self.versions],
+            self.renamed_to,
         ]
 
     @classmethod
     def from_list(cls, row: list[Any]) -> EntityHistory:
         unknown_past = bool(row[5]) if len(row) > 5 else False
-        return cls(row[0], row[1], row[2], row[3] or "", row[4] or "", unknown_past)
+        versions = (
+            [(str(r) if r is not None else None, str(f)) for r, f in row[6]] if len(row) > 6 else []
+        )
+        renamed_to = row[7] if len(row) > 7 and isinstance(row[7], str) else None
+        return cls(
+            row[0], row[1], row[2], row[3] or "", row[4] or "", unknown_past, versions, renamed_to
+        )
+
+    def copy(self) -> EntityHistory:
+        """A copy whose versions can grow without changing this one's."""
+        return replace(self, versions=list(self.versions))
+
+    def changes_since(self, fingerprint: str) -> list[str | None] | None:
+        """The commits that changed the definition after its last version with `fingerprint`,
+        oldest first (None for a change git cannot place); None when no version had it."""
+        for at in range(len(self.versions) - 1, -1, -1):
+            if self.versions[at][1] == fingerprint:
+                return [ref for ref, _ in self.versions[at + 1 :]]
+        return None
 
 
 @dataclass(slots=True)
@@ -72,10 +101,28 @@ class History:
     head: str | None
     commits: dict[str, Commit]
     entities: dict[str, EntityHistory]
-    exprs: dict[str, str]  # measure fingerprint -> the expression it was computed from
+    # fingerprint -> the definition it was computed from, as text (semantic.fingerprint)
+    definitions: dict[str, str]
     page_commits: dict[str, list[str]]  # project-relative path -> commit ids, newest first
     boundary: str | None = None  # a shallow clone's oldest first-parent commit
     unknown: str | None = None  # SHALLOW or INCOMPLETE: part of the history is not known
+
+    def renamed(self, name: str, live: Container[str]) -> tuple[str, str | None] | None:
+        """The live entity `name` was renamed to (following renames of renames), and the
+        commit of the first rename; None when it was not renamed to a live entity."""
+        record = self.entities.get(name)
+        if record is None or record.renamed_to is None:
+            return None
+        first, seen = record.removed_in, {name}
+        while record is not None and record.renamed_to is not None:
+            name = record.renamed_to
+            if name in live:
+                return name, first
+            if name in seen:
+                return None
+            seen.add(name)
+            record = self.entities.get(name)
+        return None
 
     def commit_json(self, ref: str | None) -> dict[str, object] | None:
         if ref is None:

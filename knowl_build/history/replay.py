@@ -1,5 +1,6 @@
 """Fingerprints against git history (SPEC 5): when each entity was introduced and last
-changed, the expression behind every measure fingerprint ever seen, each page's commits.
+changed (each version's fingerprint, and renames), the definition behind every fingerprint
+ever seen, each page's commits.
 
 The semantic layer is replayed commit by commit from one first-parent `git log` pass; the
 blobs it needs are read in one batch and each is parsed once. Entities are followed by
@@ -13,7 +14,6 @@ leaves the history unknown (INCOMPLETE).
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -56,7 +56,7 @@ def _layer_at(
     last: dict[str, FileRead],
     unread: set[str],
     dbt: DbtProject | None,
-    exprs: dict[str, str],
+    definitions: dict[str, str],
 ) -> dict[str, _State]:
     """The layer's entities for a set of files (path -> blob id), each blob parsed once.
 
@@ -88,24 +88,19 @@ def _layer_at(
         last[path] = parsed[key]
         reads.append(parsed[key])
     layer = combine(reads)
-    for kinds in layer.members.values():
-        for entity in kinds.values():
-            expr = entity.definition.get("expr") if entity.kind == "measure" else None
-            if isinstance(expr, str):
-                exprs.setdefault(entity.fingerprint, expr)
+    for entity in layer.entities.values():
+        definitions.setdefault(entity.fingerprint, entity.fingerprinted)
     return {
         name: _State(e.kind, e.fingerprint, e.path in stale, e.path in fresh)
         for name, e in layer.entities.items()
     }
 
 
-def _live_state(layer: SemanticLayer, exprs: dict[str, str]) -> dict[str, _State]:
+def _live_state(layer: SemanticLayer, definitions: dict[str, str]) -> dict[str, _State]:
     state = {}
     for name, entity in layer.entities.items():
         state[name] = _State(entity.kind, entity.fingerprint)
-        expr = entity.definition.get("expr") if entity.kind == "measure" else None
-        if isinstance(expr, str):
-            exprs.setdefault(entity.fingerprint, expr)
+        definitions.setdefault(entity.fingerprint, entity.fingerprinted)
     return state
 
 
@@ -121,7 +116,11 @@ def _apply(
     What the history cannot show is left unknown (`unknown_past`), never guessed: at a
     shallow clone's oldest commit (`boundary`) the entities were there already (not
     introduced there); after a version git could not read, a different fingerprint may have
-    come from that version or from this one, and an entity gone may have gone in either."""
+    come from that version or from this one, and an entity gone may have gone in either.
+
+    An entity removed by `ref` while one entity of its kind and fingerprint was added by it
+    was renamed (`renamed_to`): a model or measure rename keeps the definition."""
+    added: list[str] = []
     for name, now in after.items():
         record = entities.get(name)
         if record is None:
@@ -129,22 +128,30 @@ def _apply(
                 entities[name] = EntityHistory(
                     None, None, None, now.kind, now.fingerprint, unknown_past=True
                 )
+                entities[name].versions.append((None, now.fingerprint))
             else:
                 entities[name] = EntityHistory(ref, None, None, now.kind, now.fingerprint)
+                entities[name].versions.append((ref, now.fingerprint))
+                added.append(name)
             continue
         if now.stale:
             continue  # unread: the record stays as last seen
         previous = before.get(name)
         if previous is None:  # it was removed earlier and is back
-            record.removed_in = None
+            record.removed_in = record.renamed_to = None
+            added.append(name)
             if record.fingerprint != now.fingerprint:
                 record.changed_in = ref
+                record.versions.append((ref, now.fingerprint))
         elif previous.fingerprint != now.fingerprint:
             if previous.stale:
                 record.changed_in, record.unknown_past = None, True
+                record.versions.append((None, now.fingerprint))
             else:
                 record.changed_in = ref
+                record.versions.append((ref, now.fingerprint))
         record.kind, record.fingerprint = now.kind, now.fingerprint
+    removed: list[str] = []
     for name, previous in before.items():
         if name not in after:
             record = entities[name]
@@ -152,6 +159,36 @@ def _apply(
                 record.removed_in, record.unknown_past = None, True
             else:
                 record.removed_in = ref
+                removed.append(name)
+    for old, new in _renames(removed, added, entities).items():
+        entities[old].renamed_to = new
+
+
+def _renames(
+    removed: list[str], added: list[str], entities: dict[str, EntityHistory]
+) -> dict[str, str]:
+    """Removed entity -> the added one it became: the only added entity of its kind and
+    fingerprint (of several, the only one with its member name, else in its source). An
+    added entity two removed ones could have become is neither's."""
+    by_shape: dict[tuple[str, str], list[str]] = {}
+    for name in added:
+        record = entities[name]
+        by_shape.setdefault((record.kind, record.fingerprint), []).append(name)
+    found: dict[str, str] = {}
+    for old in removed:
+        record = entities[old]
+        candidates = by_shape.get((record.kind, record.fingerprint), [])
+        source, _, member = old.rpartition(".")
+        for narrowed in (
+            candidates,
+            [c for c in candidates if c.rpartition(".")[2] == member],
+            [c for c in candidates if c.rpartition(".")[0] == source],
+        ):
+            if len(narrowed) == 1:
+                found[old] = narrowed[0]
+                break
+    targets = list(found.values())
+    return {old: new for old, new in found.items() if targets.count(new) == 1}
 
 
 @dataclass(slots=True)
@@ -161,7 +198,7 @@ class _Replay:
     head: str | None = None
     commits: dict[str, Commit] = field(default_factory=dict)
     entities: dict[str, EntityHistory] = field(default_factory=dict)
-    exprs: dict[str, str] = field(default_factory=dict)
+    definitions: dict[str, str] = field(default_factory=dict)
     page_commits: dict[str, list[str]] = field(default_factory=dict)  # oldest first
     files: dict[str, str] = field(default_factory=dict)  # semantic file -> blob id
     state: dict[str, _State] = field(default_factory=dict)
@@ -171,7 +208,7 @@ class _Replay:
             "head": self.head,
             "commits": {k: [c.time, c.author, c.subject] for k, c in self.commits.items()},
             "entities": {k: e.to_list() for k, e in self.entities.items()},
-            "exprs": self.exprs,
+            "definitions": self.definitions,
             "page_commits": self.page_commits,
             "files": self.files,
             "state": {k: [s.kind, s.fingerprint, s.stale] for k, s in self.state.items()},
@@ -183,14 +220,16 @@ class _Replay:
             head=d["head"],
             commits={k: Commit(k, int(t), a, s) for k, (t, a, s) in d["commits"].items()},
             entities={k: EntityHistory.from_list(v) for k, v in d["entities"].items()},
-            exprs=dict(d["exprs"]),
+            definitions=dict(d["definitions"]),
             page_commits={k: list(v) for k, v in d["page_commits"].items()},
             files=dict(d["files"]),
             state={k: _State(v[0], v[1], bool(v[2:3] and v[2])) for k, v in d["state"].items()},
         )
 
 
-REPLAY_FORMAT = 2  # 2: entities record unknown_past; the key holds the shallow boundary
+# 2: entities record unknown_past; the key holds the shallow boundary. 3: every version's
+# fingerprint, renames, every kind's definition text (dbt fingerprints cover agg and params).
+REPLAY_FORMAT = 3
 
 
 def _cache_key(config: Config, dbt: DbtProject | None, boundary: str | None) -> str:
@@ -270,9 +309,9 @@ def trace(
     log = [] if since == head else git.log(pathspecs, since=since)
     if log is None:
         # No history at all: every claim about it is unknown, none is made.
-        exprs: dict[str, str] = {}
-        _live_state(layer, exprs)
-        return History(head, {}, {}, exprs, {}, boundary, INCOMPLETE)
+        definitions: dict[str, str] = {}
+        _live_state(layer, definitions)
+        return History(head, {}, {}, definitions, {}, boundary, INCOMPLETE)
 
     def semantic(path: str) -> bool:
         if dbt is not None and dbt.is_model_file(path):
@@ -317,7 +356,7 @@ def trace(
                 pages.append(commit.sha)
                 replay.page_commits[change.new] = pages
         if touched_semantics:
-            after = _layer_at(replay.files, parsed, blobs, last, unread, dbt, replay.exprs)
+            after = _layer_at(replay.files, parsed, blobs, last, unread, dbt, replay.definitions)
             _apply(replay.state, after, commit.sha, replay.entities, boundary=at_boundary)
             replay.state = after
     replay.head = head
@@ -329,15 +368,15 @@ def trace(
             pass  # a read-only checkout replays everything next time
 
     # Uncommitted changes, on copies: the cached replay stays at HEAD.
-    entities = {name: copy.copy(record) for name, record in replay.entities.items()}
-    exprs = dict(replay.exprs)
-    _apply(replay.state, _live_state(layer, exprs), WORKING_TREE, entities)
+    entities = {name: record.copy() for name, record in replay.entities.items()}
+    definitions = dict(replay.definitions)
+    _apply(replay.state, _live_state(layer, definitions), WORKING_TREE, entities)
     page_commits = {path: list(reversed(shas)) for path, shas in replay.page_commits.items()}
     return History(
         head,
         dict(replay.commits),
         entities,
-        exprs,
+        definitions,
         page_commits,
         boundary,
         # A shallow clone whose first-parent line reaches the first commit misses nothing here.

@@ -322,6 +322,25 @@ def search_results(answer: SearchAnswer, out: Console) -> None:
         out.print(line)
 
 
+def _drift_change(drift: dict[str, Any]) -> str:
+    """A drift record on one line: the definition before and after (the lines that differ
+    follow when it spans lines), and the commits that changed it."""
+    before, after = drift.get("bound_expr"), drift.get("live_expr")
+    commits = drift.get("changes") or [c for c in [drift.get("changed_in")] if c]
+    names = [str(c["commit"])[:12] if c.get("commit") else "working tree" for c in commits]
+    where = f"changed in {', '.join(names)}" if names else ""
+    if drift.get("diff"):
+        return f"its definition {where or 'changed'}:"
+    if after is None:  # an artifact of an earlier version: no definition kept
+        what = "its definition changed"
+    elif before is None:
+        now = "; ".join(str(after).splitlines())
+        what = f"written against a definition not found in history, now `{now}`"
+    else:
+        what = f"`{before}` -> `{after}`"
+    return what + (f" ({where})" if where else "")
+
+
 def show_page(page: ShowAnswer, out: Console) -> None:
     # rich.markdown takes 40 ms to import: loaded to show a page only (start-up time).
     from rich.markdown import Markdown
@@ -344,15 +363,9 @@ def show_page(page: ShowAnswer, out: Console) -> None:
     for reason in fresh["reasons"]:
         out.print(_text(f"  {reason['code']}: {reason['message']}", style="dim"))
     for drift in page["drift"]:
-        changed = drift.get("changed_in") or {}
-        where = changed.get("commit") or ("working tree" if changed.get("working_tree") else "?")
-        out.print(
-            _text(
-                f"  drift {drift['entity']}: {drift.get('bound_expr')} -> "
-                f"{drift.get('live_expr')} (changed in {str(where)[:12]})",
-                style="red",
-            )
-        )
+        out.print(_text(f"  drift {drift['entity']}: {_drift_change(drift)}", style="red"))
+        for line in (drift.get("diff") or "").splitlines():
+            out.print(_text(f"    {line}", style="red"))
     if summary:
         out.print(_text(summary, style="italic"))
     out.print()

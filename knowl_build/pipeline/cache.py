@@ -28,7 +28,7 @@ from knowl_build.files import atomic_write
 from knowl_build.model import ParsedPage
 from knowl_build.trust import NO_KEY, MachineKey, Sealer, machine_key, read_cache_file
 
-CACHE_FORMAT = 6  # 5: every line sealed; 6: block ids
+CACHE_FORMAT = 7  # 5: every line sealed; 6: block ids; 7: bound fingerprints of any hex length
 
 
 def ensure_knowl_dir(root: Path) -> Path:

@@ -21,7 +21,7 @@ from knowl_build.pipeline.discover import shown_path
 from knowl_build.pipeline.inputs import read_inputs
 from knowl_build.trust import Sealer, read_sealed
 
-MEMO_FORMAT = 2
+MEMO_FORMAT = 3  # 3: dbt fingerprints cover what a definition computes; drift names its change
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,7 +102,9 @@ KEPT_ANCHORS = frozenset(
     }
 )
 
-FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
+# Any length of hex: Canonic's own examples bind `sha256:abc`; a value that matches no live
+# fingerprint is drift (KB201), not a malformed field.
+FINGERPRINT = re.compile(r"sha256:[0-9a-fA-F]+")
 COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
@@ -472,7 +474,7 @@ class FieldValidator:
                 self.report(
                     FIELD_TYPE,
                     value,
-                    f"'meta.bound_fingerprints.{key_text(k)}' must be 'sha256:' and 64 hex digits",
+                    f"'meta.bound_fingerprints.{key_text(k)}' must be 'sha256:' and hex digits",
                 )
                 continue
             bound.append(BoundFingerprint(key_text(k), fingerprint, self.locate(k.start, k.end)))

@@ -19,19 +19,24 @@ from typing import Any
 
 from knowl_build import clock
 from knowl_build.diagnostics import Finding
-from knowl_build.history.records import WORKING_TREE
+from knowl_build.history.records import WORKING_TREE, EntityHistory
 from knowl_build.model import Page
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
 from knowl_build.rules.rule import Rule
+from knowl_build.semantic.fingerprint import change_phrase, diff_lines, one_line, spans_lines
 
 DRIFT = Rule(
     code="KB201",
     name="drift",
     default="warning",
     summary="a bound fingerprint differs from the live one",
-    doc="""The definition the page was written against has changed. The finding names the
-      commit that changed it and shows both expressions. Review the page, then run
-      `knowl review`.""",
+    doc="""The definition the page was written against has changed. Every entity in
+      `meta.bound_fingerprints` is compared (one missing from `sl_refs` is KB107 as well), and
+      any `sha256:<hex>` value is accepted: one that matches no live definition is drift.
+      The finding shows the definition the page was written against (found in history by
+      its fingerprint) and the live one, or the lines that differ when it spans lines, and
+      names the first commit after the bound version that changed it, and each later one.
+      Review the page, then run `knowl review`.""",
 )
 
 STALE = Rule(
@@ -49,7 +54,8 @@ DEFINITION_CHANGED = Rule(
     default="warning",
     summary="an `sl_refs` entity changed after `last_validated_at`",
     doc="""An entity the page is about was changed by a commit dated after the page was
-      last validated.""",
+      last validated. The finding names each such commit and what changed: the definition
+      before and after, or the lines that differ (a join's `on`, a metric's window).""",
 )
 
 AFFECTED_PATH_CHANGED = Rule(
@@ -134,6 +140,73 @@ def _change(ctx: RuleContext, ref: str | None) -> tuple[str, dt.datetime | None]
     return f'commit {ref[:12]} ({commit.date[:10]}, "{commit.subject}")', when
 
 
+def _commits_text(ctx: RuleContext, refs: list[str | None]) -> str:
+    """Changes in order: `commit A (...)`, then `commit B (...)`; a change git cannot place
+    says why (a shallow clone, history git could not read)."""
+    history = ctx.git.history if ctx.git is not None else None
+    unknown = history.unknown_text if history is not None and history.unknown else "unknown"
+    texts = [_change(ctx, ref)[0] or unknown for ref in refs]
+    return ", then in ".join(texts)
+
+
+def _drift(ctx: RuleContext, name: str, bound: str, live: str) -> tuple[str, dict[str, Any]]:
+    """KB201's message, and its record (without the fingerprints): the definition the page
+    was written against and the live one, and the commits that changed it since."""
+    history = ctx.git.history if ctx.git else None
+    record = history.entities.get(name) if history else None
+    old = history.definitions.get(bound) if history else None
+    changes = record.changes_since(bound) if record is not None else None
+    where = ""
+    if changes:
+        where = "; changed in " + _commits_text(ctx, changes)
+    elif record is not None and record.changed_in is not None:
+        # The bound version is not in history: name the change the live definition came in.
+        changes = [record.changed_in]
+        where = "; last changed in " + _commits_text(ctx, changes)
+    elif (
+        history is not None
+        and history.unknown is not None
+        and (record is None or record.unknown_past)
+    ):
+        where = "; changed in " + history.unknown_text  # it may lie before what git has
+    if old is None:
+        if history is not None and history.unknown is not None:
+            then = history.unknown_text
+        else:
+            then = "a definition not found in history"
+        what = f"written against {then}, now `{one_line(live)}`"
+    elif spans_lines(old, live):
+        what = "its definition changed: " + change_phrase(old, live)
+    else:
+        what = f"written against `{old}`, now `{live}`"
+    known = [ref for ref in changes or [] if ref is not None]
+    drift: dict[str, Any] = {
+        "entity": name,
+        "changed_in": history.commit_json(known[0]) if history and known else None,
+        "bound_expr": old,
+        "live_expr": live,
+    }
+    if history is not None and known:
+        drift["changes"] = [history.commit_json(ref) for ref in known]
+    if old is not None and spans_lines(old, live):
+        drift["diff"] = "\n".join(diff_lines(old, live))
+    return f"'{name}' drifted: {what}{where}", drift
+
+
+def _changed_after(
+    ctx: RuleContext, record: EntityHistory, validated_at: dt.datetime
+) -> list[tuple[int, str]]:
+    """The changes (index in `versions`, commit) dated after `validated_at`, oldest first."""
+    found = []
+    for at, (ref, _) in enumerate(record.versions):
+        if at == 0 or ref is None:
+            continue  # an introduction, or a change git cannot date
+        when = _change(ctx, ref)[1]
+        if when is not None and when > validated_at:
+            found.append((at, ref))
+    return found
+
+
 def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
     fields = page.parsed.fields
     result = Assessment(value=fields.freshness, path=page.path)
@@ -148,46 +221,15 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
     entities = ctx.layer.entities
     history = ctx.git.history if ctx.git else None
 
-    # KB201: a bound fingerprint that differs from the live one.
-    refs = {ref.value for ref in fields.sl_refs}
+    # KB201: a bound fingerprint that differs from the live one (any bound entity: one left
+    # out of sl_refs is KB107 besides).
     for bound in fields.bound_fingerprints:
         entity = entities.get(bound.entity)
-        if entity is None or bound.entity not in refs or entity.fingerprint == bound.fingerprint:
+        fingerprint = bound.fingerprint.lower()
+        if entity is None or entity.fingerprint == fingerprint:
             continue
-        record = history.entities.get(bound.entity) if history else None
-        changed = record.changed_in if record is not None else None
-        where, _ = _change(ctx, changed)
-        if (
-            not where
-            and history is not None
-            and history.unknown is not None
-            and (record is None or record.unknown_past)
-        ):
-            where = history.unknown_text  # the change may lie before what git has
-        if entity.kind == "measure":
-            old = history.exprs.get(bound.fingerprint) if history else None
-            if old is not None:
-                then = f"`{old}`"
-            elif history is not None and history.unknown is not None:
-                then = history.unknown_text
-            else:
-                then = "an expression not found in history"
-            live = entity.definition.get("expr")
-            what = f"written against {then}, now `{live}`"
-        else:
-            old, live = None, None
-            what = "its definition changed"
-        message = f"'{bound.entity}' drifted: {what}" + (f"; changed in {where}" if where else "")
-        result.drift.append(
-            {
-                "entity": bound.entity,
-                "bound": bound.fingerprint,
-                "live": entity.fingerprint,
-                "changed_in": history.commit_json(changed) if history else None,
-                "bound_expr": old,
-                "live_expr": live,
-            }
-        )
+        message, drift = _drift(ctx, bound.entity, fingerprint, entity.fingerprinted)
+        result.drift.append({"bound": bound.fingerprint, "live": entity.fingerprint, **drift})
         result.add(
             ctx,
             finding_at(DRIFT.code, bound.key_span, message, _REVIEW + page.id, bound.entity),
@@ -230,22 +272,33 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
     if history is not None and validated is not None and validated_at is not None:
         for ref in fields.sl_refs:
             record = history.entities.get(ref.value)
-            if ref.value not in entities or record is None or record.changed_in is None:
+            live = entities.get(ref.value)
+            if live is None or record is None or record.changed_in is None:
                 continue
-            where, when = _change(ctx, record.changed_in)
-            if when is not None and when > validated_at:
-                result.add(
-                    ctx,
-                    finding_at(
-                        DEFINITION_CHANGED.code,
-                        ref.span,
-                        f"'{ref.value}' changed after the page was last validated ({validated[:10]}): {where}",
-                        _REVIEW + page.id,
-                        ref.value,
-                    ),
-                    "needs_review",
-                    entity=ref.value,
-                )
+            later = _changed_after(ctx, record, validated_at)
+            if not later:
+                continue
+            where = _commits_text(ctx, [r for _, r in later])
+            earlier = history.definitions.get(record.versions[later[0][0] - 1][1])
+            if earlier is None:
+                what = f"now `{one_line(live.fingerprinted)}`"
+            elif earlier == live.fingerprinted:
+                what = f"changed back to `{one_line(earlier)}`"
+            else:
+                what = change_phrase(earlier, live.fingerprinted)
+            result.add(
+                ctx,
+                finding_at(
+                    DEFINITION_CHANGED.code,
+                    ref.span,
+                    f"'{ref.value}' changed after the page was last validated "
+                    f"({validated[:10]}): {where}: {what}",
+                    _REVIEW + page.id,
+                    ref.value,
+                ),
+                "needs_review",
+                entity=ref.value,
+            )
 
     # KB204 / KB205: the knowledge was derived at source_commit.
     # A source_commit missing from `reachable` is unknown: git failed on it, or the clone is

@@ -21,7 +21,10 @@ UNKNOWN_SL_REF = Rule(
     default="error",
     summary="`sl_refs` item names no live entity",
     doc="""An `sl_refs` entry must name a semantic entity: `<connection>.<source>` or
-      `<connection>.<source>.<member>`. The hint names the nearest entity.""",
+      `<connection>.<source>.<member>`. The hint names the nearest entity. When git history
+      shows the entity removed, the message names the commit; when that commit added an
+      entity of the same kind and definition (a renamed model or measure), it names the new
+      name, and `knowl fix` proposes the rename.""",
 )
 
 UNKNOWN_REF = Rule(
@@ -72,7 +75,8 @@ UNKNOWN_DIRECTIVE_TARGET = Rule(
     doc="""`<< sl:ENTITY.ATTR >>` and `{{ sl:ENTITY.ATTR }}` must name an existing entity and
       an attribute of its kind (measure: expr, description, additivity, fingerprint;
       dimension: column, granularity, label, description; column: type, nullable,
-      description; source: table, description, grain).""",
+      description; source: table, description, grain). An entity renamed in history (see
+      KB101) is named in the message, and `knowl fix` proposes the rename.""",
 )
 
 UNBOUND_FINGERPRINT = Rule(
@@ -127,15 +131,12 @@ def _sl_refs(ctx: RuleContext, page: Page) -> Emitted:
         message = f"sl_ref '{ref.value}' resolves to no live semantic entity"
         hint: str | None = None
         record = ctx.git.history.entities.get(ref.value) if ctx.git is not None else None
-        if ctx.git is not None and record is not None and record.removed_in is not None:
-            if record.removed_in == WORKING_TREE:
-                message += "; it was removed by uncommitted changes in the working tree"
-            else:
-                commit = ctx.git.history.commits[record.removed_in]
-                message += (
-                    f"; it was removed in commit {commit.sha[:12]} ({commit.date[:10]}, "
-                    f'"{commit.subject}")'
-                )
+        renamed = _renamed(ctx, ref.value)
+        if renamed is not None:
+            message += f"; {renamed[0]}"
+            hint = renamed[1]
+        elif ctx.git is not None and record is not None and record.removed_in is not None:
+            message += f"; it was removed {_when(ctx, record.removed_in)}"
             hint = "run knowl fix to propose removing it (knowl fix --apply writes the change)"
         elif ctx.git is not None and ctx.git.history.unknown is not None:
             # It may have been removed where git cannot see (before a shallow clone's oldest
@@ -144,6 +145,31 @@ def _sl_refs(ctx: RuleContext, page: Page) -> Emitted:
         if hint is None:  # looked up only when shown: lookups count against the hint budget
             hint = ctx.entity_hint(ref.value)
         yield page.path, finding_at(UNKNOWN_SL_REF.code, ref.span, message, hint, subject=ref.value)
+
+
+def _when(ctx: RuleContext, ref: str | None) -> str:
+    """Where a change was made, for a message: a commit, or the working tree."""
+    if ref == WORKING_TREE or ctx.git is None:
+        return "by uncommitted changes in the working tree"
+    if ref is None or ref not in ctx.git.history.commits:
+        return ctx.git.history.unknown_text if ctx.git.history.unknown else "in an unknown commit"
+    commit = ctx.git.history.commits[ref]
+    return f'in commit {commit.sha[:12]} ({commit.date[:10]}, "{commit.subject}")'
+
+
+def _renamed(ctx: RuleContext, name: str) -> tuple[str, str] | None:
+    """When history shows `name` renamed to a live entity (removed in the commit that added
+    one of the same kind and definition): what to say, and the hint."""
+    if ctx.git is None:
+        return None
+    found = ctx.git.history.renamed(name, ctx.layer.entities)
+    if found is None:
+        return None
+    new, ref = found
+    return (
+        f"it was renamed to '{new}' {_when(ctx, ref)}",
+        f"did you mean '{new}'? run knowl fix to propose the rename (knowl fix --apply writes it)",
+    )
 
 
 def _hidden_message(item: str, hidden: list[Page], scope: str) -> str:
@@ -369,16 +395,18 @@ def _directives(ctx: RuleContext, page: Page) -> Emitted:
         entity_name, _, attribute = directive.name.rpartition(".")
         entity = ctx.layer.entities.get(entity_name)
         if entity is None:
+            message = f"{directive.raw} names no semantic entity '{entity_name or directive.name}'"
+            renamed = _renamed(ctx, entity_name) if entity_name else None
+            hint: str | None
+            if renamed is not None:
+                message, hint = f"{message}; {renamed[0]}", renamed[1]
+            elif entity_name:
+                hint = ctx.entity_hint(entity_name)
+            else:
+                hint = "write << sl:<connection>.<source>[.<member>].<attribute> >>"
             yield (
                 page.path,
-                finding_at(
-                    UNKNOWN_DIRECTIVE_TARGET.code,
-                    directive.span,
-                    f"{directive.raw} names no semantic entity '{entity_name or directive.name}'",
-                    ctx.entity_hint(entity_name)
-                    if entity_name
-                    else "write << sl:<connection>.<source>[.<member>].<attribute> >>",
-                ),
+                finding_at(UNKNOWN_DIRECTIVE_TARGET.code, directive.span, message, hint),
             )
         else:
             kinds = ctx.layer.members.get(entity_name, {entity.kind: entity})

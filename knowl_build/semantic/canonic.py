@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from knowl_build.diagnostics import Finding
 from knowl_build.model import Entity, TextIndex
@@ -15,6 +16,7 @@ from knowl_build.parse.yamlnodes import (
     key_text,
     plain,
 )
+from knowl_build.semantic.fingerprint import definition_text
 from knowl_build.semantic.layer import (
     NAME,
     FileRead,
@@ -22,7 +24,6 @@ from knowl_build.semantic.layer import (
     close_name,
     fingerprint_of,
     kb050,
-    measure_fingerprint,
     open_yaml,
 )
 
@@ -86,6 +87,7 @@ class _FileReader:
         self.result.name_node = name_node
         base = f"{connection}.{source}"
         whole = json_safe(plain(root))
+        basis = {k: v for k, v in whole.items() if k not in _SOURCE_EXCLUDED}
         self.result.entities.append(
             Entity(
                 name=base,
@@ -96,9 +98,8 @@ class _FileReader:
                 definition=whole,
                 path=self.path,
                 line=self.line_of(keys["name"][0]),
-                fingerprint=fingerprint_of(
-                    {k: v for k, v in whole.items() if k not in _SOURCE_EXCLUDED}
-                ),
+                fingerprint=fingerprint_of(basis),
+                fingerprinted=definition_text("source", basis),
             )
         )
 
@@ -169,9 +170,10 @@ class _FileReader:
             expr_node = keys.get("expr")
             if expr_node is None or (isinstance(expr_node, YScalar) and expr_node.value is None):
                 self.report(item, f"measure '{name}' has no 'expr'")
-            fingerprint = measure_fingerprint(definition.get("expr"))
+            basis: dict[str, Any] = {"expr": definition.get("expr")}
         else:
-            fingerprint = fingerprint_of(definition)
+            basis = definition
+        fingerprint = fingerprint_of(basis)  # a measure's: measure_fingerprint(expr)
         entity = Entity(
             name=f"{base}.{name}",
             kind=kind,
@@ -182,6 +184,7 @@ class _FileReader:
             path=self.path,
             line=self.line_of(item),
             fingerprint=fingerprint,
+            fingerprinted=definition_text(kind, basis),
         )
         if kind == "dimension" and "column" in keys:
             self.dimension_columns[entity.name] = keys["column"]

@@ -10,8 +10,10 @@ Two layouts are read:
 
 Each semantic model is a source `<connection>.<semantic_model>`; its measures (or simple
 metrics), dimensions and entities are members; each metric is `<connection>.metrics.<metric>`.
-A measure without `expr` has its own name as expression (dbt's rule); measures are
-fingerprinted as in SPEC 3 over that effective expression.
+A measure without `expr` has its own name as expression (dbt's rule). What each kind's
+fingerprint covers is in `semantic.fingerprint`: a measure's, what it computes
+(`sum(amount)`, with its aggregation parameters and filter); a metric's, its type and
+type parameters.
 """
 
 from __future__ import annotations
@@ -36,13 +38,19 @@ from knowl_build.parse.yamlnodes import (
     key_text,
     plain,
 )
+from knowl_build.semantic.fingerprint import (
+    dbt_measure_basis,
+    dbt_member_basis,
+    dbt_metric_basis,
+    dbt_source_basis,
+    definition_text,
+)
 from knowl_build.semantic.layer import (
     NAME,
     FileRead,
     SourceRead,
     fingerprint_of,
     kb050,
-    measure_fingerprint,
     open_yaml,
 )
 
@@ -248,10 +256,12 @@ class _DbtReader:
         member: str | None,
         definition: dict[str, Any],
         node: YNode,
-        fingerprint: str | None = None,
+        basis: dict[str, Any] | None = None,
     ) -> Entity:
         connection = self.project.connection
         name = f"{connection}.{source}" + (f".{member}" if member else "")
+        if basis is None:
+            basis = dbt_member_basis(definition)
         return Entity(
             name=name,
             kind=kind,
@@ -261,8 +271,9 @@ class _DbtReader:
             definition=definition,
             path=self.path,
             line=self.line(node),
-            fingerprint=fingerprint or fingerprint_of(definition),
+            fingerprint=fingerprint_of(basis),
             origin="dbt",
+            fingerprinted=definition_text(kind, basis),
         )
 
     # -- the two layouts ---------------------------------------------------------------------
@@ -304,16 +315,8 @@ class _DbtReader:
             if kind == "measure":
                 if "agg" not in definition:
                     self.report(node, f"measure '{name}' has no 'agg'")
-                found.append(
-                    self.entity(
-                        kind,
-                        source,
-                        name,
-                        definition,
-                        node,
-                        measure_fingerprint(definition["expr"]),
-                    )
-                )
+                basis = dbt_measure_basis(definition, name)
+                found.append(self.entity(kind, source, name, definition, node, basis))
                 continue
             params = definition.get("type_params")
             if isinstance(params, dict) and "time_granularity" in params:
@@ -342,7 +345,8 @@ class _DbtReader:
         }
         source_definition.setdefault("table", definition.get("model"))
         source_definition.setdefault("grain", [p for p in primary if isinstance(p, str)])
-        members = [self.entity("source", name, None, source_definition, node)]
+        basis = dbt_source_basis(source_definition)
+        members = [self.entity("source", name, None, source_definition, node, basis)]
         members += self.members(
             self.items(keys.get("measures", (None, None))[1], "measures"), "measure", name, set()
         )
@@ -440,20 +444,17 @@ class _DbtReader:
                 seen["measure"].add(str(entity.member))
                 if "agg" not in definition_m:
                     self.report(metric, f"simple metric '{entity.member}' has no 'agg'")
+                basis = dbt_measure_basis(definition_m, str(entity.member))
                 members.append(
-                    self.entity(
-                        "measure",
-                        name,
-                        entity.member,
-                        definition_m,
-                        metric,
-                        measure_fingerprint(definition_m["expr"]),
-                    )
+                    self.entity("measure", name, entity.member, definition_m, metric, basis)
                 )
         definition.setdefault("grain", grain)
-        self.add_source(
-            name, name_node, [self.entity("source", name, None, definition, node), *members]
-        )
+        source_basis = dbt_source_basis(definition)
+        settings_basis = source_basis.get("semantic_model")
+        if isinstance(settings_basis, dict):  # its name is what it is called, not built on
+            settings_basis.pop("name", None)
+        source = self.entity("source", name, None, definition, node, source_basis)
+        self.add_source(name, name_node, [source, *members])
 
     def metric(self, node: YNode) -> Entity | None:
         named = self.name_of(node, "metric")
@@ -464,9 +465,10 @@ class _DbtReader:
         definition = json_safe(plain(node))
         if not isinstance(definition.get("type"), str):
             self.report(node, f"metric '{name}' has no 'type'")
+        basis = dbt_metric_basis(definition, name)
         if definition.get("type") == "simple":
             definition.setdefault("expr", name)
-        entity = self.entity("metric", METRICS_SOURCE, name, definition, node)
+        entity = self.entity("metric", METRICS_SOURCE, name, definition, node, basis)
         # Each metric stands alone, so a name defined twice is reported at the second one.
         self.add_source(f"{METRICS_SOURCE}.{name}", named[1], [entity])
         return entity

@@ -16,6 +16,7 @@ else is refused with `EditError`, and nothing is written.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -328,6 +329,47 @@ class FrontmatterEditor:
         edits = self._remove_from_collection(path, mapping, index, spans, "{}")
         self._apply(f"removing '{'.'.join([*path, name])}'", edits, expected)
         return True
+
+    def rename(self, path: list[str], old: str, new: str) -> bool:
+        """Write `new` in place of the string `old`: each item of the list at `path` that is
+        `old`, or the key `old` of the mapping at `path`. False when there is none."""
+        node = self.node(path)
+        if isinstance(node, YSeq):
+            at = [i for i, n in enumerate(node.items) if _meaning(n) == _scalar(old)]
+            tokens = [node.items[i] for i in at]
+        elif isinstance(node, YMap):
+            at = [i for i, (k, _) in enumerate(node.items) if key_text(k) == old][-1:]
+            tokens = [node.items[i][0] for i in at]
+        else:
+            return False
+        if not at or not all(isinstance(t, YScalar) for t in tokens):
+            return False
+
+        def change(model: Meaning) -> None:
+            entries = _model_get(model, path)
+            assert isinstance(entries, list)
+            for i in at:
+                if entries[0] == "seq":
+                    entries[1][i] = _scalar(new)
+                else:
+                    entries[1][i][:2] = [new, _scalar(new)]
+
+        expected = self._model(change)
+        edits = [(self._abs(t.start), self._abs(t.end), self._string(t, new)) for t in tokens]
+        self._apply(f"renaming '{old}' in '{'.'.join(path)}'", edits, expected)
+        return True
+
+    def _string(self, token: YNode, value: str) -> str:
+        """`value` as a YAML string written where `token` is: quoted as it was, plain when
+        plain text reads as that string."""
+        first = self.text[self._abs(token.start)]
+        if first == "'":
+            return "'" + value.replace("'", "''") + "'"
+        try:
+            plain_ok = first != '"' and _literal(value) == _scalar(value)
+        except EditError:
+            plain_ok = False
+        return value if plain_ok else json.dumps(value, ensure_ascii=False)
 
     # -- edits on the current text ------------------------------------------------------
 
