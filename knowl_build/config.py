@@ -27,6 +27,8 @@ MAX_CAVEATS = 10_000
 EXACT = "exact"
 OBSIDIAN = "obsidian"
 RESOLUTIONS = (EXACT, OBSIDIAN)
+# [writes] agent_status: `draft` holds an agent's page for a person's review.
+AGENT_STATUSES = ("active", "draft")
 # Frontmatter keys Obsidian owns: not KB006 when links resolve as Obsidian does.
 OBSIDIAN_KEYS = (
     "aliases",
@@ -103,6 +105,7 @@ class Config:
     peer_paths: tuple[str, ...] = ()
     dbt_project_dir: str | None = None  # [semantics.dbt] project_dir
     dbt_connection: str | None = None  # [semantics.dbt] connection
+    agent_status: str = "active"  # [writes] agent_status: how an agent's new page lands
     link_resolution: str = EXACT  # [links] resolution
     frontmatter_allow: tuple[str, ...] = ()  # [frontmatter] allow, as written
     source: str | None = None
@@ -150,6 +153,7 @@ class Config:
                 "dbt": {"project_dir": self.dbt_project_dir, "connection": self.dbt_connection}
             },
             "links": {"resolution": self.link_resolution},
+            "writes": {"agent_status": self.agent_status},
             "frontmatter": {"allow": list(self.frontmatter_allow)},
         }
 
@@ -303,6 +307,15 @@ SCHEMA: tuple[Option, ...] = (
         "Other repositories' artifacts that searches of this project's build include: each an "
         "artifact folder or a project root (its current build), relative to the project root. "
         "`--peer` replaces them ([Federation](reading.md#federation)).",
+    ),
+    Option(
+        "writes.agent_status",
+        f"string ({'|'.join(AGENT_STATUSES)})",
+        _default("agent_status"),
+        "The status of a page an agent writes through the MCP server (`store_knowledge`). "
+        "`draft`: it lands as `status: draft`, which search and the agent tools skip unless "
+        "asked (`--status draft`), until a person promotes it with `knowl review` "
+        "([Writing knowledge](writing.md#drafts)).",
     ),
     Option(
         "links.resolution",

@@ -11,6 +11,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from knowl_build.config import (
+    AGENT_STATUSES,
     BOOST_FIELDS,
     DEFAULTS,
     MAX_BOOST,
@@ -188,6 +189,13 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
 
     peers = _Reader(source, top.table_of("peers"), "peers.")
 
+    writes = _Reader(source, top.table_of("writes"), "writes.")
+    agent_status = writes.get("agent_status", str, DEFAULTS.agent_status)
+    if agent_status not in AGENT_STATUSES:
+        raise writes.error(
+            "agent_status", f"must be one of {', '.join(AGENT_STATUSES)}, got {agent_status!r}"
+        )
+
     links = _Reader(source, top.table_of("links"), "links.")
     resolution = links.get("resolution", str, DEFAULTS.link_resolution)
     if resolution not in RESOLUTIONS:
@@ -246,6 +254,7 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
             extra_patterns=patterns,
         ),
         peer_paths=peers.string_list("paths"),
+        agent_status=agent_status,
         link_resolution=resolution,
         frontmatter_allow=allow,
         source=source,

@@ -13,7 +13,9 @@ from knowl_build.diagnostics import Finding
 USAGE_MODES = ("reference", "caveat", "policy", "definition")
 PROVENANCES = ("board_approved", "human_curated", "inferred")
 CATEGORIES = ("fact", "decision", "goal", "constraint", "architecture", "state", "skill")
-STATUSES = ("active", "deprecated", "rejected", "archived", "superseded")
+# `draft`: written by an agent and not yet reviewed by a person (`[writes] agent_status`).
+DRAFT = "draft"
+STATUSES = ("active", "deprecated", "rejected", "archived", "superseded", DRAFT)
 FRESHNESS = ("fresh", "needs_review", "stale")
 VISIBILITIES = ("repo", "workspace")
 

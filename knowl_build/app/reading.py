@@ -13,12 +13,22 @@ from pathlib import Path
 
 from knowl_build.app.project import Locator
 from knowl_build.artifacts import manifest, opening, publication
+from knowl_build.artifacts.answers import (
+    ContextAnswer,
+    EntityDescription,
+    EntityList,
+    PageList,
+    StaleList,
+)
 from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, StaleAnswer, TraverseAnswer
 from knowl_build.errors import ArtifactError
 from knowl_build.names import valid_user
-from knowl_build.reader import Reader
+from knowl_build.reader import Reader, entities, listing
 from knowl_build.reader.queries import Filters
 from knowl_build.reader.view import ArtifactView, find_artifact
+
+# The kinds of semantic entities `list_entities` filters on (the MCP tool's enum).
+ENTITY_KINDS = entities.KINDS
 
 
 def artifact_folder(locator: Locator, artifact: Path | None) -> Path:
@@ -47,22 +57,36 @@ def open_reader(
 
 
 class CurrentReader:
-    """A reader of `--artifact`, or of the project's current build, opened again when a
-    newer build becomes current (a long-lived front end: the MCP server)."""
+    """A reader of `--artifact`, or of the project's current build and its `[peers] paths`
+    (as `knowl search` reads them), opened again when a newer build becomes current, here or
+    at a peer (a long-lived front end: the MCP server). Not thread-safe: a front end that
+    answers from several threads serialises its calls."""
 
     def __init__(self, locator: Locator, artifact: Path | None) -> None:
         self.locator = locator
         self.artifact = artifact
-        self.folder: Path | None = None
+        self.folders: tuple[Path, ...] = ()
         self.reader: Reader | None = None
 
     def get(self) -> Reader:
-        folder = find_artifact(artifact_folder(self.locator, self.artifact))
-        if self.reader is None or folder != self.folder:
-            if self.reader is not None:
-                self.reader.close()
-            self.reader = Reader(ArtifactView.open(folder))
-            self.folder = folder
+        if self.artifact is not None:
+            folders = (find_artifact(self.artifact),)
+        else:
+            project = self.locator.reader_project()
+            current = find_artifact(publication.resolve_artifact(project.out_dir))
+            peers = [find_artifact(project.root / p) for p in project.config.peer_paths]
+            folders = (current, *peers)
+        if self.reader is None or folders != self.folders:
+            self.close()
+            views = [ArtifactView.open(folders[0])]
+            try:
+                views.extend(ArtifactView.open(folder) for folder in folders[1:])
+            except BaseException:
+                for view in views:
+                    view.close()
+                raise
+            self.reader = Reader(views[0], views[1:])
+            self.folders = folders
         return self.reader
 
     def close(self) -> None:
@@ -108,9 +132,65 @@ def traverse(
     return reader.traverse(list(pages), user=valid_user(user), depth=depth, max_nodes=max_nodes)
 
 
+def context(
+    reader: Reader, question: str, options: SearchOptions = SearchOptions()
+) -> ContextAnswer:
+    """The `context` answer: pages with citations, live definitions, caveats, superseded."""
+    return reader.context(
+        question,
+        user=valid_user(options.user),
+        limit=options.limit,
+        status=options.status,
+        category=options.category,
+        usage_mode=options.usage_mode,
+        tags=options.tags,
+    )
+
+
+def list_entities(
+    reader: Reader,
+    *,
+    kind: str | None = None,
+    connection: str | None = None,
+    query: str | None = None,
+    cursor: str | None = None,
+    limit: int = 50,
+) -> EntityList:
+    return reader.list_entities(
+        kind=kind, connection=connection, query=query, cursor=cursor, limit=limit
+    )
+
+
+def describe_entity(reader: Reader, entity: str, user: str | None = None) -> EntityDescription:
+    return reader.describe_entity(entity, user=valid_user(user))
+
+
 def stale(reader: Reader, user: str | None = None) -> StaleAnswer:
     """The visible pages that were not fresh when the artifact was built."""
     return reader.stale(user=valid_user(user))
+
+
+def list_stale(
+    reader: Reader,
+    user: str | None = None,
+    *,
+    cursor: str | None = None,
+    limit: int = listing.LIST_LIMIT,
+) -> StaleList:
+    """The `stale` answer one page at a time (MCP `list_stale`), with the next page's cursor."""
+    return listing.stale_list(reader.view, valid_user(user), cursor, limit)
+
+
+def list_pages(
+    reader: Reader,
+    user: str | None = None,
+    *,
+    cursor: str | None = None,
+    limit: int = listing.LIST_LIMIT,
+) -> PageList:
+    """The pages `user` may read, one page at a time: global ones and their own, never
+    another user's (the MCP server's resource list)."""
+    return listing.list_pages(reader.view, valid_user(user), cursor, limit)
 
 
 def filters(

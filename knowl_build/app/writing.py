@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from knowl_build.app import checking
 from knowl_build.app.project import Project
+from knowl_build.artifacts import publication
 from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK
 from knowl_build.errors import UsageError
-from knowl_build.model import CATEGORIES
+from knowl_build.model import CATEGORIES, DRAFT
 from knowl_build.names import valid_user
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.writes import fix as fixes
@@ -82,31 +85,93 @@ def request(
 
 
 @dataclass(frozen=True, slots=True)
+class Republished:
+    """The build after a write, which makes the written page readable at once."""
+
+    status: str  # published | no-op | refused | skipped
+    build_id: str | None
+    reason: str | None = None  # why the page is not readable yet (refused, skipped)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "build_id": self.build_id, "reason": self.reason}
+
+
+def republish(project: Project) -> Republished:
+    """Rebuild incrementally after a write (the written pages are a cheap build), so search
+    and read find them at once. Only a project that has a build is rebuilt: the first build
+    is the user's to make. A project with error findings elsewhere keeps its last good build
+    (a failed build never replaces it), and the answer says why."""
+    if publication.current_name(project.out_dir) is None:
+        return Republished("skipped", None, "no build yet: run knowl build")
+    outcome = checking.build(project, checking.BuildOptions())
+    result = outcome.result
+    if result.status == "refused":
+        errors = sum(d.severity == "error" for d in outcome.findings)
+        return Republished(
+            "refused",
+            None,
+            f"the project has {errors} error finding(s) (see knowl check); "
+            "the last good build stays current",
+        )
+    return Republished(result.status, result.build_id)
+
+
+@dataclass(frozen=True, slots=True)
 class Stored:
     outcome: Outcome
     exit_status: int
+    status: str = "active"  # the written page's status (`draft` for an agent's, if so set)
+    build: Republished | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The store answer, with the page's status and the build that made it readable."""
+        answer = self.outcome.to_json()
+        answer["status"] = self.status
+        answer["build"] = self.build.to_json() if self.build is not None else None
+        return answer
 
 
-def store(project: Project, request: Request, *, do_commit: bool = False) -> Stored:
-    """Write knowledge as a new page, reconciled with what the tree holds (SPEC 7.1)."""
+def store(
+    project: Project,
+    request: Request,
+    *,
+    do_commit: bool = False,
+    agent: bool = False,
+    rebuild: bool = True,
+) -> Stored:
+    """Write knowledge as a new page, reconciled with what the tree holds (SPEC 7.1). An
+    agent's page lands with `[writes] agent_status` (`draft`: held for a person's review).
+    With `rebuild`, a write that changed files is followed by an incremental build."""
+    if agent and project.config.agent_status == DRAFT:
+        request.status = DRAFT
     outcome = run_store(project.root, project.config, request, do_commit=do_commit)
-    return Stored(outcome, EXIT_FINDINGS if outcome.action == "refused" else EXIT_OK)
+    build = republish(project) if rebuild and outcome.action == "inserted" else None
+    status = EXIT_FINDINGS if outcome.action == "refused" else EXIT_OK
+    return Stored(outcome, status, request.status or "active", build)
 
 
 @dataclass(frozen=True, slots=True)
 class Written:
     changes: list[Change]
     commits: list[str] = field(default_factory=list)
+    build: Republished | None = None
 
 
 def supersede(
-    project: Project, old: str, new: str, *, user: str | None = None, do_commit: bool = False
+    project: Project,
+    old: str,
+    new: str,
+    *,
+    user: str | None = None,
+    do_commit: bool = False,
+    rebuild: bool = True,
 ) -> Written:
     """Mark OLD superseded by NEW (SPEC 7.2); a refusal is exit 1 (WriteRefused)."""
     result = governance.supersede(
         project.root, project.config, old, new, user=valid_user(user), do_commit=do_commit
     )
-    return Written(result.changes, result.commits)
+    build = republish(project) if rebuild and result.changes else None
+    return Written(result.changes, result.commits, build)
 
 
 def review(
@@ -116,8 +181,10 @@ def review(
     user: str | None = None,
     force: bool = False,
     do_commit: bool = False,
+    rebuild: bool = True,
 ) -> Written:
-    """A person re-read the pages (SPEC 7.3): validation date now, fingerprints refreshed."""
+    """A person re-read the pages (SPEC 7.3): validation date now, fingerprints refreshed, an
+    agent's draft promoted to active."""
     result = governance.review(
         project.root,
         project.config,
@@ -126,7 +193,8 @@ def review(
         force=force,
         do_commit=do_commit,
     )
-    return Written(result.changes, result.commits)
+    build = republish(project) if rebuild and result.changes else None
+    return Written(result.changes, result.commits, build)
 
 
 @dataclass(frozen=True, slots=True)

@@ -171,6 +171,7 @@ class PageRecord(Struct, frozen=True):
     drift: list[Drift]
     last_commit: CommitInfo | None
     node: str | UnsetType = UNSET  # its graph node's name, when not its id (a shared id)
+    body_line: Count | UnsetType = UNSET  # the file's line where the body starts
 
 
 class CatalogEntry(Struct, frozen=True):

@@ -23,6 +23,23 @@ from knowl_build.cli.main import (
 from knowl_build.errors import UsageError
 from knowl_build.model import CATEGORIES, PROVENANCES, USAGE_MODES
 
+NO_BUILD_OPTION = click.option(
+    "--no-build",
+    is_flag=True,
+    help="Do not rebuild the artifact after the write (by default a project that has a build "
+    "is rebuilt incrementally, so search and show find the write at once).",
+)
+
+
+def _print_build(build: Any) -> None:
+    """One line on stderr: the build that makes the write readable, or why there is none."""
+    if build is None:
+        return
+    if build.status in ("published", "no-op"):
+        click.echo(f"rebuilt: build {build.build_id} is current", err=True)
+    else:
+        click.echo(f"not rebuilt: {build.reason}", err=True)
+
 
 def _print_changes(changes: list[Any], as_json: bool) -> None:
     """Each write prints its diff (on stderr when stdout holds JSON)."""
@@ -66,6 +83,7 @@ def _scope_pair(text: str) -> tuple[str, str]:
 @click.option("--exclusive", is_flag=True, help="Only one active page may hold this conflict key.")
 @click.option("--supersedes", default=None, metavar="ID", help="Retire this page explicitly.")
 @click.option("--commit", "do_commit", is_flag=True, help="Commit exactly the files written.")
+@NO_BUILD_OPTION
 @JSON_OPTION
 @global_options
 @click.pass_context
@@ -94,6 +112,7 @@ def store(
     exclusive: bool,
     supersedes: str | None,
     do_commit: bool,
+    no_build: bool,
     as_json: bool,
 ) -> None:
     """Write knowledge as a new page, reconciled with what the tree already holds.
@@ -136,7 +155,9 @@ def store(
         exclusive=exclusive,
         supersedes=supersedes,
     )
-    stored = writing.store(settings(ctx).locator.project(), request, do_commit=do_commit)
+    stored = writing.store(
+        settings(ctx).locator.project(), request, do_commit=do_commit, rebuild=not no_build
+    )
     _print_changes(stored.outcome.changes, as_json)
     if as_json:
         emit_json(stored.outcome.to_json())
@@ -144,6 +165,7 @@ def store(
         from knowl_build.output import text
 
         text.store_outcome(stored.outcome, text.console(sys.stderr))
+    _print_build(stored.build)
     ctx.exit(stored.exit_status)
 
 
@@ -152,9 +174,12 @@ def store(
 @click.argument("new")
 @USER_OPTION
 @click.option("--commit", "do_commit", is_flag=True, help="Commit exactly the file written.")
+@NO_BUILD_OPTION
 @global_options
 @click.pass_context
-def supersede(ctx: click.Context, old: str, new: str, user: str | None, do_commit: bool) -> None:
+def supersede(
+    ctx: click.Context, old: str, new: str, user: str | None, do_commit: bool, no_build: bool
+) -> None:
     """Mark OLD as superseded by NEW (status and superseded_by). Nothing is deleted.
 
     Refused (exit 1) for the same page, unknown pages, a page that is not active, a frozen
@@ -167,9 +192,15 @@ def supersede(ctx: click.Context, old: str, new: str, user: str | None, do_commi
     from knowl_build.app import writing
 
     written = writing.supersede(
-        settings(ctx).locator.project(), old, new, user=user, do_commit=do_commit
+        settings(ctx).locator.project(),
+        old,
+        new,
+        user=user,
+        do_commit=do_commit,
+        rebuild=not no_build,
     )
     _print_changes(written.changes, False)
+    _print_build(written.build)
 
 
 @cli.command()
@@ -177,13 +208,20 @@ def supersede(ctx: click.Context, old: str, new: str, user: str | None, do_commi
 @USER_OPTION
 @click.option("--force", is_flag=True, help="Review frozen pages too.")
 @click.option("--commit", "do_commit", is_flag=True, help="Commit each page written.")
+@NO_BUILD_OPTION
 @global_options
 @click.pass_context
 def review(
-    ctx: click.Context, pages: tuple[str, ...], user: str | None, force: bool, do_commit: bool
+    ctx: click.Context,
+    pages: tuple[str, ...],
+    user: str | None,
+    force: bool,
+    do_commit: bool,
+    no_build: bool,
 ) -> None:
     """Record that a person re-read the pages against the live definitions: sets
-    meta.last_validated_at to now and refreshes meta.bound_fingerprints.
+    meta.last_validated_at to now, refreshes meta.bound_fingerprints and promotes an agent's
+    draft (status: draft) to active.
 
     \b
     Examples:
@@ -193,9 +231,15 @@ def review(
     from knowl_build.app import writing
 
     written = writing.review(
-        settings(ctx).locator.project(), list(pages), user=user, force=force, do_commit=do_commit
+        settings(ctx).locator.project(),
+        list(pages),
+        user=user,
+        force=force,
+        do_commit=do_commit,
+        rebuild=not no_build,
     )
     _print_changes(written.changes, False)
+    _print_build(written.build)
 
 
 @cli.command()

@@ -115,6 +115,7 @@ def page_record(analysis: Analysis, page: Page, text: str) -> PageRecord:
         drift=convert(assessment.drift if assessment else [], list[Drift]),
         last_commit=_last_commit(analysis.history, page.path),
         node=UNSET if node == page.id else node,
+        body_line=text.count("\n", 0, page.parsed.body_offset) + 1,
     )
 
 

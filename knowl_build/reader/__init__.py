@@ -5,6 +5,8 @@
         answer = reader.search("revenue", user="alice")
         page = reader.show("revenue-definition")
         walk = reader.traverse(["revenue-definition"], depth=2)
+        context = reader.context("how is revenue calculated?")  # pages, definitions, caveats
+        measure = reader.describe_entity("warehouse_pg.orders.total_revenue")
 
 Answers are the JSON shapes of the `--json` options. Importing this package does not import
 the build pipeline, GitPython or networkx.
@@ -15,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from knowl_build.artifacts.answers import ContextAnswer, EntityDescription, EntityList
 from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, StaleAnswer, TraverseAnswer
 from knowl_build.errors import PageNotFound
-from knowl_build.reader import queries, traversal
+from knowl_build.reader import context, entities, queries, traversal
 from knowl_build.reader.queries import Filters
 from knowl_build.reader.view import ArtifactView, find_artifact
 
@@ -83,3 +86,37 @@ class Reader:
         self, pages: Sequence[str], *, user: str | None = None, depth: int = 2, max_nodes: int = 50
     ) -> TraverseAnswer:
         return traversal.traverse(self.view, pages, user=user, depth=depth, max_nodes=max_nodes)
+
+    def context(
+        self,
+        question: str,
+        *,
+        user: str | None = None,
+        limit: int = 5,
+        status: str = "active",
+        category: str | None = None,
+        usage_mode: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> ContextAnswer:
+        """The best pages for a question with citations, the live definitions of their
+        entities, the caveats riding along and the pages the hits supersede."""
+        filters = Filters(status, category, usage_mode, tuple(tags))
+        return context.context(
+            self.view, question, user=user, limit=limit, filters=filters, peers=self.peers
+        )
+
+    def list_entities(
+        self,
+        *,
+        kind: str | None = None,
+        connection: str | None = None,
+        query: str | None = None,
+        cursor: str | None = None,
+        limit: int = entities.LIST_LIMIT,
+    ) -> EntityList:
+        return entities.list_entities(
+            self.view, kind=kind, connection=connection, query=query, cursor=cursor, limit=limit
+        )
+
+    def describe_entity(self, entity: str, *, user: str | None = None) -> EntityDescription:
+        return entities.describe_entity(self.view, entity, user)

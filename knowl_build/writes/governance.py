@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowl_build.config import Config
-from knowl_build.model import Page
+from knowl_build.model import DRAFT, Page
 from knowl_build.pageref import check_ref
 from knowl_build.pipeline.analysis import Analysis
 from knowl_build.writes.common import Tree, commit, quoted_timestamp, supersede_change, utc_now
@@ -134,6 +134,8 @@ def review(
                 editor.set_many(["meta", "bound_fingerprints"], items)
             if "freshness" in page.parsed.frontmatter:
                 editor.set_scalar(["freshness"], "fresh")
+            if fields.status == DRAFT:  # an agent's draft, promoted by the person reviewing
+                editor.set_scalar(["status"], "active")
         except EditError as exc:
             refused.append(f"{page.path}: {exc}")
             continue

@@ -116,7 +116,7 @@ def page_text(request: Request, tree: Tree, head: str | None) -> str:
         ("title", request.title),
         ("summary", summary),
         ("category", request.category),
-        ("status", None),
+        ("status", request.status if request.status != "active" else None),
         ("tags", request.tags),
         ("sl_refs", request.sl_refs),
         ("refs", request.refs),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from knowl_build.model import Page
+from knowl_build.model import DRAFT, Page
 from knowl_build.rules.fields import normalize_conflict_key
 from knowl_build.writes.bm25 import bm25_scores
 from knowl_build.writes.common import Tree
@@ -109,13 +109,15 @@ def _body(tree: Tree, page: Page) -> str:
 
 
 def candidates(tree: Tree, request: Request, scope: str) -> list[Page]:
-    """BM25 over the active pages of the same category and scope; the best three."""
+    """BM25 over the active pages of the same category and scope; the best three. A draft is
+    also compared with the drafts, so an agent that repeats itself writes nothing twice."""
+    statuses = ("active", DRAFT) if request.status == DRAFT else ("active",)
     pool = [
         p
         for p in tree.analysis.pages
         if p.parsed.text_ok
         and p.scope == scope
-        and p.parsed.fields.status == "active"
+        and p.parsed.fields.status in statuses
         and p.parsed.fields.category == request.category
     ]
     docs = []

@@ -34,6 +34,7 @@ class Request:
     exclusive: bool = False
     supersedes: str | None = None
     visibility: str | None = None
+    status: str | None = None  # `draft` for an agent's write under `[writes] agent_status`
 
 
 def check_confidence(value: object) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from knowl_build.config import Config
 from knowl_build.errors import UsageError
 from knowl_build.history.git import GitRepo
-from knowl_build.model import Page
+from knowl_build.model import DRAFT, Page
 from knowl_build.names import valid_user
 from knowl_build.pageref import check_ref
 from knowl_build.resolve import GLOBAL, place
@@ -92,7 +92,11 @@ def plan(tree: Tree, request: Request) -> Outcome:
     changes = [new_change]
 
     superseded_page: Page | None = None
-    if request.supersedes is not None:
+    # A draft replaces nothing until a person promotes it: the page it names is only reported.
+    named_by_draft: Page | None = None
+    if request.supersedes is not None and request.status == DRAFT:
+        named_by_draft = tree.page(request.supersedes)
+    elif request.supersedes is not None:
         superseded_page = tree.page(request.supersedes)
         if superseded_page.parsed.fields.status != "active":
             return Outcome(
@@ -137,6 +141,13 @@ def plan(tree: Tree, request: Request) -> Outcome:
     outcome = Outcome(
         "inserted", where.id, path, diagnostics=answer_diagnostics(findings), changes=changes
     )
+    if named_by_draft is not None:
+        outcome.overlapping = named_by_draft.id
+        outcome.message = (
+            "a draft supersedes nothing: once a person has reviewed it (knowl review), "
+            f"knowl supersede {_ref(named_by_draft)} {_ref_id(where.scope, where.id)}"
+        )
+        return outcome
     if superseded_page is not None:
         # 5. An explicit choice always wins; a detected match is only reported.
         outcome.superseded = superseded_page.id
@@ -157,8 +168,17 @@ def plan(tree: Tree, request: Request) -> Outcome:
             match.path,
             message=f"'{match.id}' already holds this knowledge; nothing was written",
         )
-    # 6. Same subject: the new page supersedes the match (never a frozen one).
-    if _same_subject(request.title, match.title):
+    # 6. Same subject: the new page supersedes the match (never a frozen one; a draft only
+    # another draft: an active page stays until a person promotes the draft).
+    same_subject = _same_subject(request.title, match.title)
+    if same_subject and request.status == DRAFT and match.parsed.fields.status != DRAFT:
+        outcome.overlapping = match.id
+        outcome.message = (
+            f"'{match.id}' covers the same subject; this draft replaces it only once reviewed "
+            f"(knowl review, then knowl supersede {_ref(match)} {_ref_id(where.scope, where.id)})"
+        )
+        return outcome
+    if same_subject:
         if match.parsed.fields.frozen:
             outcome.overlapping = match.id
             outcome.message = (
