@@ -290,7 +290,8 @@ SCHEMA: tuple[Option, ...] = (
         "security.max_body_chars",
         "integer >= 1",
         _default("security.max_body_chars"),
-        "The longest page body, in characters; a longer one is [KB403](rules.md#kb403).",
+        "The longest page body, in characters, the line break that ends the file not "
+        "counted; a longer one is [KB403](rules.md#kb403).",
     ),
     Option(
         "security.extra_patterns",
