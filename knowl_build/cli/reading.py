@@ -94,6 +94,65 @@ def search(
 
 
 @cli.command()
+@click.argument("question")
+@USER_OPTION
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1, max=50),
+    default=5,
+    show_default=True,
+    help="Number of pages.",
+)
+@click.option(
+    "--status",
+    default="active",
+    show_default=True,
+    type=click.Choice([*STATUSES, "all"]),
+    help="Only pages with this status.",
+)
+@click.option("--category", default=None, type=click.Choice(CATEGORIES))
+@click.option("--usage-mode", default=None, type=click.Choice(USAGE_MODES))
+@click.option("--tag", "tags", multiple=True, help="Pages with any of these tags (repeatable).")
+@ARTIFACT_OPTION
+@JSON_OPTION
+@global_options
+@click.pass_context
+def context(
+    ctx: click.Context,
+    question: str,
+    user: str | None,
+    limit: int,
+    status: str,
+    category: str | None,
+    usage_mode: str | None,
+    tags: tuple[str, ...],
+    artifact: Path | None,
+    as_json: bool,
+) -> None:
+    """The context of a question in one answer: the best pages, each with the line that
+    matched, the live definitions of the entities they use (and whether a page drifted from
+    one), the caveats that ride along and the pages the hits supersede.
+
+    \b
+    Examples:
+      knowl context "how is revenue calculated and what should I watch out for?"
+      knowl context churn --user alice --json
+    """
+    # Lazy: the reader loads with the command; rich only for text (start-up time).
+    from knowl_build.app import reading
+
+    options = reading.SearchOptions(user, limit, status, category, usage_mode, tags)
+    with reading.open_reader(settings(ctx).locator, artifact) as reader:
+        answer = reading.context(reader, question, options)
+    if as_json:
+        emit_json(answer)
+        return
+    from knowl_build.output import context_text, text
+
+    context_text.context_answer(answer, text.console())
+
+
+@cli.command()
 @click.argument("page")
 @USER_OPTION
 @click.option(

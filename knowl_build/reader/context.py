@@ -101,7 +101,12 @@ def cite(record: PageRecord, terms: set[str]) -> Citation:
 
     first = record.body_line if isinstance(record.body_line, int) else 1
     best, best_line, best_text = 0, 0, ""
-    for number, line in enumerate(record.raw_body.splitlines()):
+    # The rendered body (live definitions filled in) when it keeps the lines of the file.
+    lines = record.raw_body.splitlines()
+    rendered = record.body.splitlines()
+    if len(rendered) == len(lines):
+        lines = rendered
+    for number, line in enumerate(lines):
         if not line.strip():
             continue
         found = len(terms.intersection(query_terms(line)))
