@@ -5,7 +5,8 @@ secrets` for only these), `knowl check` on adversarial page bodies (see body_ben
 `--suite body` for only these), the did-you-mean figures on vaults with thousands of broken links
 (see hints_bench.py; `--suite hints` for only these), then builds synthetic corpora with git
 history (500 commits by default) and prints, per size, in one run, the build figures (see
-build_bench.py) and, for `knowl check`:
+build_bench.py), the reader's (reader_bench.py), the agent's (get_context latency and the time
+from a write to the page being searchable: agent_bench.py) and, for `knowl check`:
 - floor: reading and hashing every input file (what any checker must at least do);
 - cold check: `knowl check` as a process with no parse cache;
 - warm check: `knowl check` again, on the unchanged tree (answered from the run memo);
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from agent_bench import bench_agent, print_agent
 from body_bench import bench_body, print_body
 from build_bench import bench_build
 from corpus import make_corpus, page_path
@@ -100,9 +102,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
         "--suite",
-        choices=["check", "build", "reader", "secrets", "body", "hints", "embeddings", "all"],
+        choices=[
+            "check",
+            "build",
+            "reader",
+            "agent",
+            "secrets",
+            "body",
+            "hints",
+            "embeddings",
+            "all",
+        ],
         default="all",
-        help="all = check, build, reader, secrets, body and hints; embeddings needs the extra",
+        help="all = check, build, reader, agent, secrets, body and hints; embeddings needs the "
+        "extra",
     )
     parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
@@ -122,7 +135,7 @@ def main() -> None:
             return
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="knowl-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    rows, builds, readers, semantic = [], [], [], []
+    rows, builds, readers, semantic, agents = [], [], [], [], []
     try:
         for n in args.sizes:
             root = workdir / f"corpus-{n}"
@@ -134,7 +147,7 @@ def main() -> None:
                 rows.append(bench_size(n, root, made, args.repeats))
             if args.suite in ("build", "all"):
                 builds.append((n, bench_build(root, page_path(0), args.repeats)))
-            if args.suite in ("reader", "all"):
+            if args.suite in ("reader", "agent", "all"):
                 subprocess.run(
                     [
                         sys.executable,
@@ -149,7 +162,10 @@ def main() -> None:
                     ],
                     check=True,
                 )
+            if args.suite in ("reader", "all"):
                 readers.append((n, bench_reader(root, args.repeats)))
+            if args.suite in ("agent", "all"):
+                agents.append((n, bench_agent(root, args.repeats)))
             if args.suite == "embeddings":
                 semantic.append((n, bench_embeddings(root, n)))
     finally:
@@ -178,6 +194,8 @@ def main() -> None:
                 f"{n:>7} {e['embed_per_1000_s']:>25.1f}s {e['query_p50_lexical_ms']:>16.1f}ms "
                 f"{e['query_p50_vectors_ms']:>11.1f}ms"
             )
+    if agents:
+        print_agent(agents, header)
     if readers:
         print(f"reader benchmark {header}")
         print(

@@ -138,3 +138,14 @@ def test_a_bad_agent_status_is_a_config_error(tmp_path: Path) -> None:
     proj = _project(tmp_path, '[writes]\nagent_status = "pending"\n', build=False)
     result = invoke(["check", "--repo", str(proj.root)], code=2)
     assert "writes.agent_status" in result.stderr and "active, draft" in result.stderr
+
+
+def test_a_build_published_with_errors_is_rebuilt_alike(tmp_path: Path) -> None:
+    proj = _project(tmp_path, build=False)
+    proj.write({"knowledge/global/broken.md": "---\nsummary: [unclosed\n---\nx\n"})
+    invoke(["build", "--repo", str(proj.root), "--allow-errors"])
+    before = current_name(proj.root / ".knowl" / "build")
+    stderr = _store(proj, "Churn window", "Churn counts subscriptions cancelled in 30 days.")
+    assert current_name(proj.root / ".knowl" / "build") != before
+    assert "rebuilt: build" in stderr
+    assert _search(proj, "churn subscriptions") == ["churn-window"]

@@ -15,8 +15,9 @@ from typing import Any
 from knowl_build.app import checking
 from knowl_build.app.project import Project
 from knowl_build.artifacts import publication
+from knowl_build.artifacts.manifest import read_manifest
 from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK
-from knowl_build.errors import UsageError
+from knowl_build.errors import ArtifactError, UsageError
 from knowl_build.model import CATEGORIES, DRAFT
 from knowl_build.names import valid_user
 from knowl_build.pipeline.analysis import analyse
@@ -100,10 +101,17 @@ def republish(project: Project) -> Republished:
     """Rebuild incrementally after a write (the written pages are a cheap build), so search
     and read find them at once. Only a project that has a build is rebuilt: the first build
     is the user's to make. A project with error findings elsewhere keeps its last good build
-    (a failed build never replaces it), and the answer says why."""
-    if publication.current_name(project.out_dir) is None:
+    (a failed build never replaces it), and the answer says why; unless its current build was
+    itself published with errors (`knowl build --allow-errors`), which the rebuild repeats."""
+    current = publication.current_folder(project.out_dir)
+    if current is None:
         return Republished("skipped", None, "no build yet: run knowl build")
-    outcome = checking.build(project, checking.BuildOptions())
+    try:
+        # A current build published with errors (`--allow-errors`) is rebuilt the same way.
+        allow_errors = read_manifest(current).error_count > 0
+    except ArtifactError:
+        allow_errors = False
+    outcome = checking.build(project, checking.BuildOptions(allow_errors=allow_errors))
     result = outcome.result
     if result.status == "refused":
         errors = sum(d.severity == "error" for d in outcome.findings)
