@@ -8,7 +8,9 @@ Each command imports the application layer and the renderers when it runs (start
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -26,6 +28,30 @@ from knowl_build.cli.main import (
 from knowl_build.errors import UsageError
 from knowl_build.model import CATEGORIES, STATUSES, USAGE_MODES
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def filter_options(command: F) -> F:
+    """`--status`, `--category`, `--usage-mode` and `--tag`: the filters of search and context."""
+    for option in reversed(
+        [
+            click.option(
+                "--status",
+                default="active",
+                show_default=True,
+                type=click.Choice([*STATUSES, "all"]),
+                help="Only pages with this status.",
+            ),
+            click.option("--category", default=None, type=click.Choice(CATEGORIES)),
+            click.option("--usage-mode", default=None, type=click.Choice(USAGE_MODES)),
+            click.option(
+                "--tag", "tags", multiple=True, help="Pages with any of these tags (repeatable)."
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
 
 @cli.command()
 @click.argument("query")
@@ -37,16 +63,7 @@ from knowl_build.model import CATEGORIES, STATUSES, USAGE_MODES
     show_default=True,
     help="Number of hits (after merging user pages into global ones).",
 )
-@click.option(
-    "--status",
-    default="active",
-    show_default=True,
-    type=click.Choice([*STATUSES, "all"]),
-    help="Only pages with this status.",
-)
-@click.option("--category", default=None, type=click.Choice(CATEGORIES))
-@click.option("--usage-mode", default=None, type=click.Choice(USAGE_MODES))
-@click.option("--tag", "tags", multiple=True, help="Pages with any of these tags (repeatable).")
+@filter_options
 @click.option(
     "--peer",
     "peers",
@@ -103,16 +120,7 @@ def search(
     show_default=True,
     help="Number of pages.",
 )
-@click.option(
-    "--status",
-    default="active",
-    show_default=True,
-    type=click.Choice([*STATUSES, "all"]),
-    help="Only pages with this status.",
-)
-@click.option("--category", default=None, type=click.Choice(CATEGORIES))
-@click.option("--usage-mode", default=None, type=click.Choice(USAGE_MODES))
-@click.option("--tag", "tags", multiple=True, help="Pages with any of these tags (repeatable).")
+@filter_options
 @ARTIFACT_OPTION
 @JSON_OPTION
 @global_options
