@@ -94,16 +94,8 @@ class EntityPage(TypedDict):
     drift_flag: bool
 
 
-class EntityDescription(TypedDict):
-    entity: str
-    kind: str
-    connection: str
-    source: str
-    member: str | None
+class EntityDescription(EntityRow):
     definition: dict[str, Any]
-    expression: str | None
-    description: str | None
-    fingerprint: str
     file: str
     line: int
     introduced_in: dict[str, Any] | None

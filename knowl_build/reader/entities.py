@@ -90,17 +90,9 @@ def describe_entity(view: ArtifactView, name: str, user: str | None = None) -> E
     for rows in groups.values():
         rows.sort(key=lambda r: (r["page"], r["scope"], r["path"]))
     order = sorted(groups, key=lambda mode: (mode != "caveat", mode))
-    definition = entity.definition
     return {
-        "entity": entity.name,
-        "kind": entity.kind,
-        "connection": entity.connection,
-        "source": entity.source,
-        "member": entity.member,
-        "definition": definition,
-        "expression": _text(definition.get("expr")),
-        "description": _text(definition.get("description")),
-        "fingerprint": entity.fingerprint,
+        **_row(entity),
+        "definition": entity.definition,
         "file": entity.file,
         "line": entity.line,
         "introduced_in": to_builtins(entity.introduced_in),
