@@ -29,7 +29,7 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return proj.root
 
 
-async def _session(args: list[str], body: Any) -> Any:
+async def _session(args: list[str], body: Any, *, initialized: bool = False) -> Any:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -43,12 +43,18 @@ async def _session(args: list[str], body: Any) -> Any:
         command=sys.executable, args=["-m", "knowl_build", "mcp", *args], env=env
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        return await body(session)
+        init = await session.initialize()
+        return await (body(session, init) if initialized else body(session))
 
 
 def run(args: list[str], body: Any) -> Any:
+    """`body(session)` against `knowl mcp ARGS` over stdio; its answer."""
     return asyncio.run(_session(args, body))
+
+
+def run_initialized(args: list[str], body: Any) -> Any:
+    """As `run`, with the server's answer to `initialize`: `body(session, init)`."""
+    return asyncio.run(_session(args, body, initialized=True))
 
 
 def payload(result: Any) -> Any:
@@ -94,7 +100,10 @@ def test_tools_search_read_and_scoping(kb: Path) -> None:
 
     out = run(["--artifact", str(kb)], body)
     assert out["names"] == [
+        "describe_entity",
+        "get_context",
         "knowledge_timeline",
+        "list_entities",
         "list_stale",
         "read_knowledge_page",
         "search_knowledge",
@@ -115,7 +124,7 @@ def test_tools_search_read_and_scoping(kb: Path) -> None:
         and "no page 'user:bob:secret-plan' visible to alice" in out["hidden"].content[0].text
     )
     assert any(p["page"] == "glossary" for p in out["walk"]["pages"])
-    assert out["stale"] == {"pages": []}
+    assert out["stale"] == {"pages": [], "total": 0, "next_cursor": None}
     assert out["timeline"].is_error and "--repo" in out["timeline"].content[0].text
     assert out["store"].is_error  # not offered without --allow-writes
 

@@ -69,6 +69,7 @@ class CurrentReader:
         self.reader: Reader | None = None
 
     def get(self) -> Reader:
+        folders: tuple[Path, ...]
         if self.artifact is not None:
             folders = (find_artifact(self.artifact),)
         else:

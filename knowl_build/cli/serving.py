@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from knowl_build.cli.main import ARTIFACT_OPTION, cli, global_options, settings
+from knowl_build.cli.main import ARTIFACT_OPTION, USER_OPTION, cli, global_options, settings
 
 
 @cli.command()
@@ -20,19 +20,24 @@ from knowl_build.cli.main import ARTIFACT_OPTION, cli, global_options, settings
     is_flag=True,
     help="Add store_knowledge and supersede_knowledge (needs --repo).",
 )
+@USER_OPTION
 @global_options
 @click.pass_context
-def mcp(ctx: click.Context, artifact: Path | None, allow_writes: bool) -> None:
+def mcp(ctx: click.Context, artifact: Path | None, allow_writes: bool, user: str | None) -> None:
     """Serve the knowledge base over the Model Context Protocol (stdio), read-only by default.
 
-    Tools: search_knowledge, read_knowledge_page, traverse_knowledge, list_stale, and
-    knowledge_timeline when started with --repo. Needs the mcp extra.
+    Tools: get_context, search_knowledge, read_knowledge_page, traverse_knowledge,
+    list_stale, list_entities, describe_entity, and knowledge_timeline when started with
+    --repo; pages and entities as resources; two prompts. --user pins the session to one
+    user: resources and prompts read as that user, tools refuse any other. Needs the mcp
+    extra.
 
     \b
     Examples:
       knowl mcp --repo path/to/project
       knowl mcp --artifact downloaded-artifact/
       knowl mcp --repo . --allow-writes
+      knowl mcp --repo . --user alice
     """
     # Lazy: the MCP SDK loads only for this command (start-up time of every other one).
     from knowl_build.mcp_server import make_server
@@ -46,5 +51,6 @@ def mcp(ctx: click.Context, artifact: Path | None, allow_writes: bool) -> None:
         artifact=artifact,
         with_repo=found.repo is not None,
         allow_writes=allow_writes,
+        user=user,
     )
     server.run("stdio")

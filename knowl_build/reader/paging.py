@@ -24,13 +24,14 @@ MAX_CURSOR_CHARS = 200
 _SHAPE = re.compile(r"[A-Za-z0-9_-]{1,200}")
 
 
-def _binding(build_id: str, question: Sequence[object]) -> str:
-    text = json.dumps([build_id, *question], sort_keys=True, default=str)
+def _binding(offset: int, build_id: str, question: Sequence[object]) -> str:
+    # The offset is bound too: a cursor changed by hand is refused, not followed elsewhere.
+    text = json.dumps([offset, build_id, *question], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def encode_cursor(offset: int, build_id: str, question: Sequence[object]) -> str:
-    raw = f"{offset}:{_binding(build_id, question)}".encode()
+    raw = f"{offset}:{_binding(offset, build_id, question)}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -49,7 +50,9 @@ def decode_cursor(cursor: str | None, build_id: str, question: Sequence[object])
     except (ValueError, UnicodeDecodeError):
         raise bad from None
     offset, _, binding = raw.partition(":")
-    if not offset.isdigit() or len(offset) > 9 or binding != _binding(build_id, question):
+    if not offset.isdigit() or len(offset) > 9:
+        raise bad
+    if binding != _binding(int(offset), build_id, question):
         raise bad
     return int(offset)
 

@@ -1,0 +1,77 @@
+"""The server: the SDK's MCPServer with knowl's tools, resources and prompts, named and
+versioned as the package."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    InputRequiredResult,
+    ListResourcesResult,
+    PaginatedRequestParams,
+)
+
+from knowl_build import __version__
+from knowl_build.errors import KnowlError
+from knowl_build.mcp_server import prompts, resources
+from knowl_build.mcp_server.session import Session
+from knowl_build.mcp_server.text import one_line
+from knowl_build.mcp_server.tools import read_tools, write_tools
+from knowl_build.secrets.scanner import redact
+
+NAME = "knowl-build"
+
+INSTRUCTIONS = """\
+This server answers from a team's knowledge base: Markdown pages about business metrics and
+data, checked against a semantic layer. To answer a question, call get_context first: it gives
+the best pages with citations, the live definitions of the metrics they use and the caveats.
+Cite pages by path and line; always relay the caveats; say when a page is stale, needs review
+or drifted. search_knowledge and read_knowledge_page go further; list_entities and
+describe_entity look up the semantic layer. List tools page: pass next_cursor back as cursor."""
+
+
+class KnowlServer(MCPServer[Any]):
+    def __init__(self, session: Session, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.session = session
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        # The SDK's message for arguments that fail validation quotes the values given: a
+        # secret is replaced, a control character escaped.
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            raise type(exc)(one_line(redact(str(exc)))) from exc.__cause__
+
+    async def _handle_list_resources(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        # The pages the session's user may read, a page of the list at a time (the SDK's own
+        # handler lists only resources registered one by one).
+        cursor = params.cursor if params is not None else None
+        try:
+            listed, following = resources.list_page_resources(self.session, cursor)
+        except KnowlError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=one_line(str(exc))) from None
+        return ListResourcesResult(resources=listed, next_cursor=following)
+
+
+def build_server(session: Session) -> KnowlServer:
+    tools = read_tools(session)
+    if session.allow_writes:
+        tools += write_tools(session)
+    server = KnowlServer(
+        session, name=NAME, version=__version__, instructions=INSTRUCTIONS, tools=tools
+    )
+    resources.register(server, session)
+    prompts.register(server, session)
+    return server

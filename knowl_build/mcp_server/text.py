@@ -1,0 +1,181 @@
+"""The short text each tool answers with beside its structured content: a few lines a person
+reads in a client's tool log, never the JSON again. Every value passes through `printable`
+(control characters escaped): page text comes from pull requests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from knowl_build.artifacts.answers import (
+    ContextAnswer,
+    EntityDescription,
+    EntityList,
+    StaleList,
+)
+from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, TraverseAnswer
+from knowl_build.mcp_server.shapes import StoreAnswer, SupersedeAnswer, TimelineAnswer
+from knowl_build.output.text import printable
+
+SHOWN = 5  # items named in a line; the structured content has them all
+TITLE_CHARS = 80
+
+
+def one_line(message: str) -> str:
+    """An error message as one printable line: pydantic's validation errors span several
+    lines and end with a link to its documentation, which helps no client."""
+    lines = [line.strip() for line in message.splitlines()]
+    kept = [line for line in lines if line and not line.startswith("For further information")]
+    return printable("; ".join(kept))
+
+
+def _short(value: object, limit: int = TITLE_CHARS) -> str:
+    text = printable(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _names(items: Iterable[str], total: int | None = None) -> str:
+    listed = list(items)
+    total = len(listed) if total is None else total
+    shown = ", ".join(_short(item, 60) for item in listed[:SHOWN])
+    more = total - min(len(listed), SHOWN)
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _flags(freshness: str, drift: bool, status: str | None = None) -> str:
+    flags = [printable(freshness)]
+    if drift:
+        flags.append("drifted")
+    if status is not None and status != "active":
+        flags.append(printable(status))
+    return ", ".join(flags)
+
+
+def _more(next_cursor: str | None) -> list[str]:
+    return ["More: call again with cursor = next_cursor."] if next_cursor else []
+
+
+def search(answer: SearchAnswer) -> str:
+    hits = answer["hits"]
+    lines = [f"{len(hits)} page(s) for {_short(answer['query'])!r}."]
+    for hit in hits[:SHOWN]:
+        flags = _flags(hit["freshness"], hit["drift_flag"], hit["status"])
+        lines.append(f"- {_short(hit['page'], 60)}: {_short(hit['title'])} ({flags})")
+    if answer["caveats"]:
+        lines.append("Caveats to relay: " + _names(c["page"] for c in answer["caveats"]))
+    return "\n".join(lines)
+
+
+def show(answer: ShowAnswer) -> str:
+    flags = _flags(answer["freshness"].get("value", ""), answer["meta"]["drift_flag"])
+    lines = [
+        f"{_short(answer['title'])} ({answer['scope']}:{_short(answer['page_id'], 60)}, "
+        f"{printable(answer['status'])}, {flags})",
+    ]
+    if answer["summary"]:
+        lines.append(_short(answer["summary"], 200))
+    if answer["superseded_by"]:
+        lines.append(f"Superseded by {_short(answer['superseded_by'], 60)}.")
+    if answer["caveats"]:
+        lines.append("Caveats to relay: " + _names(c["page"] for c in answer["caveats"]))
+    return "\n".join(lines)
+
+
+def traverse(answer: TraverseAnswer) -> str:
+    text = (
+        f"{len(answer['pages'])} page(s) and {len(answer['entities'])} entit(ies) reached "
+        f"from {_names(answer['seeds'])}."
+    )
+    if answer["truncated"]:
+        text += f" Stopped at max_nodes={answer['max_nodes']}: more pages are within reach."
+    return text
+
+
+def stale(answer: StaleList) -> str:
+    pages = answer["pages"]
+    if not answer["total"]:
+        return "No page is stale or needs review."
+    lines = [f"{answer['total']} page(s) are not fresh; this answer holds {len(pages)}:"]
+    lines += [f"- {_short(p['page'], 60)} ({printable(p['freshness'])})" for p in pages[:SHOWN]]
+    return "\n".join(lines + _more(answer["next_cursor"]))
+
+
+def timeline(answer: TimelineAnswer) -> str:
+    versions = answer["versions"]
+    if not versions:
+        return f"No committed version of {_short(answer['page'], 60)}."
+    newest = versions[0]
+    return (
+        f"{len(versions)} version(s) of {_short(answer['page'], 60)}; newest "
+        f"{printable(newest['date'])}: {_short(newest['subject'])}"
+    )
+
+
+def context(answer: ContextAnswer) -> str:
+    pages = answer["pages"]
+    lines = [
+        f"{len(pages)} page(s), {len(answer['entities'])} definition(s) and "
+        f"{len(answer['caveats'])} caveat(s) for {_short(answer['question'])!r}."
+    ]
+    for page in pages[:SHOWN]:
+        cite = page["citation"]
+        where = f" at {printable(cite['path'])}:{cite['line']}" if cite else ""
+        flags = _flags(page["freshness"], page["drift_flag"], page["status"])
+        lines.append(f"- {_short(page['page'], 60)}: {_short(page['title'])}{where} ({flags})")
+    if answer["caveats"]:
+        lines.append("Caveats to relay: " + _names(c["page"] for c in answer["caveats"]))
+    if answer["superseded"]:
+        lines.append("Replaces: " + _names(p["page"] for p in answer["superseded"]))
+    return "\n".join(lines)
+
+
+def entities(answer: EntityList) -> str:
+    rows = answer["entities"]
+    text = f"{answer['total']} entit(ies) match; this answer holds {len(rows)}"
+    text += (": " + _names(r["entity"] for r in rows)) if rows else "."
+    return "\n".join([text, *_more(answer["next_cursor"])])
+
+
+def entity(answer: EntityDescription) -> str:
+    about = answer["expression"] or answer["description"] or ""
+    used = sum(len(pages) for pages in answer["pages"].values())
+    lines = [f"{printable(answer['entity'])} ({printable(answer['kind'])})"]
+    if about:
+        lines.append(_short(about, 200))
+    lines.append(f"Fingerprint {printable(answer['fingerprint'])}; {used} page(s) use it.")
+    caveats = answer["pages"].get("caveat", [])
+    if caveats:
+        lines.append("Caveats to relay: " + _names(p["page"] for p in caveats))
+    return "\n".join(lines)
+
+
+def _build(build: dict[str, object] | None) -> str:
+    if build is None:
+        return ""
+    if build.get("status") in ("published", "no-op"):
+        return " Rebuilt: searchable now."
+    reason = build.get("reason")
+    return f" Not searchable yet: {printable(reason)}." if reason else ""
+
+
+def store(answer: StoreAnswer) -> str:
+    action = answer["action"]
+    if action == "refused":
+        found = len(answer["diagnostics"])
+        return f"Refused: nothing was written ({found} finding(s) in diagnostics)."
+    page = _short(answer["page"] or "", 60)
+    if action == "duplicate":
+        return f"Already known as {page}; nothing was written."
+    text = f"Stored {page} at {printable(answer['path'] or '')} ({printable(answer['status'])})."
+    if answer["superseded"]:
+        text += f" It supersedes {_short(answer['superseded'], 60)}."
+    if answer["overlapping"]:
+        text += f" It overlaps {_short(answer['overlapping'], 60)}."
+    return text + _build(dict(answer["build"]) if answer["build"] else None)
+
+
+def supersede(answer: SupersedeAnswer) -> str:
+    text = (
+        f"{_short(answer['superseded'], 60)} is superseded by "
+        f"{_short(answer['superseded_by'], 60)} ({len(answer['paths'])} file(s) changed)."
+    )
+    return text + _build(dict(answer["build"]) if answer["build"] else None)
