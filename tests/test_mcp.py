@@ -178,3 +178,5 @@ def test_allow_writes_needs_repo(kb: Path) -> None:
 
     result = invoke(["mcp", "--artifact", str(kb), "--allow-writes"], code=2)
     assert "--allow-writes needs --repo" in result.stderr
+    result = invoke(["mcp", "--artifact", str(kb), "--user", "../bob"], code=2)
+    assert "--user: not a valid user name: it starts with '.'" in result.stderr

@@ -5,6 +5,7 @@ isolation and hostile input."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -13,6 +14,8 @@ from typing import Any
 import pytest
 
 from knowl_build import __version__
+from knowl_build.app.project import Locator
+from knowl_build.mcp_server import make_server
 from tests.helpers import Project, invoke
 
 mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
@@ -637,3 +640,33 @@ def test_hostile_input_is_a_clean_error_never_a_traceback(sample: Path) -> None:
         assert "alice" not in message or "visible to anonymous" in message, (uri, message)
     assert_clean(out["prompt"])
     assert out["after"]["hits"]
+
+
+# --- the documentation --------------------------------------------------------------------------
+
+
+def test_docs_describe_every_tool_resource_and_prompt(sample: Path) -> None:
+    server = make_server(locator=Locator(sample), artifact=None, with_repo=True, allow_writes=True)
+
+    async def offered() -> tuple[Any, Any, Any]:
+        return (
+            await server.list_tools(),
+            await server.list_resource_templates(),
+            await server.list_prompts(),
+        )
+
+    tools, templates, prompts = asyncio.run(offered())
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "agents.md").read_text()
+    for tool in tools:
+        assert f"| `{tool.name}(" in docs, tool.name
+        for argument in tool.input_schema["properties"]:
+            assert argument in docs.split(f"| `{tool.name}(", 1)[1].split("|", 1)[0], (
+                tool.name,
+                argument,
+            )
+    for template in templates:
+        assert f"| `{template.uri_template}` |" in docs, template.uri_template
+    for prompt in prompts:
+        assert f"| `{prompt.name}` |" in docs, prompt.name
+    for hint in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"):
+        assert hint in docs

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio.to_thread
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
@@ -59,7 +60,10 @@ class KnowlServer(MCPServer[Any]):
         # handler lists only resources registered one by one).
         cursor = params.cursor if params is not None else None
         try:
-            listed, following = resources.list_page_resources(self.session, cursor)
+            # On a worker thread, as the SDK runs tools: the reader reads files.
+            listed, following = await anyio.to_thread.run_sync(
+                resources.list_page_resources, self.session, cursor
+            )
         except KnowlError as exc:
             raise MCPError(code=INVALID_PARAMS, message=one_line(str(exc))) from None
         return ListResourcesResult(resources=listed, next_cursor=following)

@@ -75,15 +75,15 @@ def tool_error(exc: KnowlError) -> ToolError:
 def _tool(
     session: Session,
     fn: Callable[..., Mapping[str, Any]],
-    *,
     title: str,
     description: str,
-    annotations: ToolAnnotations,
     answer: type[Any],
     render: Callable[[Any], str],
+    *,
+    annotations: ToolAnnotations,
 ) -> Tool:
-    """`fn` as a tool: called under the session's lock, its answer returned as structured
-    content (declared by `answer`'s schema) with `render`'s text beside it."""
+    """`fn` as a tool named as the function: called under the session's lock, its answer
+    returned as structured content (declared by `answer`'s schema) with `render`'s text."""
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> CallToolResult:
@@ -203,23 +203,7 @@ def read_tools(session: Session) -> list[Tool]:
             "notices": found["notices"],
         }
 
-    def read(
-        fn: Callable[..., Mapping[str, Any]],
-        title: str,
-        description: str,
-        answer: type[Any],
-        render: Callable[[Any], str],
-    ) -> Tool:
-        return _tool(
-            session,
-            fn,
-            title=title,
-            description=description,
-            annotations=READ,
-            answer=answer,
-            render=render,
-        )
-
+    read = functools.partial(_tool, session, annotations=READ)
     return [
         read(
             get_context,
@@ -360,23 +344,7 @@ def write_tools(session: Session) -> list[Tool]:
             "build": cast(BuildAfterWrite | None, build),
         }
 
-    def write(
-        fn: Callable[..., Mapping[str, Any]],
-        title: str,
-        description: str,
-        answer: type[Any],
-        render: Callable[[Any], str],
-    ) -> Tool:
-        return _tool(
-            session,
-            fn,
-            title=title,
-            description=description,
-            annotations=WRITE,
-            answer=answer,
-            render=render,
-        )
-
+    write = functools.partial(_tool, session, annotations=WRITE)
     return [
         write(
             store_knowledge,
