@@ -1,6 +1,7 @@
 """Writes through the MCP server, read back without a manual build; drafts; drift and paging
-across builds; the resource list paged over more pages than an answer holds. Driven by the
-official SDK's client over stdio."""
+across builds; the resource list paged over more pages than an answer holds, and pages that
+share an id; configured peers. Driven by the official SDK's client over stdio, on small git
+projects made for each test."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ jsonschema = pytest.importorskip("jsonschema")  # the SDK's client validates wit
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from tests.test_mcp import payload, run  # noqa: E402
-from tests.test_mcp_agents import assert_clean, error_text, tamper  # noqa: E402
+from tests.test_mcp_agents import assert_clean, error_text, read_error, tamper  # noqa: E402
+from tests.test_reader_truths import VAULT  # noqa: E402
 
 KB202_OFF = "[rules]\nKB202 = 'off'\n"
 REVENUE = "shop_pg.orders.total_revenue"
@@ -394,3 +396,35 @@ def test_configured_peers_answer_as_knowl_search_does(tmp_path: Path) -> None:
     assert ("billing", "invoices") in hits and ("billing", "internal") not in hits
     peer_page = next(p for p in out["context"]["pages"] if p["repo"] == "billing")
     assert peer_page["page"] == "invoices" and peer_page["citation"] is None
+
+
+def test_pages_sharing_an_id_are_resources_named_by_their_path(tmp_path: Path) -> None:
+    proj = Project(tmp_path / "vault").write(VAULT)
+    proj.commit("vault")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KNOWL_EMBEDDINGS", "off")
+        invoke(["build", "--repo", str(proj.root), "-q"])
+
+    async def body(session: Any) -> dict[str, Any]:
+        listed = [str(r.uri) for r in (await session.list_resources()).resources]
+        setups = [uri for uri in listed if uri.lower().endswith("setup")]
+        texts = [(await session.read_resource(uri)).contents[0].text for uri in setups]
+        return {
+            "listed": listed,
+            "texts": texts,
+            "bare": await read_error(session, "knowl://page/global/Setup"),
+            "notes": [
+                (await session.read_resource(uri)).contents[0].text
+                for uri in listed
+                if uri.startswith("knowl://page/user:alice/")
+            ],
+        }
+
+    out = run(["--repo", str(proj.root), "--user", "alice"], body)
+    assert "knowl://page/global/Alpha%2FSetup" in out["listed"]
+    assert "knowl://page/global/Bravo%2FSetup" in out["listed"]
+    assert "knowl://page/global/Home" in out["listed"]
+    assert ["# Alpha setup" in t for t in out["texts"]] == [True, False]
+    assert ["# Bravo setup" in t for t in out["texts"]] == [False, True]
+    assert "is ambiguous" in out["bare"] and "'global:Alpha/Setup'" in out["bare"]
+    assert sorted("# Note A" in t for t in out["notes"]) == [False, True]

@@ -42,7 +42,7 @@ def make_server(
         )
     if allow_writes and not with_repo:
         raise UsageError("--allow-writes needs --repo (writes go to a project's files)")
-    # The SDK loads only here: the modules that use it are imported by `knowl mcp` alone.
+    # The SDK is the optional `mcp` extra: the modules that use it load here, once it is there.
     from knowl_build.mcp_server.server import build_server
 
     return build_server(Session(locator, artifact, with_repo, allow_writes, user))
