@@ -1,0 +1,233 @@
+"""The site's offline search: the artifact's index, exported as shards a browser loads on demand.
+
+`knowl search` ranks with BM25F over the Whoosh index of the artifact (index/ranking.py). The
+site ranks the same way, in the browser, from the same postings: this module reads the index's
+terms (already analysed: runs of letters and digits, lowercased, Porter-stemmed), their
+frequencies and the (stored, quantised) field lengths, and writes them under `<site>/search/`:
+
+    search/meta.json            what a query needs first (a few kB at 10,000 pages): the
+                                statistics, the boosts, and the names of every shard and chunk
+    search/terms/<hash>.json    one shard of the terms: {term: [[df per field],
+                                [doc gap, tf, length, ...] per field]}
+    search/docs/<hash>.json     one chunk of DOCS_PER_CHUNK results: [href, title, summary,
+                                freshness, drift]
+
+A term lives in shard `fnv1a32(term) mod len(shards)`; assets/search.js analyses the query as
+index/analysis.py does (the same tokens and the same Porter stemmer, checked word for word
+against Whoosh's by the browser tests), fetches only the shards of its terms, adds up
+`boost * idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg_length))` field by field
+and term by term as index/ranking.py does, and fetches the chunks of the hits it shows. The
+statistics (`doc_count`, `df`, `avg_length`) are those of the global pages, as `knowl search`
+computes them for a caller without a user; the results are the active pages (its default
+`--status active`), best first, ties by page id: the same order as `knowl search`.
+
+Only global pages are written; a term found in no page written is left out, so that no word of
+a user's page reaches the site. Shards and chunks are named by their content: a browser may
+cache them for ever, and a rebuild rewrites only those whose content changed (and meta.json).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from knowl_build.artifacts.schema import CatalogEntry
+from knowl_build.index.analysis import TEXT_FIELDS
+from knowl_build.index.postings import deleted_docs, live_mask, live_postings
+from knowl_build.index.ranking import K1, B
+from knowl_build.reader.view import GLOBAL, ArtifactView, visible
+from knowl_build.site.datafiles import Folder, Written, digest, encode
+
+FOLDER = "search"
+META = "meta.json"
+TERMS, DOCS = "terms", "docs"
+FORMAT = 1
+DOCS_PER_CHUNK = 32
+# About this many postings per shard (~25-50 kB of JSON); the number of shards is a power of
+# two, so that it changes only when the base doubles or halves.
+POSTINGS_PER_SHARD = 4096
+MAX_SHARDS = 4096
+SUMMARY_CHARS = 240
+
+
+@dataclass(frozen=True, slots=True)
+class _Doc:
+    href: str
+    entry: CatalogEntry
+
+
+@dataclass
+class _Postings:
+    """One term's document frequency per field (over every global page, as `knowl search`
+    counts it) and its postings per field (of the pages written only)."""
+
+    df: list[int]
+    postings: list[list[int | float]]
+
+
+def fnv1a32(text: str) -> int:
+    """FNV-1a over the UTF-8 bytes, 32 bits: the shard of a term (search.js computes it too)."""
+    value = 0x811C9DC5
+    for byte in text.encode("utf-8"):
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return value
+
+
+def shard_count(postings: int) -> int:
+    count = 1
+    while count < MAX_SHARDS and count * POSTINGS_PER_SHARD < postings:
+        count *= 2
+    return count
+
+
+def summary(text: str) -> str:
+    """A result's summary, cut at a word near SUMMARY_CHARS."""
+    text = " ".join(text.split())
+    if len(text) <= SUMMARY_CHARS:
+        return text
+    cut = text.rfind(" ", 0, SUMMARY_CHARS)
+    return text[: cut if cut > SUMMARY_CHARS // 2 else SUMMARY_CHARS].rstrip(" ,;:.") + "…"
+
+
+def _safe_href(href: str) -> str:
+    """A link relative to the site's root, as the core build makes them (urls.py): never a
+    scheme, a host or an absolute path, whatever a page's id holds."""
+    head = href.split("/", 1)[0]
+    if not href or href.startswith(("/", "\\")) or ":" in head or "\\" in href:
+        raise ValueError(f"search: {href!r} is not a link relative to the site's root")
+    return href
+
+
+def documents(pages: Iterable[tuple[str, CatalogEntry]]) -> list[_Doc]:
+    """The results: active global pages, numbered by (id, path) so that ties between equal
+    scores fall as `knowl search` orders them."""
+    found: dict[str, _Doc] = {}
+    for href, entry in pages:
+        if visible(entry, None) and entry.status == "active":
+            found.setdefault(entry.key, _Doc(_safe_href(href), entry))
+    return sorted(found.values(), key=lambda d: (d.entry.id, d.entry.key))
+
+
+@dataclass
+class _Export:
+    doc_count: int
+    length_sums: list[int]
+    terms: dict[str, _Postings]
+
+
+def _export(view: ArtifactView, docs: list[_Doc]) -> _Export:
+    """The index's postings of global documents, with their statistics; only the documents in
+    `docs` get postings (numbered by their position there)."""
+    number = {doc.entry.key: n for n, doc in enumerate(docs)}
+    searcher = view.searcher
+    terms: dict[str, _Postings] = {}
+    doc_count = 0
+    sums = [0] * len(TEXT_FIELDS)
+    for leaf, _offset in searcher.leaves:
+        size = leaf.doc_count_all()
+        live = live_mask(size, deleted_docs(leaf))
+        mine = [d for d, _w in live_postings(leaf, "scope", GLOBAL, live)]
+        hidden = frozenset(range(size)).difference(mine)
+        mask = live_mask(size, hidden)
+        doc_count += len(mine)
+        ours: dict[int, int] = {}
+        for d in mine:
+            found = number.get(str(leaf.stored_fields(d)["key"]))
+            if found is not None:
+                ours[d] = found
+        for i, name in enumerate(TEXT_FIELDS):
+            length = leaf._perdoc.doc_field_length_reader(name, 0)
+            lengths = {d: int(length(d) or 0) for d in mine}
+            sums[i] += sum(lengths.values())
+            for term in leaf.field_terms(name):
+                pairs = live_postings(leaf, name, term, mask)
+                if not pairs:
+                    continue
+                entry = terms.get(term)
+                if entry is None:
+                    entry = terms[term] = _Postings(
+                        [0] * len(TEXT_FIELDS), [[] for _ in TEXT_FIELDS]
+                    )
+                entry.df[i] += len(pairs)
+                out = entry.postings[i]
+                for d, weight in pairs:
+                    n = ours.get(d)
+                    if n is not None:
+                        tf = int(weight) if weight == int(weight) else weight
+                        out += (n, tf, lengths[d])
+    # A term of no written page says nothing about a result, and may come from a page that
+    # must not reach the site (a draft, say): only the df of global pages is kept with it.
+    kept = {term: p for term, p in terms.items() if any(p.postings)}
+    return _Export(doc_count, sums, kept)
+
+
+def _gaps(postings: list[int | float]) -> list[int | float]:
+    """(doc, tf, length) triples in document order, each doc as the gap from the one before
+    (a quarter fewer bytes than document numbers at 10,000 pages)."""
+    triples = sorted(zip(postings[0::3], postings[1::3], postings[2::3], strict=True))
+    out: list[int | float] = []
+    previous = 0
+    for doc, tf, length in triples:
+        out += (int(doc) - previous, tf, length)
+        previous = int(doc)
+    return out
+
+
+def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry]]) -> Written:
+    """Write `<out_dir>/search/` for `pages` ((href relative to the site's root, entry) pairs:
+    the global pages of the site; any other is ignored)."""
+    docs = documents(pages)
+    export = _export(view, docs)
+    folder = Folder(out_dir / FOLDER, out_dir)
+
+    total = sum(len(p) // 3 for entry in export.terms.values() for p in entry.postings)
+    count = shard_count(total)
+    shards: list[dict[str, Any]] = [{} for _ in range(count)]
+    for term, entry in export.terms.items():
+        postings = [_gaps(p) for p in entry.postings]
+        shards[fnv1a32(term) % count][term] = [entry.df, *postings]
+    shard_names = []
+    for shard in shards:
+        data = encode(shard)
+        name = digest(data)
+        folder.put(f"{TERMS}/{name}.json", data)
+        shard_names.append(name)
+
+    chunk_names = []
+    for start in range(0, len(docs), DOCS_PER_CHUNK):
+        rows = [
+            [
+                d.href,
+                d.entry.title,
+                summary(d.entry.summary),
+                d.entry.freshness,
+                d.entry.drift_flag,
+            ]
+            for d in docs[start : start + DOCS_PER_CHUNK]
+        ]
+        data = encode(rows)
+        name = digest(data)
+        folder.put(f"{DOCS}/{name}.json", data)
+        chunk_names.append(name)
+
+    n = export.doc_count
+    boosts = view.boosts
+    meta = {
+        "format": FORMAT,
+        "fields": list(TEXT_FIELDS),
+        "boosts": [boosts.get(name, 1.0) for name in TEXT_FIELDS],
+        "k1": K1,
+        "b": B,
+        # As index/ranking.py's view of the global scope: an empty field averages 1.
+        "doc_count": n,
+        "avg_lengths": [(s / n if n else 0.0) or 1.0 for s in export.length_sums],
+        "docs": len(docs),
+        "chunk": DOCS_PER_CHUNK,
+        "chunks": chunk_names,
+        "shards": shard_names,
+    }
+    # meta.json last: until it is replaced, it names only files that still exist.
+    folder.put(META, encode(meta) + b"\n")
+    return folder.prune([TERMS, DOCS])
