@@ -1,0 +1,490 @@
+"""The site in a real headless browser: Debian's chromium driven by Selenium through
+chromium-driver, the site served over HTTP on 127.0.0.1.
+
+Without the browser these tests skip, except in CI (the CI variable set), where they fail:
+.ci/run installs chromium and chromium-driver. KNOWL_CHROMIUM and KNOWL_CHROMEDRIVER name
+other binaries. KNOWL_UPDATE_SCREENSHOTS=1 also writes the README's screenshot
+(docs/img/site-page.png), as golden files are regenerated: never by hand.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+import os
+import re
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+try:  # The test extra installs Selenium; without it the browser fixture skips (fails in CI).
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.remote.webdriver import WebDriver
+    from selenium.webdriver.remote.webelement import WebElement
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    SELENIUM = True
+except ImportError:
+    SELENIUM = False
+from whoosh.lang.porter import stem
+
+from knowl_build.index.analysis import analyzer, query_terms
+from knowl_build.reader import Reader
+from knowl_build.reader.view import ArtifactView, visible
+from knowl_build.site import graph, search, urls
+from tests.test_site_search import DISTINCT, build, make_site_project, site_pages
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("KNOWL_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("KNOWL_CHROMEDRIVER", "/usr/bin/chromedriver")
+STATIC = ROOT / "knowl_build" / "site" / "static"
+SCREENSHOT = ROOT / "docs" / "img" / "site-page.png"
+WAIT = 15.0
+
+
+def missing(reason: str) -> None:
+    """No browser: a failure in CI, where .ci/run installs it; a skip elsewhere."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI is set: .ci/run installs chromium and chromium-driver)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[WebDriver]:
+    for binary in (CHROMIUM, CHROMEDRIVER):
+        if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+            missing(f"{binary} is missing (apt-get install chromium chromium-driver)")
+    if not SELENIUM:
+        missing("selenium is not installed (pip install -e '.[test]')")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",  # as root in a container
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,960",
+        "--force-device-scale-factor=1",
+        "--lang=en-US",
+    ):
+        options.add_argument(argument)
+    browser = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    browser.set_page_load_timeout(WAIT)
+    try:
+        yield browser
+    finally:
+        browser.quit()
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, str]]:
+    """(project root, site folder, its URL): the site of test_site_search's project, served
+    by http.server on 127.0.0.1 in a thread."""
+    monkey = pytest.MonkeyPatch()
+    monkey.setenv("SOURCE_DATE_EPOCH", "1780000000")
+    monkey.setenv("KNOWL_EMBEDDINGS", "off")
+    root = tmp_path_factory.mktemp("browser") / "proj"
+    make_site_project(root)
+    out = root.parent / "site"
+    make_site(build(root), out)
+    handler = functools.partial(_Quiet, directory=str(out))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield root, out, f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        monkey.undo()
+
+
+# --- a stand-in for `knowl site` --------------------------------------------------------------
+
+
+def make_site(artifact: Path, out: Path) -> None:
+    """The pages the site's core writes, in their barest form, around the real search and
+    graph data and scripts (the interface of knowl_build/site/build.py)."""
+    view = ArtifactView.open(artifact)
+    try:
+        pages = site_pages(view)
+        shutil.copytree(STATIC, out / "assets", dirs_exist_ok=True)
+
+        def page(path: str, title: str, body: str, node: str | None = None) -> None:
+            root = "../" * path.count("/")
+            graph_section = (
+                f'<section id="graph" data-root="{root}" data-node="{html.escape(node)}" '
+                f'data-depth="1"></section><script src="{root}assets/graph.js" defer></script>'
+                if node is not None
+                else ""
+            )
+            (out / path).parent.mkdir(parents=True, exist_ok=True)
+            (out / path).write_text(
+                f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+                f"<title>{html.escape(title)}</title>"
+                f'<script src="{root}assets/search.js" defer></script></head><body>'
+                f'<form action="{root}search.html" role="search">'
+                f'<input type="search" name="q" id="site-search"></form>'
+                f"<main><h1>{html.escape(title)}</h1>{body}</main>{graph_section}</body></html>",
+                encoding="utf-8",
+            )
+
+        items = "".join(
+            f'<li><a href="{href}">{html.escape(e.title)}</a></li>' for href, e in pages
+        )
+        page("index.html", "Knowledge", f"<ul>{items}</ul>")
+        for _href, entry in pages:
+            record = view.record(entry)
+            badge = (
+                '<span class="badge badge-drift">drifted</span>'
+                if entry.drift_flag
+                else f'<span class="badge">{html.escape(entry.freshness)}</span>'
+            )
+            refs = "".join(
+                f'<li><a href="../{urls.href(urls.ENTITIES, e)}">{html.escape(e)}</a></li>'
+                for e in entry.sl_refs
+            )
+            page(
+                urls.page_file(entry),
+                entry.title,
+                f"{badge}<pre>{html.escape(record.body)}</pre><ul>{refs}</ul>",
+                f"page:global:{urls.page_name(entry)}",
+            )
+        for name in view.entities:
+            users = "".join(
+                f'<li><a href="../{href}">{html.escape(e.title)}</a></li>'
+                for href, e in pages
+                if name in e.sl_refs
+            )
+            page(
+                urls.file_name(urls.ENTITIES, name),
+                name,
+                f'<ul class="used-by">{users}</ul>',
+                f"entity:{name}",
+            )
+        page(
+            "search.html",
+            "Search",
+            '<input id="search-query" type="search"><ol id="search-results"></ol>',
+        )
+        page("graph.html", "Graph", "", "")
+        (out / "graph.html").write_text(
+            (out / "graph.html").read_text().replace('data-depth="1"', 'data-depth="all"')
+        )
+        search.write(view, out, pages)
+        graph.write(view, out)
+    finally:
+        view.close()
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def wait(driver: WebDriver, condition: Callable[[WebDriver], Any], what: str) -> Any:
+
+    return WebDriverWait(driver, WAIT).until(condition, message=f"waiting for {what}")
+
+
+def search_for(driver: WebDriver, url: str, text: str) -> list[WebElement]:
+    """search.html?q=text, once the results are shown: the result links."""
+
+    driver.get(f"{url}search.html?q={quote(text)}")
+    wait(
+        driver,
+        lambda d: (
+            d.execute_script("return document.documentElement.dataset.searchState")
+            in ("done", "error")
+        ),
+        "the search results",
+    )
+    state = driver.execute_script("return document.documentElement.dataset.searchState")
+    assert state == "done", driver.find_element(By.ID, "search-status").text
+    return driver.find_elements(By.CSS_SELECTOR, "#search-results li a")
+
+
+def graph_ready(driver: WebDriver) -> WebElement:
+
+    section = driver.find_element(By.ID, "graph")
+    wait(driver, lambda d: section.get_attribute("data-state") in ("ready", "error"), "the graph")
+    assert section.get_attribute("data-state") == "ready", section.text
+    return section
+
+
+def listed_nodes(section: WebElement) -> list[str]:
+    """The names the graph lists as links (its <details> may be closed: textContent)."""
+
+    links = section.find_elements(By.CSS_SELECTOR, ".graph-list a")
+    return [str(a.get_attribute("textContent")) for a in links]
+
+
+def relative(driver: WebDriver, url: str) -> str:
+    current: str = driver.current_url
+    assert current.startswith(url), current
+    return current[len(url) :]
+
+
+# --- the tests ---------------------------------------------------------------------------------
+
+
+def test_index_links_to_a_page_that_shows_its_drift(
+    driver: WebDriver, site: tuple[Path, Path, str]
+) -> None:
+
+    _root, _out, url = site
+    driver.get(url + "index.html")
+    driver.find_element(By.LINK_TEXT, "Revenue").click()
+    wait(driver, lambda d: relative(d, url) == "pages/revenue.html", "the page")
+    badges = [b.text.lower() for b in driver.find_elements(By.CSS_SELECTOR, ".badge")]
+    assert any("drift" in b for b in badges), badges
+    section = graph_ready(driver)
+    listed = listed_nodes(section)
+    assert "Refund policy" in listed and "shop_pg.orders.total_revenue" in listed
+
+
+@pytest.mark.parametrize(("word", "page"), sorted(DISTINCT.items()))
+def test_search_finds_the_distinctive_page_first(
+    driver: WebDriver, site: tuple[Path, Path, str], word: str, page: str
+) -> None:
+    _root, _out, url = site
+    links = search_for(driver, url, word)
+    assert links, f"no result for {word}"
+    assert links[0].get_attribute("href") == f"{url}pages/{page}.html"
+
+
+@pytest.mark.parametrize("text", ["revenue", "Refunds of REVENUES", "margin growth", "notes"])
+def test_search_ranks_as_knowl_search(
+    driver: WebDriver, site: tuple[Path, Path, str], text: str
+) -> None:
+    root, _out, url = site
+    search_for(driver, url, text)
+    found = driver.execute_async_script(
+        "var done = arguments[arguments.length - 1];"
+        "window.knowlSearch.search(arguments[0], 500).then(function (r) {"
+        "  done(r.results.map(function (x) { return [x.href, x.score]; })); });",
+        text,
+    )
+    with Reader.open(root) as reader:
+        view = reader.view
+        expected = []
+        for hit in reader.search(text, limit=500)["hits"]:
+            entry = view.page(hit["scope"], hit["page"])
+            assert entry is not None
+            expected.append((urls.page_href(entry), hit["score"]))
+    assert [href for href, _ in found] == [href for href, _ in expected]
+    for (_, mine), (_, theirs) in zip(found, expected, strict=True):
+        assert mine == pytest.approx(theirs, rel=1e-9)
+
+
+def test_results_are_keyboard_navigable(driver: WebDriver, site: tuple[Path, Path, str]) -> None:
+
+    _root, _out, url = site
+    links = search_for(driver, url, "revenue")
+    assert len(links) >= 3
+    box = driver.find_element(By.ID, "search-query")
+    assert box.get_attribute("value") == "revenue"
+
+    def focused() -> WebElement:
+        return driver.switch_to.active_element
+
+    box.click()
+    box.send_keys(Keys.ARROW_DOWN)
+    assert focused() == links[0]
+    focused().send_keys(Keys.ARROW_DOWN)
+    assert focused() == links[1]
+    focused().send_keys(Keys.ARROW_DOWN)
+    focused().send_keys(Keys.ARROW_UP)
+    assert focused() == links[1]
+    focused().send_keys(Keys.ARROW_UP)
+    focused().send_keys(Keys.ARROW_UP)
+    assert focused() == box
+    box.send_keys(Keys.ARROW_DOWN)
+    focused().send_keys(Keys.ARROW_DOWN)
+    target = links[1].get_attribute("href")
+    focused().send_keys(Keys.ENTER)
+    wait(driver, lambda d: d.current_url == target, "the second result's page")
+
+
+def test_typing_updates_the_results_and_the_address(
+    driver: WebDriver, site: tuple[Path, Path, str]
+) -> None:
+
+    _root, _out, url = site
+    search_for(driver, url, "revenue")
+    box = driver.find_element(By.ID, "search-query")
+    box.clear()
+    box.send_keys("quincunx")
+    wait(
+        driver,
+        lambda d: (
+            [
+                a.get_attribute("href")
+                for a in d.find_elements(By.CSS_SELECTOR, "#search-results li a")
+            ]
+            == [f"{url}pages/fiscal-calendar.html"]
+        ),
+        "the new results",
+    )
+    assert driver.current_url.endswith("search.html?q=quincunx")
+
+
+def test_an_entity_page_shows_the_pages_that_use_it(
+    driver: WebDriver, site: tuple[Path, Path, str]
+) -> None:
+
+    _root, _out, url = site
+    driver.get(url + "pages/revenue.html")
+    driver.find_element(By.LINK_TEXT, "shop_pg.orders.total_revenue").click()
+    wait(
+        driver,
+        lambda d: relative(d, url) == "entities/shop_pg.orders.total_revenue.html",
+        "the entity page",
+    )
+    main = driver.find_element(By.TAG_NAME, "main")
+    used = {a.text for a in main.find_elements(By.TAG_NAME, "a")}
+    assert {"Revenue", "Refund policy"} <= used
+    section = graph_ready(driver)
+    assert {"Revenue", "Refund policy"} <= set(listed_nodes(section))
+    assert "Alice Private Plans" not in driver.page_source
+
+
+def test_a_hostile_page_runs_nothing(driver: WebDriver, site: tuple[Path, Path, str]) -> None:
+
+    _root, _out, url = site
+    pwned = "return window.__knowlPwned === undefined ? null : window.__knowlPwned"
+    driver.get(url + "pages/hostile.html")
+    graph_ready(driver)  # the page's own scripts ran
+    assert driver.execute_script(pwned) is None
+    for link in driver.find_elements(By.TAG_NAME, "a"):
+        href = link.get_attribute("href") or ""
+        assert not href.lower().startswith("javascript:"), href
+    # Its title in search results and in graphs is text, never markup.
+    links = search_for(driver, url, "hostile")
+    assert links and "<script>" in links[0].text
+    assert driver.execute_script(pwned) is None
+    driver.get(url + "pages/revenue.html")
+    section = graph_ready(driver)
+    assert any("<script>" in name for name in listed_nodes(section))
+    assert driver.execute_script(pwned) is None
+
+
+def test_the_graph_shows_depth_two_and_the_whole_base(
+    driver: WebDriver, site: tuple[Path, Path, str]
+) -> None:
+
+    _root, out, url = site
+    driver.get(url + "pages/fiscal-calendar.html")
+    section = graph_ready(driver)
+    near = len(section.find_elements(By.CSS_SELECTOR, ".graph-list li"))
+    section.find_elements(By.CSS_SELECTOR, ".graph-depth")[1].click()
+    wait(
+        driver,
+        lambda d: len(section.find_elements(By.CSS_SELECTOR, ".graph-list li")) > near,
+        "depth 2",
+    )
+    assert "Two links away" in section.find_element(By.CSS_SELECTOR, ".graph-note").text
+    driver.get(url + "graph.html")
+    section = graph_ready(driver)
+    overview = json.loads((out / "graph" / "overview.json").read_text())
+    assert len(section.find_elements(By.CSS_SELECTOR, ".graph-list li")) == len(overview["nodes"])
+    canvas = section.find_element(By.TAG_NAME, "canvas")
+    assert canvas.size["width"] > 200 and canvas.size["height"] >= 240
+
+
+# Words that exercise every rule of Whoosh's Porter stemmer (and its quirks), and texts that
+# exercise the tokeniser: search.js must analyse a query exactly as the index was analysed.
+STEM_SUFFIXES = [
+    *("s", "es", "ies", "sses", "ed", "eed", "ing", "ational", "tional", "enci", "anci"),
+    *("izer", "bli", "alli", "entli", "eli", "ousli", "ization", "ation", "ator", "alism"),
+    *("iveness", "fulness", "ousness", "aliti", "iviti", "biliti", "logi", "icate", "ative"),
+    *("alize", "iciti", "ical", "ful", "ness", "al", "ance", "ence", "er", "ic", "able"),
+    *("ible", "ant", "ement", "ment", "ent", "ou", "ism", "ate", "iti", "ous", "ive", "ize"),
+    *("sion", "tion", "e", "ll", "y", "ly"),
+]
+TEXTS = [
+    "Total_revenue is the REVENUES of İstanbul; naïve Straße 2026 x2 café’s 𝒜𝒜𝒜s",
+    "ΣΑΣ Ὀδυσσεύς 日本語のテキスト a-b_c d.e yelling yes y yy yyy",
+]
+
+
+def vocabulary() -> list[str]:
+    words: set[str] = set()
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        words.update(w.lower() for w in re.findall(r"[^\W_]+", path.read_text(encoding="utf-8")))
+    stems = sorted(w for w in words if w.isalpha() and len(w) < 12)[:400]
+    words.update(w + s for w in stems for s in STEM_SUFFIXES)
+    words.update(["at", "bl", "iz", "tt", "ss", "yies", "hopping", "falling", "filing", "ééed"])
+    return sorted(words)
+
+
+def test_queries_are_analysed_as_the_index_was(
+    driver: WebDriver, site: tuple[Path, Path, str]
+) -> None:
+    _root, _out, url = site
+    driver.get(url + "search.html")
+    words = vocabulary()
+    assert len(words) > 10000
+    stems = driver.execute_script("return arguments[0].map(window.knowlSearch.stem);", words)
+    wrong = [(w, s, stem(w)) for w, s in zip(words, stems, strict=True) if s != stem(w)]
+    assert not wrong, wrong[:20]
+    for text in TEXTS:
+        tokens = driver.execute_script(
+            "return (arguments[0].match(/[\\p{L}\\p{N}]+/gu) || []).map(function (t) {"
+            "  return window.knowlSearch.stem(t.toLowerCase()); });",
+            text,
+        )
+        assert tokens == [t.text for t in analyzer()(text)]
+        assert driver.execute_script("return window.knowlSearch.terms(arguments[0]);", text) == (
+            query_terms(text)
+        )
+    hashes = driver.execute_script("return arguments[0].map(window.knowlSearch.fnv1a32);", words)
+    assert hashes == [search.fnv1a32(w) for w in words]
+    driver.get(url + "graph.html")  # graph.js names a node's file as urls.segment does
+    names = ["revenue", "a b/ü", "..", "x.y(z)!*'~", "100%"]
+    segments = driver.execute_script("return arguments[0].map(window.knowlGraph.segment);", names)
+    assert segments == [urls.segment(n) for n in names]
+
+
+def test_screenshots(driver: WebDriver, site: tuple[Path, Path, str], tmp_path: Path) -> None:
+    """A page and search results, saved under the test's folder (and, with
+    KNOWL_UPDATE_SCREENSHOTS=1, the README's screenshot)."""
+    _root, _out, url = site
+    driver.get(url + "pages/revenue.html")
+    graph_ready(driver)
+    driver.execute_script("return new Promise(function (r) { setTimeout(r, 1500); });")
+    page = tmp_path / "site-page.png"
+    assert driver.save_screenshot(str(page))
+    search_for(driver, url, "revenue")
+    results = tmp_path / "site-search.png"
+    assert driver.save_screenshot(str(results))
+    for shot in (page, results):
+        assert shot.read_bytes().startswith(b"\x89PNG") and shot.stat().st_size > 5000
+    if os.environ.get("KNOWL_UPDATE_SCREENSHOTS") == "1":
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(page, SCREENSHOT)
+
+
+def test_no_page_of_the_site_names_a_user_page(site: tuple[Path, Path, str]) -> None:
+    root, out, _url = site
+    with Reader.open(root) as reader:
+        users = [e for e in reader.view.pages if not visible(e, None)]
+    assert users
+    for path in out.rglob("*"):
+        if path.is_file() and path.suffix in (".html", ".json"):
+            text = path.read_text(encoding="utf-8")
+            for entry in users:
+                assert entry.id not in text and entry.title not in text, path
