@@ -225,7 +225,10 @@
       self.section.setAttribute("data-state", "ready");
     }, function (error) {
       if (ticket !== self.ticket) return;
-      self.note.textContent = "The graph could not be loaded (" + error.message + ").";
+      self.note.textContent = window.location.protocol === "file:" ?
+        "The graph needs the site served over HTTP (for example `python -m http.server` in " +
+        "its folder): browsers do not let a page read its data from file://." :
+        "The graph could not be loaded (" + error.message + ").";
       self.canvas.hidden = true;
       self.section.setAttribute("data-state", "error");
     });

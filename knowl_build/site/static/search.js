@@ -294,7 +294,10 @@
         document.documentElement.dataset.searchState = "done";
       }, function (error) {
         if (ticket !== latest) return;
-        status.textContent = "The search index could not be loaded (" + error.message + ").";
+        status.textContent = window.location.protocol === "file:" ?
+          "Search needs the site served over HTTP (for example `python -m http.server` in its " +
+          "folder): browsers do not let a page read the index from file://." :
+          "The search index could not be loaded (" + error.message + ").";
         document.documentElement.dataset.searchState = "error";
       });
     }
@@ -350,6 +353,8 @@
       if (to < 0) input.focus(); else all[to].focus();
     });
 
+    // The statistics and shard names (a few kB), fetched while the reader types.
+    meta().catch(function () { /* reported by the first query */ });
     var q = new URL(window.location.href).searchParams.get("q");
     if (q) {
       input.value = q;
