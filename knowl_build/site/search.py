@@ -28,15 +28,18 @@ cache them for ever, and a rebuild rewrites only those whose content changed (an
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from knowl_build.artifacts import memo
 from knowl_build.artifacts.schema import CatalogEntry
 from knowl_build.index.analysis import TEXT_FIELDS
 from knowl_build.index.postings import deleted_docs, live_mask, live_postings
 from knowl_build.index.ranking import K1, B
+from knowl_build.index.storage import Reading, open_index
 from knowl_build.reader.view import GLOBAL, ArtifactView, visible
 from knowl_build.site.datafiles import Folder, Written, digest, encode
 
@@ -117,15 +120,40 @@ class _Export:
     terms: dict[str, _Postings]
 
 
+@contextlib.contextmanager
+def _segments(view: ArtifactView) -> Iterator[list[Any]]:
+    """The index's segments, read through Whoosh as the build and the full validation read
+    them (the C unpickler only for files still as the validation decoded them)."""
+    folder = view.folder / "index"
+    files = memo.validated_files(view.folder)
+    expected = (
+        None
+        if files is None
+        else {k.removeprefix("index/"): v for k, v in files.items() if k.startswith("index/")}
+    )
+    with Reading(folder, expected is not None):
+        ix = open_index(folder, expected=expected)
+        try:
+            with ix.reader() as reader:
+                yield [leaf for leaf, _offset in reader.leaf_readers()]
+        finally:
+            ix.storage.close_files()
+            ix.close()
+
+
 def _export(view: ArtifactView, docs: list[_Doc]) -> _Export:
     """The index's postings of global documents, with their statistics; only the documents in
     `docs` get postings (numbered by their position there)."""
+    with _segments(view) as leaves:
+        return _export_from(leaves, docs)
+
+
+def _export_from(leaves: list[Any], docs: list[_Doc]) -> _Export:
     number = {doc.entry.key: n for n, doc in enumerate(docs)}
-    searcher = view.searcher
     terms: dict[str, _Postings] = {}
     doc_count = 0
     sums = [0] * len(TEXT_FIELDS)
-    for leaf, _offset in searcher.leaves:
+    for leaf in leaves:
         size = leaf.doc_count_all()
         live = live_mask(size, deleted_docs(leaf))
         mine = [d for d, _w in live_postings(leaf, "scope", GLOBAL, live)]
