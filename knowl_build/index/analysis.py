@@ -6,16 +6,30 @@ from whoosh import fields
 from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter
 from whoosh.analysis.analyzers import Analyzer
 
-TEXT_FIELDS = ("title", "summary", "tags", "body")
-STATS_FILE = "stats.json"
-DOCS_FILE = "docs.json"
-INDEX_NAME = "MAIN"
+from knowl_build.index.fields import (
+    DOCS_FILE,
+    INDEX_NAME,
+    STATS_FILE,
+    TEXT_FIELDS,
+    TOKEN,
+    query_terms,
+)
+
+__all__ = [
+    "DOCS_FILE",
+    "INDEX_NAME",
+    "STATS_FILE",
+    "TEXT_FIELDS",
+    "analyzer",
+    "query_terms",
+    "schema",
+]
 
 
 def analyzer() -> Analyzer:
     """Runs of letters and digits (so `total_revenue` gives `total` and `revenue`),
     lowercased, English-stemmed; the same in the index and in queries."""
-    return RegexTokenizer(r"[^\W_]+") | LowercaseFilter() | StemFilter()
+    return RegexTokenizer(TOKEN) | LowercaseFilter() | StemFilter()
 
 
 def schema() -> fields.Schema:
@@ -33,11 +47,3 @@ def schema() -> fields.Schema:
         tags=fields.TEXT(analyzer=text),
         body=fields.TEXT(analyzer=text),
     )
-
-
-def query_terms(text: str) -> list[str]:
-    """The query's terms, analysed like the index (duplicates removed, order kept)."""
-    seen: dict[str, None] = {}
-    for token in analyzer()(text):
-        seen.setdefault(token.text, None)
-    return list(seen)

@@ -28,6 +28,17 @@ class Mask:
         self.mask = bytes(mask)
         self.hidden = sorted(hidden)
 
+    @classmethod
+    def of(cls, visible: bytearray) -> Mask | None:
+        """The mask whose visible documents are those `visible` marks 1 (the others are 0);
+        None when it hides none."""
+        if visible.count(1) == len(visible):
+            return None
+        mask = cls.__new__(cls)
+        mask.mask = bytes(visible)
+        mask.hidden = [doc for doc, seen in enumerate(visible) if not seen]
+        return mask
+
     def hides(self, first: int, last: int) -> bool:
         """Whether a document from `first` to `last` is hidden."""
         at = bisect_left(self.hidden, first)

@@ -4,43 +4,68 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from itertools import accumulate, compress
+from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from knowl_build.errors import ArtifactError
-from knowl_build.index.analysis import STATS_FILE, TEXT_FIELDS
-from knowl_build.index.postings import Mask, deleted_docs, live_mask, live_postings
+from knowl_build.index.fields import SCHEMA_FIELDS, STATS_FILE, TEXT_FIELDS
+from knowl_build.index.postings import Mask, live_mask
+from knowl_build.index.segments import (
+    LENGTH_OF_BYTE,
+    Identity,
+    Segment,
+    open_segments,
+    reading,
+)
 from knowl_build.index.stats import length_sums, load_stats, summed
-from knowl_build.index.storage import Identity, Reading, open_index, reading
 from knowl_build.index.unpickler import BadIndex
 
 # --- ranking ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to import (start-up time)
     key: str
     score: float
 
 
 K1 = 1.2
 B = 0.75
-# Callers (sets of visible scopes) whose statistics and length norms an open Searcher keeps.
+# Callers (sets of visible scopes) whose statistics an open Searcher keeps.
 MAX_VIEWS = 16
 
 
-@dataclass(slots=True)
-class _View:
+class _View(NamedTuple):
     """The index as one caller sees it: per segment a mask of the documents it may see (live,
-    in its scopes; None: all), their number, their average field lengths, and (filled on
-    first use) each document's length norm per field."""
+    in its scopes; None: all), their number and their average field lengths."""
 
     visible: list[Mask | None]
     doc_count: int
     avg: dict[str, float]
-    norms: dict[tuple[int, str], list[float]]
+
+
+def segment_postings(
+    segment: Segment, field: str, term: str, visible: Mask | None
+) -> list[tuple[int, float]]:
+    """A term's (document, frequency) pairs in one segment, read block by block, of the
+    documents `visible` lets through (not deleted, in a scope the caller may see; None: all).
+    A block whose range of documents holds no hidden one is taken whole; in another, the mask
+    is applied by `compress` (no Python step per posting either way)."""
+    pairs: list[tuple[int, float]] = []
+    for ids, weights in segment.blocks(field, term):
+        if not ids:
+            continue
+        block = zip(ids, weights, strict=False)
+        if visible is None or not visible.hides(ids[0], ids[-1]):
+            pairs.extend(block)
+        elif len(ids) == 1:
+            pairs.extend(block if visible.mask[ids[0]] else ())
+        else:
+            pairs.extend(compress(block, itemgetter(*ids)(visible.mask)))
+    return pairs
 
 
 class Searcher:
@@ -54,8 +79,11 @@ class Searcher:
     user sees global pages and their own), so that no page of another user changes a score or
     an order; deleted documents are skipped and not counted, so an incrementally updated
     index ranks exactly like a freshly written one. Without scopes, every live document counts
-    (the build's view). Bulk reading is several times faster than Whoosh's generic matcher
-    tree for OR queries.
+    (the build's view). The summed field lengths come precomputed from `stats.json`, each
+    document's length from the index's length columns.
+
+    The index is read by `segments`, without importing Whoosh (start-up time of a reader
+    process); `leaves` opens it with Whoosh for whoever walks the whole index.
 
     `validated` maps each index file to its identity when the full validation decoded it
     (artifacts' validation memo): then, and only when every file opened is that very file,
@@ -64,24 +92,56 @@ class Searcher:
 
     def __init__(self, folder: Path, *, validated: Mapping[str, Identity] | None = None) -> None:
         self.folder = folder
-        self._validated = False  # the constructor reads with the bounded unpickler
         with reading(folder):
-            self.ix = open_index(folder, expected=validated)
+            self._files, self.segments = open_segments(folder, SCHEMA_FIELDS, validated)
             try:
-                self.reader = self.ix.reader()
-                self.leaves = list(self.reader.leaf_readers())
+                self.offsets = list(accumulate((s.doc_count for s in self.segments), initial=0))
                 self.stats = load_stats(folder)
-                self._scopes = frozenset(self.reader.field_terms("scope"))
+                self._scopes = self._scope_terms()
             except BaseException:
-                self.ix.storage.close_files()
+                self._files.close()
                 raise
         self._validated = validated is not None
         self._views: dict[frozenset[str] | None, _View] = {}
+        self._lengths: dict[tuple[int, str], bytes] = {}
         self._keys: dict[int, str] = {}
+        self._whoosh: Any = None
+
+    def _scope_terms(self) -> frozenset[str]:
+        """The scopes of the index's documents: from stats.json (live documents, per scope
+        since 1.x), else from the documents' stored fields."""
+        if "scopes" in self.stats:
+            return frozenset(self.stats["scopes"])
+        return frozenset(
+            str(segment.stored_fields(doc)["scope"])
+            for segment in self.segments
+            for doc in range(segment.doc_count)
+            if doc not in segment.deleted
+        )
+
+    @property
+    def leaves(self) -> list[tuple[Any, int]]:
+        """Whoosh's segment readers and their document offsets, for a walk of the whole
+        index (Whoosh loads here, not for a query)."""
+        if self._whoosh is None:
+            # Whoosh loads for a walk of the whole index only (start-up time of a query).
+            from knowl_build.index.storage import open_index
+            from knowl_build.index.storage import reading as whoosh_reading
+
+            with whoosh_reading(self.folder):
+                ix = open_index(self.folder)
+                reader = ix.reader()
+                self._whoosh = (ix, reader, list(reader.leaf_readers()))
+        leaves: list[tuple[Any, int]] = self._whoosh[2]
+        return leaves
 
     def close(self) -> None:
-        self.reader.close()
-        self.ix.close()
+        self._files.close()
+        if self._whoosh is not None:
+            ix, reader, _leaves = self._whoosh
+            reader.close()
+            ix.close()
+            self._whoosh = None
 
     def __enter__(self) -> Searcher:
         return self
@@ -89,9 +149,8 @@ class Searcher:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _reading(self) -> Reading:
-        """`reading`, with the C unpickler when this index was validated as it is."""
-        return Reading(self.folder, self._validated)
+    def _reading(self) -> Any:
+        return reading(self.folder)
 
     def _view(self, scopes: Iterable[str] | None) -> _View:
         """The view of a caller who may see `scopes` (None: everything), kept for the
@@ -110,16 +169,22 @@ class Searcher:
     def _make_view(self, scopes: frozenset[str] | None) -> _View:
         visible: list[Mask | None] = []
         count = 0
-        for leaf, _offset in self.leaves:
-            size, deleted = leaf.doc_count_all(), deleted_docs(leaf)
+        for segment in self.segments:
+            size, deleted = segment.doc_count, segment.deleted
             live = live_mask(size, deleted)
             if scopes is None:
                 visible.append(live)
                 count += size - len(deleted)
                 continue
-            seen = {d for scope in scopes for d, _w in live_postings(leaf, "scope", scope, live)}
-            visible.append(live_mask(size, frozenset(range(size)).difference(seen)))
-            count += len(seen)
+            mask = bytearray(size)
+            for scope in scopes:
+                for ids, _weights in segment.blocks("scope", scope):
+                    for doc in ids:
+                        mask[doc] = 1
+            for doc in deleted:
+                mask[doc] = 0
+            visible.append(Mask.of(mask))
+            count += mask.count(1)
         entries = [self.stats] if scopes is None else self._scope_stats(scopes, visible)
         total = summed(entries)
         if total[0] != count:
@@ -128,7 +193,7 @@ class Searcher:
             name: (total[1 + i] / count if count else 0.0) or 1.0
             for i, name in enumerate(TEXT_FIELDS)
         }
-        return _View(visible, count, avg, {})
+        return _View(visible, count, avg)
 
     def _scope_stats(
         self, scopes: frozenset[str], visible: list[Mask | None]
@@ -139,25 +204,21 @@ class Searcher:
             empty = {"doc_count": 0, "length_sums": dict.fromkeys(TEXT_FIELDS, 0)}
             return [self.stats["scopes"].get(scope, empty) for scope in sorted(scopes)]
         rows = []
-        for (leaf, _offset), mask in zip(self.leaves, visible, strict=True):
-            lengths = [leaf._perdoc.doc_field_length_reader(name, 0) for name in TEXT_FIELDS]
+        for position, (segment, mask) in enumerate(zip(self.segments, visible, strict=True)):
+            lengths = [self._length_bytes(position, name) for name in TEXT_FIELDS]
             rows += [
-                [length(d) or 0 for length in lengths]
-                for d in range(leaf.doc_count_all())
+                [LENGTH_OF_BYTE[length[d]] for length in lengths]
+                for d in range(segment.doc_count)
                 if mask is None or mask.mask[d]
             ]
         return [length_sums(rows)]
 
-    def _norm(self, view: _View, position: int, leaf: Any, field: str) -> list[float]:
-        """Per document of a segment: K1 * (1 - B + B * length / avg_length) for `field`."""
+    def _length_bytes(self, position: int, field: str) -> bytes:
+        """Each document's length byte (`segments.LENGTH_OF_BYTE` decodes it)."""
         key = (position, field)
-        if key not in view.norms:
-            length = leaf._perdoc.doc_field_length_reader(field, 0)
-            avg = view.avg[field]
-            view.norms[key] = [
-                K1 * (1 - B + B * (length(d) or 0) / avg) for d in range(leaf.doc_count_all())
-            ]
-        return view.norms[key]
+        if key not in self._lengths:
+            self._lengths[key] = self.segments[position].length_bytes(field)
+        return self._lengths[key]
 
     def scores(
         self, terms: list[str], boosts: Mapping[str, float], scopes: Iterable[str] | None = None
@@ -179,45 +240,48 @@ class Searcher:
         get = acc.get
         for field in TEXT_FIELDS:
             boost = boosts.get(field, 1.0)
+            avg = view.avg[field]
             for term in terms:
                 lists = [
-                    (
-                        position,
-                        leaf,
-                        offset,
-                        live_postings(leaf, field, term, view.visible[position]),
-                    )
-                    for position, (leaf, offset) in enumerate(self.leaves)
+                    (position, segment_postings(segment, field, term, view.visible[position]))
+                    for position, segment in enumerate(self.segments)
                 ]
-                df = sum(len(pairs) for *_, pairs in lists)
+                df = sum(len(pairs) for _, pairs in lists)
                 if not df:
                     continue
                 # df <= doc_count in an index whose statistics were checked: log() is finite.
                 idf = math.log(max(view.doc_count, 1) / (df + 1)) + 1
                 weight = boost * idf * (K1 + 1)
-                for position, leaf, offset, pairs in lists:
+                # The norm of a document's length: one of 256 (a length is stored as a byte).
+                norms = [K1 * (1 - B + B * length / avg) for length in LENGTH_OF_BYTE]
+                for position, pairs in lists:
                     if not pairs:
                         continue
-                    norm = self._norm(view, position, leaf, field)
+                    offset = self.offsets[position]
+                    lengths = self._length_bytes(position, field)
                     for doc, tf in pairs:
                         key = offset + doc
-                        acc[key] = get(key, 0.0) + weight * tf / (tf + norm[doc])
+                        acc[key] = get(key, 0.0) + weight * tf / (tf + norms[lengths[doc]])
         return acc
 
     def key(self, docnum: int) -> str:
         if docnum not in self._keys:
             with self._reading():
-                self._keys[docnum] = str(self.reader.stored_fields(docnum)["key"])
+                position = bisect_right(self.offsets, docnum) - 1
+                if not 0 <= position < len(self.segments):
+                    raise BadIndex("a document number beyond the index")
+                stored = self.segments[position].stored_fields(docnum - self.offsets[position])
+                self._keys[docnum] = str(stored["key"])
         return self._keys[docnum]
 
     def docnum(self, key: str) -> int | None:
         """The live document of a page key, looked up through the `key` field."""
         with self._reading():
-            for leaf, offset in self.leaves:
-                if ("key", key) in leaf:
-                    matcher = leaf.postings("key", key)  # hides deleted documents
-                    if matcher.is_active():
-                        return int(offset + matcher.id())
+            for segment, offset in zip(self.segments, self.offsets, strict=False):
+                for ids, _weights in segment.blocks("key", key):
+                    for doc in ids:
+                        if doc not in segment.deleted:
+                            return offset + doc
         return None
 
     def query(

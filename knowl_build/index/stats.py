@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from knowl_build.index.analysis import STATS_FILE, TEXT_FIELDS
+from knowl_build.index.fields import STATS_FILE, TEXT_FIELDS
 from knowl_build.index.postings import deleted_docs, live_mask, live_postings
-from knowl_build.index.toc import int_in
+from knowl_build.index.segments import int_in
 from knowl_build.index.unpickler import BadIndex
 
 

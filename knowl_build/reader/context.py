@@ -35,7 +35,7 @@ def context(
     peers: Sequence[ArtifactView] = (),
 ) -> ContextAnswer:
     # Whoosh's analyser loads only when a question is asked (start-up time of the reader).
-    from knowl_build.index.analysis import query_terms
+    from knowl_build.index.fields import query_terms
 
     answer = search(
         view, question, user=user, limit=limit, filters=filters or Filters(), peers=peers
@@ -97,7 +97,7 @@ def cite(record: PageRecord, terms: set[str]) -> Citation:
     the title's line when no line of the body does (the match was in the title, summary or
     tags). Lines count in the page's file, frontmatter included."""
     # Whoosh's analyser, loaded only when a question is asked (start-up time of the reader).
-    from knowl_build.index.analysis import query_terms
+    from knowl_build.index.fields import query_terms
 
     first = record.body_line if isinstance(record.body_line, int) else 1
     best, best_line, best_text = 0, 0, ""

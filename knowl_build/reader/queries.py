@@ -216,7 +216,7 @@ def search(
     peers: Sequence[ArtifactView] = (),
 ) -> SearchAnswer:
     # Whoosh loads only when a query runs (start-up time of `knowl show`).
-    from knowl_build.index.analysis import query_terms
+    from knowl_build.index.fields import query_terms
 
     terms = query_terms(query)
     similarities = view.similarities(query) if terms else None

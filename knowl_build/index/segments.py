@@ -1,0 +1,532 @@
+"""Reading a knowl index without importing Whoosh: its table of contents, and in each segment
+the term table, the posting blocks, the field lengths and the stored fields.
+
+A query needs a few terms' postings and the lengths of the documents they name; importing
+Whoosh's codec, schema and reader stack costs a reader process more than the whole query
+(start-up time of `knowl search`). The format is whoosh3 3.54.0's (pinned exactly), the
+subset knowl writes: compound segments of the W3 codec. Every pickle in it is decoded by the
+bounded unpickler, or by the C one for files the full validation decoded in this very state
+(`validated`, as for `ranking.Searcher`); every length and position is checked against the
+file that holds it, so a damaged or hostile index is a BadIndex (or any exception `reading`
+turns into an ArtifactError), never a crash or code run. The build, the full validation and
+`knowl verify` read the same files through Whoosh itself; tests compare the two readers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import mmap
+import os
+import re
+import stat
+import struct
+import zlib
+from array import array
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
+from itertools import accumulate
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from whoosh.util.numeric import byte_to_length
+
+from knowl_build.errors import ArtifactError, KnowlError
+from knowl_build.index.fields import INDEX_NAME
+from knowl_build.index.unpickler import (
+    _DATA_GLOBALS,
+    MAX_BLOCK_BYTES,
+    TOC_GLOBALS,
+    BadIndex,
+    BoundedUnpickler,
+    CodecState,
+    SegmentState,
+    StandIn,
+    UnsafePickle,
+    _FastUnpickler,
+    shown_name,
+)
+
+SEGMENT_ID = re.compile(r"[a-z0-9]{1,64}")
+# whoosh.index.TOC._pattern, as Whoosh finds the latest generation (its `.` matches anything).
+TOC_NAME = re.compile(f"^_{INDEX_NAME}_([0-9]+).toc$")
+TOC_VERSION = -111  # whoosh.index._CURRENT_TOC_VERSION
+_SEGMENT_KEYS = frozenset(
+    {"indexname", "segid", "_codec", "_doccount", "_deleted", "compound", "_fieldlengths"}
+)
+_CODEC_KEYS = frozenset({"_blocklimit", "_compression", "_inlinelimit"})
+MAX_SEGMENTS = 4096
+MAX_DOCS = 1 << 31
+
+# How each index file is identified (artifacts' validation memo): size, mtime_ns, ctime_ns,
+# inode. Any write to a file changes its ctime, which no user can set back.
+Identity = tuple[int, int, int, int]
+
+_INT = struct.Struct("!i")
+_LONG = struct.Struct("!q")
+_LENGTHS = struct.Struct("!ii")  # a hash table item: key length, value length
+_POINTER = struct.Struct("!Iq")  # a hash table slot: the key's hash, the item's position
+_DIR_ENTRY = struct.Struct("!qi")  # a hash table: its position, its number of slots
+_TERM_INFO = struct.Struct("!BfIBBfII")
+_POSTINGS_MAGIC = b"W3Bl"
+_HASH_MAGIC = b"HSH3"
+# Opening never follows a symlink and never waits (a FIFO planted as a file would block).
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def int_in(value: object, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high
+
+
+# --- the table of contents ---------------------------------------------------------------------
+
+
+class SegmentFacts(NamedTuple):
+    """A segment as the table of contents lists it, every value checked."""
+
+    segid: str
+    doc_count: int
+    deleted: frozenset[int] | None
+    compound: bool
+    field_lengths: dict[str, int]
+    codec: tuple[int, int, int]  # block limit, compression, inline limit
+
+
+def _state(obj: object, kind: type[StandIn], keys: frozenset[str], what: str) -> dict[str, Any]:
+    state = getattr(obj, "state", None) if type(obj) is kind else None
+    if type(state) is not dict or set(state) != keys:
+        raise BadIndex(f"the index's table of contents holds a malformed {what}")
+    return state
+
+
+def checked_segment(obj: object, fields: frozenset[str]) -> SegmentFacts:
+    """The values of a segment stand-in, checked one by one (`unpickler.TOC_GLOBALS`)."""
+    state = _state(obj, SegmentState, _SEGMENT_KEYS, "segment")
+    segid, count, deleted = state["segid"], state["_doccount"], state["_deleted"]
+    lengths, compound = state["_fieldlengths"], state["compound"]
+    if (
+        state["indexname"] != INDEX_NAME
+        or type(segid) is not str
+        or not SEGMENT_ID.fullmatch(segid)
+    ):
+        raise BadIndex("the index's table of contents names a segment knowl never writes")
+    if not int_in(count, 0, MAX_DOCS) or type(compound) is not bool:
+        raise BadIndex(f"segment {segid}: malformed document count or layout")
+    if deleted is not None and not (
+        type(deleted) in (set, frozenset) and all(int_in(d, 0, count - 1) for d in deleted)
+    ):
+        raise BadIndex(f"segment {segid}: malformed deleted documents")
+    if type(lengths) not in (dict, defaultdict) or not all(
+        type(k) is str and k in fields and int_in(v, 0, 1 << 62) for k, v in lengths.items()
+    ):
+        raise BadIndex(f"segment {segid}: malformed field lengths")
+    codec = _state(state["_codec"], CodecState, _CODEC_KEYS, "codec")
+    limits = (codec["_blocklimit"], codec["_compression"], codec["_inlinelimit"])
+    if not (int_in(limits[0], 1, 1 << 16) and int_in(limits[1], -1, 9) and int_in(limits[2], 0, 1)):
+        raise BadIndex("the index's table of contents holds codec settings knowl never writes")
+    return SegmentFacts(
+        segid,
+        count,
+        None if deleted is None else frozenset(deleted),
+        compound,
+        dict(lengths),
+        limits,
+    )
+
+
+def load_segment_list(handle: Any, fields: frozenset[str]) -> list[SegmentFacts]:
+    """The TOC's pickled segment list at `handle`'s position, each segment checked."""
+    try:
+        loaded = BoundedUnpickler(handle, TOC_GLOBALS).load()
+    except (UnsafePickle, BadIndex):
+        raise
+    except Exception as exc:  # a stand-in called with arguments, a truncated pickle, ...
+        raise BadIndex(
+            f"the index's table of contents does not decode ({type(exc).__name__})"
+        ) from None
+    if type(loaded) is not list or len(loaded) > MAX_SEGMENTS:
+        raise BadIndex("the index's table of contents is not a list of segments")
+    segments = [checked_segment(item, fields) for item in loaded]
+    if len({s.segid for s in segments}) != len(segments):
+        raise BadIndex("the index's table of contents names a segment twice")
+    return segments
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, at
+        shift += 7
+        if shift > 63:
+            raise BadIndex("the index's table of contents has a malformed header")
+
+
+def read_toc(data: bytes, generation: int, fields: frozenset[str]) -> list[SegmentFacts]:
+    """The segments of a TOC file's bytes (whoosh.index.TOC.write), its pickled schema
+    skipped unread."""
+    at = 0
+    sizes = []
+    for _ in range(3):
+        size, at = _varint(data, at)
+        sizes.append(size)
+    if sizes != [4, 8, 4] or _INT.unpack_from(data, at)[0] != -12345:
+        raise BadIndex("the index's table of contents has a foreign header")
+    version = _INT.unpack_from(data, at + 4)[0]
+    at += 8
+    if version != TOC_VERSION:
+        raise BadIndex(f"the index's table of contents has format {version}, not {TOC_VERSION}")
+    for _ in range(3):  # the release that wrote it
+        _, at = _varint(data, at)
+    schema_size, at = _varint(data, at)  # the pickled schema: never loaded
+    at += schema_size
+    if _INT.unpack_from(data, at)[0] != generation:
+        raise BadIndex("the index's table of contents names another generation")
+    handle = io.BytesIO(data)
+    handle.seek(at + 8)  # and an int unused by Whoosh
+    return load_segment_list(handle, fields)
+
+
+# --- files, identified as the validation saw them -----------------------------------------------
+
+
+def _identity(info: os.stat_result) -> Identity:
+    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+
+
+class IndexFolder:
+    """The files of an index folder, opened (never through a link) and mapped once each.
+
+    With `expected` (file name -> Identity, as the full validation saw each file), every file
+    opened must be that very file: one that changed since is refused."""
+
+    def __init__(self, folder: Path, expected: Mapping[str, Identity] | None = None) -> None:
+        self.folder = folder
+        self.expected = expected
+        self._maps: list[mmap.mmap] = []
+
+    def read(self, name: str) -> memoryview | bytes:
+        fd = os.open(self.folder / name, _OPEN_FLAGS)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise BadIndex(f"{shown_name(name)} is not a regular file")
+            if self.expected is not None and self.expected.get(name) != _identity(info):
+                raise BadIndex(
+                    f"{shown_name(name)} changed after it was validated; run the command again"
+                )
+            if info.st_size == 0:
+                return b""
+            mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        self._maps.append(mapped)
+        return memoryview(mapped)
+
+    def latest_toc(self) -> tuple[str, int]:
+        newest = -1
+        for name in os.listdir(self.folder):
+            found = TOC_NAME.match(name)
+            if found:
+                newest = max(newest, int(found.group(1)))
+        if newest < 0:
+            raise BadIndex("the index has no table of contents")
+        return f"_{INDEX_NAME}_{newest}.toc", newest
+
+    def close(self) -> None:
+        for mapped in self._maps:
+            # A view of it still alive (an exception's traceback) keeps it open until freed.
+            with contextlib.suppress(BufferError):
+                mapped.close()
+        self._maps.clear()
+
+
+# --- a segment -----------------------------------------------------------------------------------
+
+
+def _md5_hash(key: bytes) -> int:
+    return int.from_bytes(hashlib.md5(key, usedforsecurity=False).digest()[-4:], "big")
+
+
+def _slice(data: memoryview | bytes, start: int, length: int) -> memoryview | bytes:
+    if start < 0 or length < 0 or start + length > len(data):
+        raise BadIndex("an index file points beyond its end")
+    return data[start : start + length]
+
+
+class _Unpickle:
+    """The unpickler for a segment: the C one once the full validation decoded these very
+    files, else the bounded one."""
+
+    __slots__ = ("validated",)
+
+    def __init__(self, validated: bool) -> None:
+        self.validated = validated
+
+    def at(self, data: memoryview | bytes, start: int = 0) -> tuple[Any, int]:
+        """The pickle at `start` in `data` (a slice of a file: it is copied), and where it
+        ends."""
+        handle = io.BytesIO(data)
+        handle.seek(start)
+        if self.validated:
+            value = _FastUnpickler(handle, _DATA_GLOBALS).load()
+        else:
+            value = BoundedUnpickler(handle, _DATA_GLOBALS).load()
+        return value, handle.tell()
+
+    def loads(self, data: memoryview | bytes) -> Any:
+        return self.at(data, 0)[0]
+
+
+def _inflate(data: memoryview | bytes) -> bytes:
+    inflater = zlib.decompressobj()
+    out = inflater.decompress(data, MAX_BLOCK_BYTES)
+    if inflater.unconsumed_tail:
+        raise BadIndex(f"a posting block inflates beyond {MAX_BLOCK_BYTES} bytes")
+    return out
+
+
+class Terms:
+    """A segment's term table (whoosh's OrderedHashReader): term -> its term info bytes."""
+
+    def __init__(self, data: memoryview | bytes, unpickle: _Unpickle) -> None:
+        self.data = data
+        if bytes(data[:4]) != _HASH_MAGIC or data[4] != 0:  # md5, as knowl's index hashes
+            raise BadIndex("a segment's term table has a foreign header")
+        end = len(data) - 4
+        extras_at = end - _INT.unpack_from(data, end)[0]
+        extras, _ = unpickle.at(_slice(data, extras_at, end - extras_at))
+        fieldmap = extras.get("fieldmap") if type(extras) is dict else None
+        if type(fieldmap) is not dict or not all(
+            type(k) is str and int_in(v, 0, 0xFFFF) for k, v in fieldmap.items()
+        ):
+            raise BadIndex("a segment's term table has malformed fields")
+        self.fields: dict[str, int] = fieldmap
+        directory = extras_at - 256 * _DIR_ENTRY.size
+        self.tables = [
+            _DIR_ENTRY.unpack_from(data, directory + i * _DIR_ENTRY.size) for i in range(256)
+        ]
+
+    def get(self, field: str, term: str) -> bytes | None:
+        number = self.fields.get(field)
+        if number is None:
+            return None
+        key = number.to_bytes(2, "big") + term.encode("utf-8")
+        data = self.data
+        keyhash = _md5_hash(key)
+        start, slots = self.tables[keyhash & 255]
+        if slots <= 0:
+            return None
+        end = start + slots * _POINTER.size
+        slot = start + ((keyhash >> 8) % slots) * _POINTER.size
+        for _ in range(slots):
+            found, item = _POINTER.unpack_from(data, slot)
+            if not item:
+                return None
+            if found == keyhash:
+                keylen, datalen = _LENGTHS.unpack_from(data, item)
+                keyat = item + _LENGTHS.size
+                if keylen == len(key) and bytes(_slice(data, keyat, keylen)) == key:
+                    return bytes(_slice(data, keyat + keylen, datalen))
+            slot += _POINTER.size
+            if slot == end:
+                slot = start
+        return None
+
+
+class Segment:
+    """One segment of the index, read through `IndexFolder`."""
+
+    def __init__(
+        self,
+        files: IndexFolder,
+        facts: SegmentFacts,
+        unpickle: _Unpickle,
+    ) -> None:
+        self.facts = facts
+        self.unpickle = unpickle
+        self.doc_count = facts.doc_count
+        self.deleted = facts.deleted or frozenset()
+        prefix = f"{INDEX_NAME}_{facts.segid}"
+        self._file: Callable[[str], memoryview | bytes | None]
+        if facts.compound:
+            data = files.read(prefix + ".seg")
+            at, size = _LONG.unpack_from(data, 0)[0], _INT.unpack_from(data, 8)[0]
+            directory, _ = unpickle.at(_slice(data, at, size))
+            if type(directory) is not dict:
+                raise BadIndex(f"segment {facts.segid}: malformed compound directory")
+            self._parts: dict[str, memoryview | bytes] = {}
+            for name, info in directory.items():
+                if not (
+                    type(name) is str
+                    and type(info) is dict
+                    and int_in(info.get("offset"), 0, len(data))
+                    and int_in(info.get("length"), 0, len(data))
+                ):
+                    raise BadIndex(f"segment {facts.segid}: malformed compound directory")
+                self._parts[name] = _slice(data, info["offset"], info["length"])
+            self._file = self._parts.get
+        else:
+
+            def separate(name: str) -> memoryview | bytes | None:
+                try:
+                    return files.read(name)
+                except FileNotFoundError:
+                    return None
+
+            self._file = separate
+        self.prefix = prefix
+        terms = self._file(prefix + ".trm")
+        postings = self._file(prefix + ".pst")
+        if terms is None or postings is None:
+            raise BadIndex(f"segment {facts.segid}: its terms or postings are missing")
+        self.terms = Terms(terms, unpickle)
+        self.postings_data = postings
+        self._columns: dict[str, Any] = {}
+
+    # --- postings --------------------------------------------------------------------------
+
+    def __contains__(self, term: tuple[str, str]) -> bool:
+        return self.terms.get(*term) is not None
+
+    def blocks(self, field: str, term: str) -> Iterator[tuple[tuple[int, ...], Any]]:
+        """The term's postings, block by block: (document numbers, weights), in order."""
+        info = self.terms.get(field, term)
+        if info is None:
+            return
+        values = _TERM_INFO.unpack_from(info, 0)
+        if values[0]:  # postings inlined in the term info
+            inlined = self.unpickle.loads(info[_TERM_INFO.size :])
+            if not (type(inlined) is tuple and len(inlined) == 3):
+                raise BadIndex("a term's inlined postings are malformed")
+            ids, weights = inlined[0], inlined[1]
+            yield tuple(ids), (1.0,) * len(ids) if weights is None else weights
+            return
+        offset = _LONG.unpack_from(info, _TERM_INFO.size)[0]
+        data = self.postings_data
+        if bytes(_slice(data, offset, 4)) != _POSTINGS_MAGIC:
+            raise BadIndex("a posting list has a foreign header")
+        at = offset + 4
+        while True:
+            length = _INT.unpack_from(data, at)[0]
+            last = length < 0
+            end = at + 4 + abs(length)
+            if end > len(data):
+                raise BadIndex("a posting block runs past its file")
+            block = bytes(data[at + 4 : end])
+            header, start = self.unpickle.at(block)
+            if not (type(header) is tuple and len(header) == 6):
+                raise BadIndex("a posting block has a malformed header")
+            count, compressed = header[0], header[3]
+            body = block[start:]
+            loaded = self.unpickle.loads(_inflate(body) if compressed else body)
+            if not (type(loaded) is tuple and len(loaded) == 3 and int_in(count, 0, MAX_DOCS)):
+                raise BadIndex("a posting block is malformed")
+            ids = tuple(accumulate(loaded[0]))
+            weights = loaded[1]
+            if weights is None:
+                weights = (1.0,) * count
+            elif type(weights) is float:
+                weights = (weights,) * count
+            yield ids, weights
+            if last:
+                return
+            at = end
+
+    # --- columns -----------------------------------------------------------------------------
+
+    def _column(self, name: str) -> memoryview | bytes | None:
+        if name not in self._columns:
+            self._columns[name] = self._file(f"{self.prefix}.{name}.col")
+        found: memoryview | bytes | None = self._columns[name]
+        return found
+
+    def length_bytes(self, field: str) -> bytes:
+        """The field's length in each document as Whoosh stores it: a byte each (an
+        approximation that `LENGTH_OF_BYTE` decodes; 0 is no length), one per document (the
+        column leaves out the zeros at its end)."""
+        column = bytes(self._column(f"_{field}_len") or b"")
+        return column + bytes(max(0, self.doc_count - len(column)))
+
+    def stored_fields(self, docnum: int) -> dict[str, Any]:
+        """A document's stored fields (whoosh's `_stored` column: pickles, deflated, in a
+        column of variable-length values)."""
+        column = self._column("_stored")
+        if column is None or not 0 <= docnum < self.doc_count:
+            raise BadIndex(f"segment {self.facts.segid}: no stored fields for a document")
+        offset, length = self._stored_extent(column, docnum)
+        if not length:
+            return {}
+        found = self.unpickle.loads(_inflate(_slice(column, offset, length)))
+        if type(found) is not dict:
+            raise BadIndex(f"segment {self.facts.segid}: malformed stored fields")
+        return found
+
+    def _stored_extent(self, column: memoryview | bytes, docnum: int) -> tuple[int, int]:
+        count = self.doc_count
+        last = len(column) - 1
+        code = chr(column[last])
+        offsets = None
+        if code == "X":
+            code, offsets_code = chr(column[last - 2]), chr(column[last - 1])
+            size = struct.calcsize(offsets_code)
+            start = last - 2 - count * size
+            offsets = array(offsets_code, bytes(_slice(column, start, count * size)))
+            last = start
+        size = struct.calcsize(code)
+        lengths = array(code, bytes(_slice(column, last - size * count, size * count)))
+        if _LITTLE:  # whoosh writes its arrays big-endian
+            lengths.byteswap()
+            if offsets is not None:
+                offsets.byteswap()
+        length = lengths[docnum]
+        offset = offsets[docnum] if offsets is not None else sum(lengths[:docnum])
+        return offset, length
+
+
+# A length byte's length, as Whoosh reads it back (`doc_field_length`: none for 0).
+LENGTH_OF_BYTE = (0, *(byte_to_length(b) for b in range(1, 256)))
+
+_LITTLE = struct.pack("=H", 1) == struct.pack("<H", 1)
+
+
+def open_segments(
+    folder: Path, fields: frozenset[str], expected: Mapping[str, Identity] | None = None
+) -> tuple[IndexFolder, list[Segment]]:
+    """The index's segments, in the order of its table of contents."""
+    files = IndexFolder(folder, expected)
+    try:
+        name, generation = files.latest_toc()
+        facts = read_toc(bytes(files.read(name)), generation, fields)
+        unpickle = _Unpickle(expected is not None)
+        return files, [Segment(files, fact, unpickle) for fact in facts]
+    except BaseException:
+        files.close()
+        raise
+
+
+@contextlib.contextmanager
+def reading(folder: Path) -> Iterator[None]:
+    """Whatever damaged or hostile bytes make the decoding raise becomes one ArtifactError
+    naming the folder."""
+    try:
+        yield
+    except KnowlError:
+        raise
+    except Exception as exc:  # crafted bytes can make the decoding raise anything
+        raise ArtifactError(f"{folder}: {problem(exc)}") from None
+
+
+def problem(exc: BaseException) -> str:
+    """One line saying why the index cannot be read."""
+    cause = exc
+    if isinstance(cause, UnsafePickle | BadIndex):
+        text = str(cause)
+    else:
+        text = f"the index is damaged ({type(cause).__name__}: {cause})"
+    text = " ".join(text.split())
+    return text if len(text) <= 200 else text[:197] + "..."
