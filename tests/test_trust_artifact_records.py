@@ -393,6 +393,23 @@ def test_the_catalog_must_point_at_its_own_line(artifact: Path, tmp_path: Path) 
     assert "does not point at its line of pages.jsonl" in result.stderr
 
 
+def test_the_caveats_must_be_the_catalogs_own(artifact: Path, tmp_path: Path) -> None:
+    """catalog.json lists the caveats by entity (1.1) so that a reader need not decode every
+    entry: a list that disagrees with the entries is refused like any other damage."""
+    catalog = json.loads((artifact / "catalog.json").read_bytes())
+    assert catalog["caveats"]  # the corpus has caveats
+
+    def forge(folder: Path) -> None:
+        found = json.loads((folder / "catalog.json").read_bytes())
+        found["caveats"] = {"shop_pg.orders.total_revenue": [0]}
+        (folder / "catalog.json").write_bytes(dump_json(found))
+
+    folder = tampered(artifact, tmp_path / "artifact", forge)
+    result = run_cli(["search", "revenue", "--artifact", str(folder)])
+    assert_refused(result, "search")
+    assert "does not list the catalog's caveats" in result.stderr
+
+
 def test_an_unlisted_or_linked_file_is_refused(artifact: Path, tmp_path: Path) -> None:
     """A file the manifest does not list (a newer TOC generation whoosh would prefer), or a
     symlink, is refused even when every listed checksum matches."""

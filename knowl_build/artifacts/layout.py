@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 FORMAT = "knowl-build"
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: catalog.json lists the caveats by entity
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 LOCK = ".knowl-lock"

@@ -198,6 +198,25 @@ class CatalogEntry(Struct, frozen=True):
 
 class Catalog(Struct, frozen=True):
     pages: list[CatalogEntry]
+    # Since 1.1: `catalog_caveats(pages)`, so that a reader finds the caveats about a hit's
+    # entities without decoding every entry.
+    caveats: dict[str, list[Count]] | UnsetType = UNSET
+
+
+def catalog_caveats(pages: list[CatalogEntry]) -> dict[str, list[int]]:
+    """The active caveat pages about each entity, by position in the catalog, in its order.
+    A user page with a global page's id only annotates that page: it is no caveat of its own
+    (SPEC 6.2)."""
+    global_ids = {page.id for page in pages if page.scope == "global"}
+    found: dict[str, list[int]] = {}
+    for i, page in enumerate(pages):
+        if page.usage_mode != "caveat" or page.status != "active":
+            continue
+        if page.scope != "global" and page.id in global_ids:
+            continue
+        for entity in sorted(set(page.sl_refs)):
+            found.setdefault(entity, []).append(i)
+    return dict(sorted(found.items()))
 
 
 # --- entities.json, graph.json, diagnostics.json, signatures.json -----------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from msgspec import UnsetType
 
 from knowl_build.artifacts.folders import listing, safe_name, shown_name
 from knowl_build.artifacts.layout import (
@@ -25,6 +26,7 @@ from knowl_build.artifacts.schema import (
     Manifest,
     PageRecord,
     VectorsMeta,
+    catalog_caveats,
     decode,
     decoder,
     problem,
@@ -154,6 +156,10 @@ def _check_catalog(catalog: Catalog, lines: dict[int, tuple[str, str, str]]) -> 
         if entry.key in keys:
             return [f"catalog.json: 'pages[{i}]' lists a page twice"]
         keys.add(entry.key)
+    if not isinstance(catalog.caveats, UnsetType) and catalog.caveats != catalog_caveats(
+        catalog.pages
+    ):
+        return ["catalog.json: 'caveats' does not list the catalog's caveats"]
     return []
 
 

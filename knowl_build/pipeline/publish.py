@@ -183,7 +183,11 @@ def build(
         try:
             (staging / "pages.jsonl").write_bytes(b"".join(rows.lines))
             (staging / "catalog.json").write_bytes(
-                schema.encode(schema.Catalog(pages=rows.catalog))
+                schema.encode(
+                    schema.Catalog(
+                        pages=rows.catalog, caveats=schema.catalog_caveats(rows.catalog)
+                    )
+                )
             )
             (staging / "entities.json").write_bytes(schema.encode(entities))
             if old is not None and old.graph == graph_key:

@@ -5,12 +5,13 @@ pipeline, GitPython or networkx."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
-from msgspec import UnsetType
+from msgspec import UNSET, DecodeError, Raw, Struct, UnsetType
 
 from knowl_build import embeddings
 from knowl_build.artifacts import memo, publication
@@ -18,7 +19,6 @@ from knowl_build.artifacts.layout import MANIFEST
 from knowl_build.artifacts.opening import Artifact, open_artifact
 from knowl_build.artifacts.schema import (
     BuildRef,
-    Catalog,
     CatalogEntry,
     Entities,
     Entity,
@@ -28,7 +28,9 @@ from knowl_build.artifacts.schema import (
     PageNode,
     PageRecord,
     PageRef,
+    catalog_caveats,
     decode,
+    decoder,
 )
 from knowl_build.errors import ArtifactError, KnowlError
 from knowl_build.pageref import Named, pick
@@ -43,6 +45,137 @@ def visible(page: CatalogEntry, user: str | None) -> bool:
     return page.scope == GLOBAL or (user is not None and page.scope == f"user:{user}")
 
 
+class _Head(Struct, frozen=True):
+    """What a query needs of every catalog entry at once (decoding every field of every
+    entry costs more than the query at 10,000 pages); the rest is decoded entry by entry."""
+
+    key: str
+    id: str
+    scope: str
+
+
+class _Heads(Struct, frozen=True):
+    pages: list[_Head]
+    caveats: dict[str, list[int]] | UnsetType = UNSET
+
+
+class _Raws(Struct, frozen=True):
+    pages: list[Raw]
+
+
+_ENTRY = decoder(CatalogEntry)
+
+
+class Catalog:
+    """catalog.json, decoded as far as it is read: every entry's key, id and scope and the
+    caveats by entity when opened, an entry's other fields when it is first asked for. Each
+    decode checks the schema of what it reads (the full validation checked all of it once,
+    the caveats against the entries included)."""
+
+    def __init__(self, folder: Path, data: bytes) -> None:
+        self.folder = folder
+        heads = _read(folder, "catalog.json", _Heads, data)
+        self.heads = heads.pages
+        self.raws = _read(folder, "catalog.json", _Raws, data).pages
+        if len(self.raws) != len(self.heads):
+            raise ArtifactError(f"{folder}: catalog.json changed while it was read")
+        self.entries: list[CatalogEntry | None] = [None] * len(self.heads)
+        self.position = {head.key: i for i, head in enumerate(self.heads)}
+        self._caveats = None if isinstance(heads.caveats, UnsetType) else heads.caveats
+
+    def entry(self, i: int) -> CatalogEntry:
+        found = self.entries[i]
+        if found is None:
+            try:
+                found = _ENTRY.decode(self.raws[i])
+            except (DecodeError, RecursionError):
+                found = _read(self.folder, f"catalog.json pages[{i}]", CatalogEntry, self.raws[i])
+            head = self.heads[i]
+            if (found.key, found.id, found.scope) != (head.key, head.id, head.scope):
+                raise ArtifactError(f"{self.folder}: catalog.json changed while it was read")
+            self.entries[i] = found
+        return found
+
+    def all(self) -> list[CatalogEntry]:
+        return [self.entry(i) for i in range(len(self.heads))]
+
+    @cached_property
+    def by_scope_id(self) -> dict[tuple[str, str], list[int]]:
+        index: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for i, head in enumerate(self.heads):
+            index[(head.scope, head.id)].append(i)
+        return dict(index)
+
+    @cached_property
+    def caveats_by_entity(self) -> dict[str, list[int]]:
+        """The active caveat pages about each entity (a user page that shadows a global
+        one is no caveat of its own), by position: as catalog.json lists them since 1.1."""
+        if self._caveats is None:
+            return catalog_caveats(self.all())
+        count = len(self.heads)
+        if not all(0 <= i < count for found in self._caveats.values() for i in found):
+            raise ArtifactError(f"{self.folder}: catalog.json lists caveats it does not hold")
+        return self._caveats
+
+    @cached_property
+    def caveats(self) -> list[int]:
+        return sorted({i for found in self.caveats_by_entity.values() for i in found})
+
+
+class _ByKey(Mapping[str, CatalogEntry]):
+    """The catalog's entries by key, decoded as they are looked up."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+
+    def __getitem__(self, key: str) -> CatalogEntry:
+        return self.catalog.entry(self.catalog.position[key])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.catalog.position
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.catalog.position)
+
+    def __len__(self) -> int:
+        return len(self.catalog.position)
+
+
+class _ByScopeId(Mapping[tuple[str, str], list[CatalogEntry]]):
+    """The catalog's entries by (scope, id), decoded as they are looked up."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+
+    def __getitem__(self, key: tuple[str, str]) -> list[CatalogEntry]:
+        return [self.catalog.entry(i) for i in self.catalog.by_scope_id[key]]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.catalog.by_scope_id
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self.catalog.by_scope_id)
+
+    def __len__(self) -> int:
+        return len(self.catalog.by_scope_id)
+
+
+class _CaveatsByEntity(Mapping[str, list[CatalogEntry]]):
+    """The active caveats about each entity, decoded as they are looked up."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+
+    def __getitem__(self, entity: str) -> list[CatalogEntry]:
+        return [self.catalog.entry(i) for i in self.catalog.caveats_by_entity[entity]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.catalog.caveats_by_entity)
+
+    def __len__(self) -> int:
+        return len(self.catalog.caveats_by_entity)
+
+
 @dataclass
 class ArtifactView:
     """An artifact open for reading. Its folder stays pinned (opening.open_artifact) until
@@ -52,9 +185,7 @@ class ArtifactView:
     lost its shape after the folder was validated is an ArtifactError, never a KeyError."""
 
     artifact: Artifact
-    pages: list[CatalogEntry]
-    by_key: dict[str, CatalogEntry] = field(default_factory=dict)
-    by_scope_id: dict[tuple[str, str], list[CatalogEntry]] = field(default_factory=dict)
+    catalog: Catalog
 
     @classmethod
     def open(cls, folder: Path) -> ArtifactView:
@@ -67,14 +198,26 @@ class ArtifactView:
 
     @classmethod
     def _load(cls, artifact: Artifact) -> ArtifactView:
-        pages = _read(artifact.folder, "catalog.json", Catalog).pages
-        view = cls(artifact, pages)
-        index: dict[tuple[str, str], list[CatalogEntry]] = defaultdict(list)
-        for page in pages:
-            view.by_key[page.key] = page
-            index[(page.scope, page.id)].append(page)
-        view.by_scope_id = dict(index)
-        return view
+        try:
+            data = (artifact.folder / "catalog.json").read_bytes()
+        except OSError as exc:
+            raise ArtifactError(
+                f"{artifact.folder}: catalog.json is unreadable ({exc.strerror})"
+            ) from None
+        return cls(artifact, Catalog(artifact.folder, data))
+
+    @cached_property
+    def pages(self) -> list[CatalogEntry]:
+        """Every page of the catalog, in its order."""
+        return self.catalog.all()
+
+    @cached_property
+    def by_key(self) -> Mapping[str, CatalogEntry]:
+        return _ByKey(self.catalog)
+
+    @cached_property
+    def by_scope_id(self) -> Mapping[tuple[str, str], list[CatalogEntry]]:
+        return _ByScopeId(self.catalog)
 
     @property
     def folder(self) -> Path:
@@ -184,19 +327,11 @@ class ArtifactView:
 
     @cached_property
     def caveats(self) -> list[CatalogEntry]:
-        return [
-            p
-            for p in self.pages
-            if p.usage_mode == CAVEAT and p.status == "active" and not self.shadows_global(p)
-        ]
+        return [self.catalog.entry(i) for i in self.catalog.caveats]
 
     @cached_property
-    def caveats_by_entity(self) -> dict[str, list[CatalogEntry]]:
-        index: dict[str, list[CatalogEntry]] = defaultdict(list)
-        for caveat in self.caveats:
-            for entity in set(caveat.sl_refs):
-                index[entity].append(caveat)
-        return dict(index)
+    def caveats_by_entity(self) -> Mapping[str, list[CatalogEntry]]:
+        return _CaveatsByEntity(self.catalog)
 
     @cached_property
     def graph(self) -> Graph:
