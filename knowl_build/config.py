@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from knowl_build.diagnostics import SEVERITY_CHOICES
+from knowl_build.vocabulary import SEVERITY_CHOICES
 
 DEFAULT_BOOSTS = MappingProxyType({"summary": 3.0, "tags": 2.0, "title": 2.0, "body": 1.0})
 BOOST_FIELDS = tuple(DEFAULT_BOOSTS)

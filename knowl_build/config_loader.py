@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
+import sys
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -24,9 +24,8 @@ from knowl_build.config import (
     SearchConfig,
     SecurityConfig,
 )
-from knowl_build.diagnostics import SEVERITY_CHOICES
 from knowl_build.errors import ConfigError
-from knowl_build.secrets.scanner import use_extra_patterns
+from knowl_build.vocabulary import SEVERITY_CHOICES
 
 
 def _keys_under(prefix: str) -> list[str]:
@@ -37,6 +36,9 @@ def _keys_under(prefix: str) -> list[str]:
 
 
 def _did_you_mean(name: str, choices: list[str]) -> str:
+    # For a message only: not loaded by every run (start-up time).
+    import difflib
+
     close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -277,7 +279,14 @@ def load_config(root: Path, explicit: Path | None = None) -> Config:
     """Read `--config FILE`, else knowl.toml, else [tool.knowl] in pyproject.toml, else defaults."""
     config = _read_config(root, explicit)
     # Every message of this run hides the project's own secret patterns too (secrets.redact).
-    use_extra_patterns(config.security.extra_patterns)
+    patterns = config.security.extra_patterns
+    if patterns or "knowl_build.secrets.scanner" in sys.modules:
+        # A scanner not loaded yet has none: it loads here only to take some, or to drop
+        # those an earlier configuration gave it (start-up time of a reader, which scans
+        # nothing).
+        from knowl_build.secrets.scanner import use_extra_patterns
+
+        use_extra_patterns(patterns)
     return config
 
 

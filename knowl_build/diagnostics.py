@@ -8,12 +8,12 @@ from typing import Any
 
 from knowl_build.secrets.scanner import redact
 
-EXIT_OK = 0
-EXIT_FINDINGS = 1
-EXIT_USAGE = 2
-
-SEVERITIES = ("error", "warning", "info")
-SEVERITY_CHOICES = (*SEVERITIES, "off")
+# Severities and exit codes, kept in `vocabulary` and named here too.
+from knowl_build.vocabulary import EXIT_FINDINGS as EXIT_FINDINGS
+from knowl_build.vocabulary import EXIT_OK as EXIT_OK
+from knowl_build.vocabulary import EXIT_USAGE as EXIT_USAGE
+from knowl_build.vocabulary import SEVERITIES as SEVERITIES
+from knowl_build.vocabulary import SEVERITY_CHOICES as SEVERITY_CHOICES
 
 
 @dataclass(frozen=True, order=True, slots=True)

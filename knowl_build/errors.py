@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from knowl_build.secrets.scanner import redact
-
 
 class KnowlError(Exception):
     """Base of every error that ends a run with a one-line message and exit code 2.
@@ -14,6 +12,10 @@ class KnowlError(Exception):
     exit_code = 2
 
     def __init__(self, *args: object) -> None:
+        # The scanner loads when an error is made, not with every module that may raise one
+        # (start-up time of the reader).
+        from knowl_build.secrets.scanner import redact
+
         super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 

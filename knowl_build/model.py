@@ -9,15 +9,14 @@ from typing import Any, NamedTuple
 
 from knowl_build.diagnostics import Finding
 
-# The vocabularies of page fields (SPEC 2.2), for validation, options and MCP schemas alike.
-USAGE_MODES = ("reference", "caveat", "policy", "definition")
-PROVENANCES = ("board_approved", "human_curated", "inferred")
-CATEGORIES = ("fact", "decision", "goal", "constraint", "architecture", "state", "skill")
-# `draft`: written by an agent and not yet reviewed by a person (`[writes] agent_status`).
-DRAFT = "draft"
-STATUSES = ("active", "deprecated", "rejected", "archived", "superseded", DRAFT)
-FRESHNESS = ("fresh", "needs_review", "stale")
-VISIBILITIES = ("repo", "workspace")
+# The vocabularies of page fields (SPEC 2.2), kept in `vocabulary` and named here too.
+from knowl_build.vocabulary import CATEGORIES as CATEGORIES
+from knowl_build.vocabulary import DRAFT as DRAFT
+from knowl_build.vocabulary import FRESHNESS as FRESHNESS
+from knowl_build.vocabulary import PROVENANCES as PROVENANCES
+from knowl_build.vocabulary import STATUSES as STATUSES
+from knowl_build.vocabulary import USAGE_MODES as USAGE_MODES
+from knowl_build.vocabulary import VISIBILITIES as VISIBILITIES
 
 
 class TextIndex:

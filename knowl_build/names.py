@@ -17,7 +17,6 @@ from __future__ import annotations
 import unicodedata
 
 from knowl_build.errors import UsageError
-from knowl_build.secrets.scanner import redact
 
 MAX_NAME_CHARS = 100
 MAX_NAME_BYTES = 255
@@ -44,6 +43,10 @@ def owner_problem(name: str) -> str | None:
             return f"it contains the invisible or control character U+{ord(char):04X}"
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:
         return f"it is longer than {MAX_NAME_BYTES} bytes in UTF-8"
+    # The scanner loads for a name to check, not with the module (start-up time of a reader
+    # asked for no user).
+    from knowl_build.secrets.scanner import redact
+
     if redact(name) != name:
         # A name is printed in paths, answers and findings: it must never be a secret.
         return "it holds a secret"

@@ -54,13 +54,18 @@ class Hold:
 
 def hold(folder: Path) -> Hold:
     """Pin `folder` for reading; Vanished when it is gone or being pruned."""
-    gone = Vanished(f"{folder}: removed by a newer build while opening it; run the command again")
+
+    def gone() -> Vanished:  # made only when raised: an error redacts its message
+        return Vanished(
+            f"{folder}: removed by a newer build while opening it; run the command again"
+        )
+
     try:
         fd = open_regular(folder / MANIFEST)
     except FileNotFoundError:
         if folder.is_dir():
             raise Vanished(f"{folder}: not a knowl-build artifact (no {MANIFEST})") from None
-        raise gone from None
+        raise gone() from None
     except OSError as exc:
         raise ArtifactError(f"{folder}: {MANIFEST} cannot be opened ({exc.strerror})") from None
     pinned = Hold(fd)
@@ -70,7 +75,7 @@ def hold(folder: Path) -> Hold:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:  # a build is deleting the folder right now
         pinned.close()
-        raise gone from None
+        raise gone() from None
     except OSError:
         return pinned  # a file system without locks: read unpinned, as without fcntl
     try:
@@ -80,7 +85,7 @@ def hold(folder: Path) -> Hold:
         linked = False
     if not linked:
         pinned.close()
-        raise gone
+        raise gone()
     return pinned
 
 

@@ -1,9 +1,21 @@
 """The command line: click commands that translate options into one application call and
-render its outcome. `cli` is the `knowl` group; the commands register on import."""
+render its outcome. `cli` is the `knowl` group; each command registers when its module is
+imported, which the group does when the command runs (`KnowlGroup.modules`)."""
 
 from __future__ import annotations
 
-from knowl_build.cli import checking, reading, serving, writing
-from knowl_build.cli.main import cli, main
+from knowl_build.cli.main import KnowlGroup, cli, main
 
-__all__ = ["checking", "cli", "main", "reading", "serving", "writing"]
+__all__ = ["cli", "main"]
+
+_COMMANDS = {
+    "checking": ("check", "build", "stale", "conflicts", "rules"),
+    "reading": ("search", "context", "show", "traverse", "timeline", "graph", "verify"),
+    "publishing": ("site",),
+    "serving": ("mcp",),
+    "writing": ("store", "supersede", "review", "fix"),
+}
+assert isinstance(cli, KnowlGroup)
+cli.modules.update(
+    {name: f"knowl_build.cli.{module}" for module, names in _COMMANDS.items() for name in names}
+)

@@ -9,22 +9,19 @@ inside the command, so `knowl --help` stays instant (start-up time).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from knowl_build import __version__
-from knowl_build.config import Config
-from knowl_build.diagnostics import EXIT_USAGE
+from knowl_build import __version__, process
 from knowl_build.errors import ArtifactError, KnowlError, UsageError
-from knowl_build.files import atomic_write
-from knowl_build.secrets.scanner import redact
+from knowl_build.vocabulary import EXIT_USAGE
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -110,6 +107,14 @@ def global_options(func: F) -> F:
     return func
 
 
+def redact(text: str) -> str:
+    """`secrets.scanner.redact`, the scanner loaded only for a message to print (start-up
+    time of every command)."""
+    from knowl_build.secrets.scanner import redact as scanned
+
+    return scanned(text)
+
+
 def _redacted(exc: click.ClickException) -> click.ClickException:
     """click's usage messages quote the value given ('x' is not one of ...): it may be a secret."""
     # click types the attribute as final; it is a plain attribute that show() reads.
@@ -126,7 +131,23 @@ def say(text: str, *, err: bool = True) -> None:
 
 
 class KnowlGroup(click.Group):
-    """Turns KnowlError into a one-line message and its exit code, in one place."""
+    """Turns KnowlError into a one-line message and its exit code, in one place.
+
+    `modules` names the module of each command not registered yet: it is imported when the
+    command runs (or help lists them all), so a process imports the one command it runs
+    (start-up time of `knowl search`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.modules: dict[str, str] = {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.modules})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.modules:
+            importlib.import_module(self.modules[cmd_name])
+        return super().get_command(ctx, cmd_name)
 
     def make_context(
         self,
@@ -155,6 +176,8 @@ class KnowlGroup(click.Group):
             ctx.exit(130)
         except Exception as exc:  # the last line of defence: no traceback unless -v
             if settings(ctx).verbose:
+                import traceback  # only for -v (start-up time)
+
                 traceback.print_exc()
             say(
                 redact(
@@ -244,6 +267,7 @@ def notices(lines: list[str], quiet: int) -> None:
 
 
 def write_sarif(path: Path, log: str) -> None:
+    from knowl_build.files import atomic_write  # only for a SARIF file (start-up time)
 
     try:
         atomic_write(path, log.encode("utf-8"))
@@ -265,6 +289,7 @@ def sarif_on_failure(fmt: str, sarif_file: Path | None) -> Iterator[None]:
         raise
     except Exception as exc:
         from knowl_build.app.checking import rule_table
+        from knowl_build.config import Config
         from knowl_build.output import sarif
 
         message = (
@@ -272,6 +297,8 @@ def sarif_on_failure(fmt: str, sarif_file: Path | None) -> Iterator[None]:
             if isinstance(exc, KnowlError)
             else f"internal error: {type(exc).__name__}: {exc}"
         )
+        from knowl_build.files import atomic_write
+
         log = sarif.render([], rule_table(Config()), failure=redact(message))
         if sarif_file is not None:
             # Best effort: the error that stops the run may be this very file.
@@ -309,4 +336,8 @@ def render_findings(
 
 
 def main() -> None:
-    cli(prog_name="knowl")
+    process.for_a_command()
+    try:
+        cli(prog_name="knowl")
+    except SystemExit as done:  # click ends every run with one
+        process.exit_now(done.code)

@@ -26,7 +26,7 @@ from knowl_build.cli.main import (
     settings,
 )
 from knowl_build.errors import UsageError
-from knowl_build.model import CATEGORIES, STATUSES, USAGE_MODES
+from knowl_build.vocabulary import CATEGORIES, STATUSES, USAGE_MODES
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -1,0 +1,24 @@
+"""The fixed words of knowl: page field values, severities and exit codes. Imports nothing,
+so a front end can offer them as choices without loading the model or the diagnostics
+(start-up time of every command)."""
+
+from __future__ import annotations
+
+# The vocabularies of page fields (SPEC 2.2), for validation, options and MCP schemas alike.
+USAGE_MODES = ("reference", "caveat", "policy", "definition")
+PROVENANCES = ("board_approved", "human_curated", "inferred")
+CATEGORIES = ("fact", "decision", "goal", "constraint", "architecture", "state", "skill")
+# `draft`: written by an agent and not yet reviewed by a person (`[writes] agent_status`).
+DRAFT = "draft"
+STATUSES = ("active", "deprecated", "rejected", "archived", "superseded", DRAFT)
+FRESHNESS = ("fresh", "needs_review", "stale")
+VISIBILITIES = ("repo", "workspace")
+
+# Finding severities, and what a rule may be set to.
+SEVERITIES = ("error", "warning", "info")
+SEVERITY_CHOICES = (*SEVERITIES, "off")
+
+# Exit codes (0 clean, 1 findings, 2 usage, configuration or internal error).
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
