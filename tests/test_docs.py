@@ -99,7 +99,11 @@ def test_site_builds_strict_and_lives_at_docs_url(site: Path) -> None:
 def _commands(group: click.Command, path: str = "knowl") -> Iterator[str]:
     yield path
     if isinstance(group, click.Group):
-        for name, command in group.commands.items():
+        # As help lists them: the `knowl` group imports each command's module on demand.
+        ctx = click.Context(group)
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            assert command is not None
             yield from _commands(command, f"{path} {name}")
 
 
@@ -124,7 +128,9 @@ def test_command_help_keeps_placeholders_and_examples(site: Path) -> None:
         command: click.Command = cli
         for name in path.split()[1:]:
             assert isinstance(command, click.Group)
-            command = command.commands[name]
+            found = command.get_command(click.Context(command), name)
+            assert found is not None
+            command = found
         for line in inspect.cleandoc(command.help or "").splitlines():
             if line.startswith("  ") and line.strip():
                 # click prints a `\b` block as it is written: on the site, it is code.

@@ -16,6 +16,7 @@ _COMMANDS = {
     "writing": ("store", "supersede", "review", "fix"),
 }
 assert isinstance(cli, KnowlGroup)
+cli.package = __name__
 cli.modules.update(
-    {name: f"knowl_build.cli.{module}" for module, names in _COMMANDS.items() for name in names}
+    {name: f"{__name__}.{module}" for module, names in _COMMANDS.items() for name in names}
 )

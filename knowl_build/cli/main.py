@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import json
 import os
+import pkgutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -134,19 +135,31 @@ class KnowlGroup(click.Group):
     """Turns KnowlError into a one-line message and its exit code, in one place.
 
     `modules` names the module of each command not registered yet: it is imported when the
-    command runs (or help lists them all), so a process imports the one command it runs
-    (start-up time of `knowl search`)."""
+    command runs, so a process imports the one command it runs (start-up time of `knowl
+    search`). Help, and a name `modules` does not know, import every module of `package`
+    (a command module it does not list yet still works)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.modules: dict[str, str] = {}
+        self.package: str | None = None
+
+    def _import_all(self) -> None:
+        if self.package is not None:
+            found = importlib.import_module(self.package)
+            for module in pkgutil.iter_modules(found.__path__, self.package + "."):
+                importlib.import_module(module.name)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*self.commands, *self.modules})
+        self._import_all()
+        return sorted(self.commands)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in self.modules:
-            importlib.import_module(self.modules[cmd_name])
+        if cmd_name not in self.commands:
+            if cmd_name in self.modules:
+                importlib.import_module(self.modules[cmd_name])
+            else:
+                self._import_all()
         return super().get_command(ctx, cmd_name)
 
     def make_context(
