@@ -108,6 +108,11 @@ class Config:
     agent_status: str = "active"  # [writes] agent_status: how an agent's new page lands
     link_resolution: str = EXACT  # [links] resolution
     frontmatter_allow: tuple[str, ...] = ()  # [frontmatter] allow, as written
+    # [site]: the static site (`knowl site`); not in `to_json`, as the artifact does not
+    # depend on it (a new title must not make the next build a new publication).
+    site_title: str | None = None
+    site_base_url: str | None = None  # ends in `/`
+    site_templates: str | None = None  # a folder inside the project
     source: str | None = None
 
     @property
@@ -352,5 +357,28 @@ SCHEMA: tuple[Option, ...] = (
         "The first segment of the dbt entities' names (`<connection>.<semantic_model>`): "
         "letters, digits, `_` and `-`. Unset, it is the `name` in `dbt_project.yml`, which "
         "then must have one.",
+    ),
+    Option(
+        "site.title",
+        "string",
+        _default("site_title"),
+        "The title of the static site `knowl site` writes, in its header and the title of "
+        "every page. Unset, it is the repository's name ([Publishing a site](site.md)).",
+    ),
+    Option(
+        "site.base_url",
+        "string",
+        _default("site_base_url"),
+        "The `http://` or `https://` address the site is published at, such as "
+        "`https://acme.github.io/kb/`: each page then names its canonical address. Unset, the "
+        "site has no absolute links ([Publishing a site](site.md#configuration)).",
+    ),
+    Option(
+        "site.templates",
+        "folder (string)",
+        _default("site_templates"),
+        "A folder of Jinja2 templates, inside the project, whose files replace the shipped "
+        "templates of the same name (`knowl/<name>` still names the shipped one); they are "
+        "rendered in Jinja2's sandbox with autoescaping ([Templates](site.md#templates)).",
     ),
 )

@@ -9,6 +9,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
 from knowl_build.config import (
     AGENT_STATUSES,
@@ -227,6 +228,14 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         dbt_connection = dbt.get("connection", str, DEFAULTS.dbt_connection)
         if dbt_connection is not None and not re.fullmatch(r"[A-Za-z0-9_-]+", dbt_connection):
             raise dbt.error("connection", "must match [A-Za-z0-9_-]+")
+    site = _Reader(source, top.table_of("site"), "site.")
+    site_title = site.get("title", str, DEFAULTS.site_title)
+    site_base_url = site.get("base_url", str, DEFAULTS.site_base_url)
+    if site_base_url is not None:
+        site_base_url = _base_url(site, site_base_url)
+    site_templates = None
+    if "templates" in site.table:
+        site_templates = site.relative_dir("templates", ".")
     repo_name = top.get("repo_name", str, DEFAULTS.repo_name)
     knowledge_dir = top.relative_dir("knowledge_dir", DEFAULTS.knowledge_dir)
     out_dir = top.relative_dir("out_dir", DEFAULTS.out_dir)
@@ -259,8 +268,21 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         agent_status=agent_status,
         link_resolution=resolution,
         frontmatter_allow=allow,
+        site_title=site_title,
+        site_base_url=site_base_url,
+        site_templates=site_templates,
         source=source,
     )
+
+
+def _base_url(site: _Reader, url: str) -> str:
+    """An absolute http(s) address with a host, ending in `/` (pages are named under it)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or any(c.isspace() for c in url):
+        raise site.error("base_url", f"must be an http:// or https:// address, got {url!r}")
+    if parts.query or parts.fragment:
+        raise site.error("base_url", f"must not have a query or a fragment, got {url!r}")
+    return url if url.endswith("/") else url + "/"
 
 
 def _read_toml(path: Path, label: str) -> dict[str, Any]:

@@ -54,6 +54,9 @@ CASES: dict[str, tuple[str, object, object]] = {
     "frontmatter.allow": ("frontmatter_allow", ["cssclasses"], ("cssclasses",)),
     "semantics.dbt.project_dir": ("dbt_project_dir", "analytics_dbt", "analytics_dbt"),
     "semantics.dbt.connection": ("dbt_connection", "shop_dbt", "shop_dbt"),
+    "site.title": ("site_title", "Acme knowledge", "Acme knowledge"),
+    "site.base_url": ("site_base_url", "https://acme.example/kb", "https://acme.example/kb/"),
+    "site.templates": ("site_templates", "site-templates", "site-templates"),
 }
 
 
@@ -105,6 +108,7 @@ def test_keys_are_unique_and_each_table_is_together() -> None:
         "links",
         "frontmatter",
         "semantics",
+        "site",
     ]
 
 
@@ -185,7 +189,7 @@ def test_a_misspelt_key_is_refused_with_the_right_one(key: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "table", ["", "search.", "security.", "peers.", "semantics.", "semantics.dbt."]
+    "table", ["", "search.", "security.", "peers.", "semantics.", "semantics.dbt.", "site."]
 )
 def test_a_table_refuses_a_key_the_schema_lacks(table: str) -> None:
     assert refusal(table_for(f"{table}colour", "blue")) == (

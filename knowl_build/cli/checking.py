@@ -123,6 +123,13 @@ def check(
     default=None,
     help="Output folder (default: out_dir from the configuration, .knowl/build).",
 )
+@click.option(
+    "--site",
+    "with_site",
+    is_flag=True,
+    help="Then render the artifact as a static website into .knowl/site (knowl site), "
+    "unless the build was refused.",
+)
 @BASELINE_OPTION
 @SARIF_OPTION
 @global_options
@@ -134,6 +141,7 @@ def build(
     allow_errors: bool,
     full: bool,
     out: Path | None,
+    with_site: bool,
     baseline: str | None,
     sarif_file: Path | None,
 ) -> None:
@@ -149,6 +157,7 @@ def build(
       knowl build --format github --allow-errors
       knowl build --full --out /tmp/kb-artifact
       knowl build --format github --sarif knowl.sarif
+      knowl build --site
     """
     # Lazy: the application and the renderers load with the command (start-up time).
     from knowl_build.app import checking
@@ -175,6 +184,15 @@ def build(
         text.build_summary(err, outcome.result, time.perf_counter() - started)
         if compared is not None:
             err.print(text.baseline_line(compared), markup=False)
+    if with_site and outcome.result.status != "refused" and outcome.result.folder is not None:
+        from knowl_build.app import site as site_app
+        from knowl_build.cli.publishing import site_summary
+
+        done = site_app.build_site(
+            found.locator, site_app.SiteOptions(artifact=outcome.result.folder)
+        )
+        notices(done.result.notices, found.quiet)
+        site_summary(done, found.quiet)
     ctx.exit(outcome.exit_status)
 
 

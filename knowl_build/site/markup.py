@@ -1,0 +1,309 @@
+"""A page's rendered body as HTML that cannot run anything, its wiki-links pointing where the
+checker resolved them.
+
+Page text is untrusted. markdown-it renders it with raw HTML off (`<script>` and `<img
+onerror>` come out as text), and every URL passes `safe_url` twice: when markdown-it parses a
+link and again before it is written. External links (`http`, `https`, `mailto`) keep their
+URL; relative ones point into the source tree, which the site does not have, so they become
+text; images load only over https. Nothing else reaches an attribute.
+
+`[[target#heading|alias]]` and `![[embed]]` are found by an inline rule, so code spans and
+code blocks keep them as text, exactly where the body scan (parse/body.py) skipped them. The
+scan's links are in the record in the order of the body, each with `to`, the path of the page
+it resolved to: the n-th wiki-link found here is matched to the next record with the same
+target, heading and kind (a token the scan did not count, such as one after a backslash,
+matches none and stays text). A link that resolved to no page of the site is text too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from markdown_it.renderer import RendererHTML
+from markdown_it.rules_inline import StateInline
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
+
+from knowl_build.artifacts.schema import LinkRecord, PageRecord
+from knowl_build.parse.body import heading_key
+
+WIKI = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
+SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+_NOT_SLUG = re.compile(r"[^\w\- ]+")
+_SPACES = re.compile(r"[\s-]+")
+# How far ahead of the last match a wiki-link looks for its record.
+_LOOKAHEAD = 64
+
+
+@dataclass(frozen=True, slots=True)
+class WikiLink:
+    """A `[[...]]` as the body scan reads it (parse/body.py `_make_link`), with its alias."""
+
+    target: str
+    heading: str | None
+    alias: str | None
+    embed: bool
+
+    @property
+    def kind(self) -> str:
+        return "embed" if self.embed else "link"
+
+    @property
+    def text(self) -> str:
+        """What a reader sees: the alias, else the target and heading as written."""
+        if self.alias:
+            return self.alias
+        if self.heading:
+            return f"{self.target} › {self.heading}" if self.target else self.heading
+        return self.target
+
+    def matches(self, record: LinkRecord) -> bool:
+        return (
+            record.kind == self.kind
+            and record.target == self.target
+            and record.heading == self.heading
+        )
+
+
+def parse_wiki(inner: str, embed: bool = False) -> WikiLink | None:
+    """The inside of `[[...]]`: None where the scan makes no link (`[[]]`, `[[|x]]`)."""
+    bar = inner.find("|")
+    target = inner if bar == -1 else inner[:bar]
+    alias = None if bar == -1 else inner[bar + 1 :].strip() or None
+    if bar != -1 and target.endswith("\\"):
+        target = target[:-1]  # `\|` separates the alias inside Markdown tables
+    heading: str | None = None
+    hash_at = target.find("#")
+    if hash_at != -1:
+        heading = target[hash_at + 1 :].strip()
+        target = target[:hash_at]
+    target = target.strip()
+    if target.endswith(".md"):
+        target = target[:-3].rstrip()
+    if not target and not heading:
+        return None
+    return WikiLink(target, heading, alias, embed)
+
+
+def safe_url(url: str) -> bool:
+    """An absolute URL with a scheme a browser only ever navigates with (http, https, mailto),
+    or a relative one (no scheme: never `javascript:`, `data:`, `vbscript:`, `file:`)."""
+    cleaned = "".join(ch for ch in url if ch > " " and ch != "\x7f")
+    match = _SCHEME.match(cleaned)
+    return match is None or match.group(1).lower() in SAFE_SCHEMES
+
+
+def _external(url: str) -> bool:
+    match = _SCHEME.match(url.strip())
+    return match is not None and match.group(1).lower() in SAFE_SCHEMES
+
+
+def slug(text: str) -> str:
+    """A heading's anchor: its text without markup, case-folded, runs of spaces and dashes as
+    one `-` (what `[[page#Heading]]` points at)."""
+    words = _NOT_SLUG.sub("", heading_key(text))
+    return _SPACES.sub("-", words).strip("-") or "section"
+
+
+# The ids the templates give elements of a page: a heading never takes one (it gets `-1`).
+RESERVED = frozenset(
+    {
+        "content",
+        "graph",
+        "graph-heading",
+        "site-search",
+        "search-query",
+        "search-results",
+        "search-status",
+        *(
+            f"{name}-heading"
+            for name in (
+                "backlinks",
+                "caveats",
+                "definition",
+                "drift",
+                "drifted",
+                "facts",
+                "freshness",
+                "history",
+                "members",
+                "supersedes",
+                "usage",
+            )
+        ),
+    }
+)
+
+
+def fragment(heading: str) -> str:
+    """The link to a heading of a page, as `Headings` names its first heading of that text
+    (Obsidian nests headings, `[[page#A#B]]`: the last one is the target)."""
+    name = slug(heading.rsplit("#", 1)[-1])
+    return "#" + quote(f"{name}-1" if name in RESERVED else name, safe="-_.~")
+
+
+def _wiki_rule(state: StateInline, silent: bool) -> bool:
+    src, pos = state.src, state.pos
+    if src[pos] == "!":
+        if not src.startswith("![[", pos):
+            return False
+    elif not src.startswith("[[", pos):
+        return False
+    match = WIKI.match(src, pos, state.posMax)
+    if match is None:
+        return False
+    link = parse_wiki(match.group(2), bool(match.group(1)))
+    if link is None:
+        return False
+    if not silent:
+        token = state.push("wikilink", "", 0)
+        token.meta = {"link": link}
+        token.content = match.group(0)
+    state.pos = match.end()
+    return True
+
+
+def _markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    md.validateLink = safe_url  # type: ignore[method-assign]
+    md.inline.ruler.before("link", "wikilink", _wiki_rule)
+    md.add_render_rule("wikilink", _render_wikilink)
+    md.add_render_rule("image", _render_image)
+    return md
+
+
+def _render_wikilink(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    token = tokens[idx]
+    link: WikiLink = token.meta["link"]
+    href: str | None = token.meta.get("href")
+    text = escapeHtml(link.text)
+    css = "wikilink embed" if link.embed else "wikilink"
+    if href is None:
+        return f'<span class="{css} unresolved">{text}</span>'
+    return f'<a class="{css}" href="{escapeHtml(href)}">{text}</a>'
+
+
+def _render_image(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    token = tokens[idx]
+    alt = self.renderInlineAsText(token.children, options, env)
+    src = str(token.attrGet("src") or "")
+    if not src.lower().startswith("https://") or not safe_url(src):
+        # The source tree's files are not in the site, and other schemes could run or track.
+        return f'<span class="image-omitted">{escapeHtml(alt or src)}</span>'
+    return (
+        f'<img src="{escapeHtml(src)}" alt="{escapeHtml(alt)}" loading="lazy" '
+        'referrerpolicy="no-referrer">'
+    )
+
+
+_MD = _markdown()
+
+
+class Headings:
+    """Anchors of one page's headings, unique within it (`x`, `x-1`, `x-2`), none of them an
+    id the templates use. The page's title (its `<h1>`) takes the first."""
+
+    def __init__(self, title: str) -> None:
+        self.seen: dict[str, int] = dict.fromkeys(RESERVED, 1)
+        self.title = self.anchor(title)
+
+    def anchor(self, text: str) -> str:
+        base = slug(text)
+        count = self.seen.get(base, 0)
+        self.seen[base] = count + 1
+        return base if count == 0 else f"{base}-{count}"
+
+
+def _first_heading_is_title(tokens: list[Token], title: str) -> bool:
+    return (
+        len(tokens) >= 3
+        and tokens[0].type == "heading_open"
+        and tokens[0].tag == "h1"
+        and heading_key(tokens[1].content) == heading_key(title)
+    )
+
+
+def _links(
+    tokens: list[Token], records: list[LinkRecord], resolve: Callable[[str], str | None]
+) -> None:
+    """Give each wiki-link token the page it resolved to (see the module's docstring), and
+    make links that are not external or in-page text."""
+    cursor = 0
+    for block in tokens:
+        if block.type != "inline" or not block.children:
+            continue
+        inside = 0  # inside a Markdown link: a nested wiki-link stays text
+        for token in block.children:
+            if token.type == "link_open":
+                href = str(token.attrGet("href") or "")
+                if href.startswith("#") or (_external(href) and safe_url(href)):
+                    if not href.startswith("#"):
+                        token.attrSet("rel", "nofollow noopener noreferrer")
+                    inside += 1
+                    continue
+                # A path of the source tree: the site does not have it.
+                token.tag = "span"
+                token.attrs = {"class": "link-omitted", "title": href}
+                token.meta["omitted"] = True
+                inside += 1
+            elif token.type == "link_close":
+                inside -= 1
+            elif token.type == "wikilink":
+                link: WikiLink = token.meta["link"]
+                for j in range(cursor, min(cursor + _LOOKAHEAD, len(records))):
+                    if link.matches(records[j]):
+                        cursor = j + 1
+                        to = records[j].to
+                        href_to = resolve(to) if isinstance(to, str) and not inside else None
+                        if href_to is not None and link.heading:
+                            href_to += fragment(link.heading)
+                        token.meta["href"] = href_to
+                        break
+        _close_omitted(block.children)
+
+
+def _close_omitted(children: list[Token]) -> None:
+    """The closing tag of each link made text: `</span>`, matched by nesting."""
+    stack: list[Token] = []
+    for token in children:
+        if token.type == "link_open":
+            stack.append(token)
+        elif token.type == "link_close" and stack and stack.pop().meta.get("omitted"):
+            token.tag = "span"
+
+
+def render_body(
+    record: PageRecord, resolve: Callable[[str], str | None], *, title: str | None = None
+) -> str:
+    """The record's rendered body as HTML. `resolve` gives the link (relative to the page) of
+    a page of the site by its path, or None. A first `# heading` that repeats the title is
+    left out (the page shows the title, anchored `Headings(title).title`), and headings move
+    one level down under it."""
+    title = record.title if title is None else title
+    tokens = _MD.parse(record.body)
+    if _first_heading_is_title(tokens, title):
+        tokens = tokens[3:]
+    anchors = Headings(title)
+    for i, token in enumerate(tokens):
+        if token.type in ("heading_open", "heading_close"):
+            level = min(int(token.tag[1]) + 1, 6)
+            token.tag = f"h{level}"
+            if token.type == "heading_open":
+                token.attrSet("id", anchors.anchor(tokens[i + 1].content))
+    body_links = [link for link in record.links if link.kind in ("link", "embed")]
+    _links(tokens, body_links, resolve)
+    env: dict[str, Any] = {}
+    html: str = _MD.renderer.render(tokens, _MD.options, env)
+    return html
