@@ -261,6 +261,28 @@ def test_pages_that_share_an_id_are_named_by_their_path(tmp_path: Path) -> None:
     assert_no_broken_links(out)
 
 
+def test_a_long_name_fits_the_file_system(tmp_path: Path) -> None:
+    """60 CJK characters encode to 540 bytes: the file name keeps a prefix and a hash."""
+    long_id = "收入" * 30
+    other = "收入" * 29 + "支出"
+    proj = Project(tmp_path / "proj")
+    proj.write(
+        {
+            "knowl.toml": "staleness_days = 3650\n",
+            f"knowledge/global/{long_id}.md": f"---\ntitle: Long\n---\nSee [[{other}]].\n",
+            f"knowledge/global/{other}.md": "---\ntitle: Other\n---\nBack.\n",
+        }
+    )
+    proj.commit()
+    build(proj.root)
+    out = site(proj.root)
+    names = sorted(p.name for p in (out / "pages").iterdir())
+    assert len(names) == 2 and all(len(n.encode()) <= 255 for n in names)
+    assert names[0] != names[1] and all("~" in n for n in names)
+    assert urls.segment(long_id) != urls.segment(other)
+    assert_no_broken_links(out)
+
+
 # --- safety ------------------------------------------------------------------------------------------
 
 

@@ -14,11 +14,14 @@ A name becomes one path segment: percent-encoded with nothing kept but letters, 
 the page's id, or its path under the scope folder when pages of several folders share the id.
 `file_name` is the file on disk; `href` is the link to it, relative to the site's root, which
 encodes the file name once more, as a URL must (`a b` -> file `a%20b.html`, link
-`a%2520b.html`).
+`a%2520b.html`). A name whose encoding passes 200 characters keeps its first 180 and ends in
+`~` and 16 hex digits of its SHA-256 (the graph view does not draw such a page's
+neighbourhood: its script does not hash).
 """
 
 from __future__ import annotations
 
+import hashlib
 from urllib.parse import quote
 
 from msgspec import UnsetType
@@ -30,11 +33,26 @@ PAGES, ENTITIES, TAGS, CATEGORIES = "pages", "entities", "tags", "categories"
 INDEX, SEARCH, STALE, GRAPH = "index.html", "search.html", "stale.html", "graph.html"
 
 
+# File systems allow 255 bytes a name; `.html` and `.json` need room. A longer encoding (30
+# CJK characters are enough) keeps its start and ends in a hash of the whole name.
+MAX_SEGMENT = 200
+LONG_KEEP = 180
+
+
 def segment(name: str) -> str:
     """A name as one safe file name stem."""
     encoded = quote(name, safe=SAFE)
     # `.` and `..` alone would name a folder; no id or entity is only dots, but be sure.
-    return encoded.replace(".", "%2E") if set(encoded) <= {"."} else encoded
+    if set(encoded) <= {"."}:
+        return encoded.replace(".", "%2E")
+    if len(encoded) > MAX_SEGMENT:
+        cut = encoded[:LONG_KEEP]
+        escape = cut.rfind("%", len(cut) - 2)  # never split a `%XX`
+        if escape != -1:
+            cut = cut[:escape]
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        return f"{cut}~{digest}"
+    return encoded
 
 
 def page_name(entry: CatalogEntry) -> str:

@@ -20,16 +20,20 @@
     var s = encodeURIComponent(name).replace(/[!'()*]/g, function (c) {
       return "%" + c.charCodeAt(0).toString(16).toUpperCase();
     });
+    if (s.length > 200) return null; // urls.segment hashes long names; not drawn here
     return /^\.+$/.test(s) ? s.replace(/\./g, "%2E") : s;
   }
 
   function fileOf(id) {
     try {
+      var name = null;
       if (id.indexOf(ENTITY) === 0) {
-        return "graph/entities/" + encodeURIComponent(segment(id.slice(ENTITY.length))) + ".json";
+        name = segment(id.slice(ENTITY.length));
+        return name === null ? null : "graph/entities/" + encodeURIComponent(name) + ".json";
       }
       if (id.indexOf(PAGE) === 0) {
-        return "graph/pages/" + encodeURIComponent(segment(id.slice(PAGE.length))) + ".json";
+        name = segment(id.slice(PAGE.length));
+        return name === null ? null : "graph/pages/" + encodeURIComponent(name) + ".json";
       }
     } catch (e) { /* a name that is not valid Unicode has no file */ }
     return null;
