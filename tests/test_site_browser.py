@@ -10,7 +10,6 @@ other binaries. KNOWL_UPDATE_SCREENSHOTS=1 also writes the README's screenshot
 from __future__ import annotations
 
 import functools
-import html
 import json
 import os
 import re
@@ -40,14 +39,14 @@ from whoosh.lang.porter import stem
 
 from knowl_build.index.analysis import analyzer, query_terms
 from knowl_build.reader import Reader
-from knowl_build.reader.view import ArtifactView, visible
-from knowl_build.site import graph, search, urls
-from tests.test_site_search import DISTINCT, build, make_site_project, site_pages
+from knowl_build.reader.view import visible
+from knowl_build.site import search, urls
+from tests.helpers import invoke
+from tests.test_site_search import DISTINCT, build, make_site_project
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("KNOWL_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("KNOWL_CHROMEDRIVER", "/usr/bin/chromedriver")
-STATIC = ROOT / "knowl_build" / "site" / "static"
 SCREENSHOT = ROOT / "docs" / "img" / "site-page.png"
 WAIT = 15.0
 
@@ -101,7 +100,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path,
     root = tmp_path_factory.mktemp("browser") / "proj"
     make_site_project(root)
     out = root.parent / "site"
-    make_site(build(root), out)
+    build(root)
+    invoke(["site", "--repo", str(root), "--out", str(out), "-q"])
     handler = functools.partial(_Quiet, directory=str(out))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -112,84 +112,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path,
         server.shutdown()
         server.server_close()
         monkey.undo()
-
-
-# --- a stand-in for `knowl site` --------------------------------------------------------------
-
-
-def make_site(artifact: Path, out: Path) -> None:
-    """The pages the site's core writes, in their barest form, around the real search and
-    graph data and scripts (the interface of knowl_build/site/build.py)."""
-    view = ArtifactView.open(artifact)
-    try:
-        pages = site_pages(view)
-        shutil.copytree(STATIC, out / "assets", dirs_exist_ok=True)
-
-        def page(path: str, title: str, body: str, node: str | None = None) -> None:
-            root = "../" * path.count("/")
-            graph_section = (
-                f'<section id="graph" data-root="{root}" data-node="{html.escape(node)}" '
-                f'data-depth="1"></section><script src="{root}assets/graph.js" defer></script>'
-                if node is not None
-                else ""
-            )
-            (out / path).parent.mkdir(parents=True, exist_ok=True)
-            (out / path).write_text(
-                f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
-                f"<title>{html.escape(title)}</title>"
-                f'<script src="{root}assets/search.js" defer></script></head><body>'
-                f'<form action="{root}search.html" role="search">'
-                f'<input type="search" name="q" id="site-search"></form>'
-                f"<main><h1>{html.escape(title)}</h1>{body}</main>{graph_section}</body></html>",
-                encoding="utf-8",
-            )
-
-        items = "".join(
-            f'<li><a href="{href}">{html.escape(e.title)}</a></li>' for href, e in pages
-        )
-        page("index.html", "Knowledge", f"<ul>{items}</ul>")
-        for _href, entry in pages:
-            record = view.record(entry)
-            badge = (
-                '<span class="badge badge-drift">drifted</span>'
-                if entry.drift_flag
-                else f'<span class="badge">{html.escape(entry.freshness)}</span>'
-            )
-            refs = "".join(
-                f'<li><a href="../{urls.href(urls.ENTITIES, e)}">{html.escape(e)}</a></li>'
-                for e in entry.sl_refs
-            )
-            page(
-                urls.page_file(entry),
-                entry.title,
-                f"{badge}<pre>{html.escape(record.body)}</pre><ul>{refs}</ul>",
-                f"page:global:{urls.page_name(entry)}",
-            )
-        for name in view.entities:
-            users = "".join(
-                f'<li><a href="../{href}">{html.escape(e.title)}</a></li>'
-                for href, e in pages
-                if name in e.sl_refs
-            )
-            page(
-                urls.file_name(urls.ENTITIES, name),
-                name,
-                f'<ul class="used-by">{users}</ul>',
-                f"entity:{name}",
-            )
-        page(
-            "search.html",
-            "Search",
-            '<input id="search-query" type="search"><ol id="search-results"></ol>',
-        )
-        page("graph.html", "Graph", "", "")
-        (out / "graph.html").write_text(
-            (out / "graph.html").read_text().replace('data-depth="1"', 'data-depth="all"')
-        )
-        search.write(view, out, pages)
-        graph.write(view, out)
-    finally:
-        view.close()
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -454,8 +376,15 @@ def test_queries_are_analysed_as_the_index_was(
     hashes = driver.execute_script("return arguments[0].map(window.knowlSearch.fnv1a32);", words)
     assert hashes == [search.fnv1a32(w) for w in words]
     driver.get(url + "graph.html")  # graph.js names a node's file as urls.segment does
-    names = ["revenue", "a b/ü", "..", "x.y(z)!*'~", "100%"]
-    segments = driver.execute_script("return arguments[0].map(window.knowlGraph.segment);", names)
+    # Long names keep a prefix and a hash (SHA-256: the page is on 127.0.0.1, a secure
+    # context); the cut never splits a %XX, whichever byte it falls on.
+    names = ["revenue", "a b/ü", "..", "x.y(z)!*'~", "100%", "收入" * 30, "a" * 250]
+    names += ["a" * n + "é" * 40 for n in range(176, 181)]
+    segments = driver.execute_async_script(
+        "var done = arguments[arguments.length - 1];"
+        "Promise.all(arguments[0].map(window.knowlGraph.segment)).then(done);",
+        names,
+    )
     assert segments == [urls.segment(n) for n in names]
 
 

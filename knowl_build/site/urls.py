@@ -15,8 +15,8 @@ the page's id, or its path under the scope folder when pages of several folders 
 `file_name` is the file on disk; `href` is the link to it, relative to the site's root, which
 encodes the file name once more, as a URL must (`a b` -> file `a%20b.html`, link
 `a%2520b.html`). A name whose encoding passes 200 characters keeps its first 180 and ends in
-`~` and 16 hex digits of its SHA-256 (the graph view does not draw such a page's
-neighbourhood: its script does not hash).
+`~` and 16 hex digits of its SHA-256 (graph.js hashes it too, with the browser's
+SubtleCrypto: over https or on localhost; elsewhere it leaves that neighbourhood undrawn).
 """
 
 from __future__ import annotations

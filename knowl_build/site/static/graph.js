@@ -15,28 +15,45 @@
   var ENTITY = "entity:";
   var PAGE = "page:global:";
 
-  function segment(name) {
-    // urls.segment: percent-encoded UTF-8, nothing kept but letters, digits and -_.~
-    var s = encodeURIComponent(name).replace(/[!'()*]/g, function (c) {
-      return "%" + c.charCodeAt(0).toString(16).toUpperCase();
-    });
-    if (s.length > 200) return null; // urls.segment hashes long names; not drawn here
-    return /^\.+$/.test(s) ? s.replace(/\./g, "%2E") : s;
+  var MAX_SEGMENT = 200, LONG_KEEP = 180; // urls.py
+
+  function hex(buffer) {
+    return Array.from(new Uint8Array(buffer), function (b) {
+      return (b < 16 ? "0" : "") + b.toString(16);
+    }).join("");
   }
 
-  function fileOf(id) {
+  /* urls.segment, as a promise: percent-encoded UTF-8, nothing kept but letters, digits and
+   * -_.~; a long name keeps a prefix and ends in ~ and 16 hex digits of its SHA-256, which
+   * only a secure context (https, localhost) can compute: elsewhere such a name gives null. */
+  function segment(name) {
+    var s;
     try {
-      var name = null;
-      if (id.indexOf(ENTITY) === 0) {
-        name = segment(id.slice(ENTITY.length));
-        return name === null ? null : "graph/entities/" + encodeURIComponent(name) + ".json";
-      }
-      if (id.indexOf(PAGE) === 0) {
-        name = segment(id.slice(PAGE.length));
-        return name === null ? null : "graph/pages/" + encodeURIComponent(name) + ".json";
-      }
-    } catch (e) { /* a name that is not valid Unicode has no file */ }
-    return null;
+      s = encodeURIComponent(name).replace(/[!'()*]/g, function (c) {
+        return "%" + c.charCodeAt(0).toString(16).toUpperCase();
+      });
+    } catch (e) {
+      return Promise.resolve(null); // not valid Unicode: no file has this name
+    }
+    if (/^\.+$/.test(s)) return Promise.resolve(s.replace(/\./g, "%2E"));
+    if (s.length <= MAX_SEGMENT) return Promise.resolve(s);
+    var subtle = window.crypto && window.crypto.subtle;
+    if (!subtle) return Promise.resolve(null);
+    var cut = s.slice(0, LONG_KEEP);
+    var escape = cut.lastIndexOf("%");
+    if (escape >= cut.length - 2) cut = cut.slice(0, escape); // never split a %XX
+    return subtle.digest("SHA-256", new TextEncoder().encode(name)).then(function (d) {
+      return cut + "~" + hex(d).slice(0, 16);
+    }, function () { return null; });
+  }
+
+  /* A node's data file, relative to the site's root (a promise; null: none). */
+  function fileOf(id) {
+    var folder = id.indexOf(ENTITY) === 0 ? "entities" : id.indexOf(PAGE) === 0 ? "pages" : null;
+    if (!folder) return Promise.resolve(null);
+    return segment(id.slice(folder === "entities" ? ENTITY.length : PAGE.length)).then(function (name) {
+      return name === null ? null : "graph/" + folder + "/" + encodeURIComponent(name) + ".json";
+    });
   }
 
   function el(tag, className, text) {
@@ -164,9 +181,10 @@
         };
       });
     }
-    var file = fileOf(this.centre);
-    if (!file) return Promise.reject(new Error("no graph for this node"));
-    return this.fetchFile(file).then(function (doc) {
+    return fileOf(this.centre).then(function (file) {
+      if (!file) throw new Error("no graph data for this name");
+      return self.fetchFile(file);
+    }).then(function (doc) {
       var nodes = nodesOf(doc);
       nodes.forEach(function (n, i) { n.depth = i === 0 ? 0 : 1; });
       var edges = edgesOf(doc);
@@ -177,8 +195,9 @@
       if (self.depth !== 2 || doc.total === 0) return { nodes: nodes, edges: edges, note: note };
       var near = nodes.slice(1).sort(function (a, b) { return b.degree - a.degree; }).slice(0, DEPTH2_FILES);
       return Promise.all(near.map(function (n) {
-        var f = fileOf(n.id);
-        return f ? self.fetchFile(f).catch(function () { return null; }) : null;
+        return fileOf(n.id).then(function (f) {
+          return f ? self.fetchFile(f) : null;
+        }).catch(function () { return null; });
       })).then(function (docs) {
         var have = {};
         nodes.forEach(function (n) { have[n.id] = n; });

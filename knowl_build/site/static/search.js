@@ -239,11 +239,12 @@
     var state = r.drift ? "drifted" : r.freshness;
     if (state && state !== "fresh") {
       heading.appendChild(document.createTextNode(" "));
-      heading.appendChild(el("span", "badge badge-" + (r.drift ? "drift" : "stale"), state));
+      heading.appendChild(el("span", "badge badge-" + (r.drift ? "drift" : "stale"),
+        state.replace(/_/g, " ")));
     }
     li.appendChild(heading);
     if (r.summary) li.appendChild(el("p", "search-result-summary", r.summary));
-    li.appendChild(el("p", "search-result-freshness", "Freshness: " + r.freshness +
+    li.appendChild(el("p", "search-result-freshness", "Freshness: " + r.freshness.replace(/_/g, " ") +
       (r.drift ? " (a definition it uses has changed)" : "")));
     return li;
   }
