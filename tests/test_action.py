@@ -104,3 +104,51 @@ def test_build_step_writes_the_outputs_the_upload_needs(tmp_path: Path) -> None:
     log = json.loads(Path(outputs["sarif-file"]).read_text())
     location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
     assert location["artifactLocation"]["uri"].startswith("analytics/knowledge/")
+
+
+def test_site_is_an_input_and_its_folder_an_output_uploaded_for_pages() -> None:
+    data = action()
+    assert data["inputs"]["site"]["default"] == "false"  # publishing a site is opt-in
+    assert data["outputs"]["site-folder"]["value"] == "${{ steps.site.outputs.folder }}"
+    site = step(lambda s: s.get("id") == "site")
+    # Only after a build that passed and published: a failing check never reaches Pages.
+    assert site["if"] == "inputs.site == 'true' && steps.build.outputs.folder != ''"
+    assert site["env"]["KNOWL_ARTIFACT"] == "${{ steps.build.outputs.folder }}"
+    assert "knowl site" in site["run"] and '--artifact "$KNOWL_ARTIFACT"' in site["run"]
+    upload = step(lambda s: str(s.get("uses", "")).startswith("actions/upload-pages-artifact@"))
+    assert upload["uses"] == "actions/upload-pages-artifact@v3"
+    assert upload["with"]["path"] == "${{ steps.site.outputs.folder }}"
+    assert upload["if"] == "steps.site.outputs.folder != ''"
+
+
+def test_site_step_renders_the_published_build(tmp_path: Path) -> None:
+    mono = Project(tmp_path / "mono")
+    mono.write({f"analytics/{k}": v for k, v in SEMANTICS.items()})
+    mono.write({"analytics/knowledge/global/a.md": "# A\n\nRevenue, see [[nope]].\n"})
+    mono.commit()
+    project = mono.root / "analytics"
+    built = run_build_step(project, tmp_path, "false")
+    site = step(lambda s: s.get("id") == "site")
+    outputs = tmp_path / "outputs-site"
+    outputs.write_text("")
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "KNOWL_REPO": project.name,
+        "KNOWL_ARTIFACT": built["folder"],
+        "KNOWL_SITE": str(tmp_path / "site"),
+        "KNOWL_SITE_ARGS": "",
+        "GITHUB_OUTPUT": str(outputs),
+    }
+    proc = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", site["run"]],
+        cwd=project.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    folder = Path(dict(line.split("=", 1) for line in outputs.read_text().splitlines())["folder"])
+    assert folder == tmp_path / "site"
+    for name in ("index.html", "search.html", "pages/a.html", "search/meta.json"):
+        assert (folder / name).is_file(), name
