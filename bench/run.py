@@ -6,7 +6,9 @@ secrets` for only these), `knowl check` on adversarial page bodies (see body_ben
 (see hints_bench.py; `--suite hints` for only these), then builds synthetic corpora with git
 history (500 commits by default) and prints, per size, in one run, the build figures (see
 build_bench.py), the reader's (reader_bench.py), the agent's (get_context latency and the time
-from a write to the page being searchable: agent_bench.py) and, for `knowl check`:
+from a write to the page being searchable: agent_bench.py), the static site's (knowl site cold
+and after one edit, the initial search download: site_bench.py; `--suite site`) and, for
+`knowl check`:
 - floor: reading and hashing every input file (what any checker must at least do);
 - cold check: `knowl check` as a process with no parse cache;
 - warm check: `knowl check` again, on the unchanged tree (answered from the run memo);
@@ -36,6 +38,7 @@ from embeddings_bench import bench_embeddings
 from hints_bench import bench_hints, print_hints
 from reader_bench import bench_reader
 from secrets_bench import bench_secrets, print_secrets
+from site_bench import bench_site, print_site
 
 
 def floor(root: Path) -> float:
@@ -111,11 +114,12 @@ def main() -> None:
             "body",
             "hints",
             "embeddings",
+            "site",
             "all",
         ],
         default="all",
-        help="all = check, build, reader, agent, secrets, body and hints; embeddings needs the "
-        "extra",
+        help="all = check, build, reader, agent, secrets, body, hints and site; embeddings "
+        "needs the extra",
     )
     parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
@@ -135,7 +139,7 @@ def main() -> None:
             return
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="knowl-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    rows, builds, readers, semantic, agents = [], [], [], [], []
+    rows, builds, readers, semantic, agents, sites = [], [], [], [], [], []
     try:
         for n in args.sizes:
             root = workdir / f"corpus-{n}"
@@ -147,7 +151,7 @@ def main() -> None:
                 rows.append(bench_size(n, root, made, args.repeats))
             if args.suite in ("build", "all"):
                 builds.append((n, bench_build(root, page_path(0), args.repeats)))
-            if args.suite in ("reader", "agent", "all"):
+            if args.suite in ("reader", "agent", "site", "all"):
                 subprocess.run(
                     [
                         sys.executable,
@@ -166,6 +170,8 @@ def main() -> None:
                 readers.append((n, bench_reader(root, args.repeats)))
             if args.suite in ("agent", "all"):
                 agents.append((n, bench_agent(root, args.repeats)))
+            if args.suite in ("site", "all"):
+                sites.append((n, bench_site(root, args.repeats)))
             if args.suite == "embeddings":
                 semantic.append((n, bench_embeddings(root, n)))
     finally:
@@ -196,6 +202,8 @@ def main() -> None:
             )
     if agents:
         print_agent(agents, header)
+    if sites:
+        print_site(sites, header)
     if readers:
         print(f"reader benchmark {header}")
         print(
