@@ -112,10 +112,6 @@ class Finding:
             self.subject,
         ]
 
-    @classmethod
-    def from_list(cls, row: list[Any]) -> Finding:
-        return cls(*row)
-
 
 def _redact_texts(finding: Finding | Diagnostic) -> None:
     """Messages quote what pages say (a link, a key, a value) and paths are file names anyone

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from dataclasses import fields as fields_of
 from typing import Any, NamedTuple
 
 from knowl_build.diagnostics import Finding
@@ -46,26 +45,12 @@ class Span(NamedTuple):
     end_line: int
     end_column: int
 
-    def to_list(self) -> list[int]:
-        return [self.line, self.column, self.end_line, self.end_column]
-
-    @classmethod
-    def from_list(cls, row: list[int]) -> Span:
-        return cls(*row)
-
 
 class Located(NamedTuple):
     """A string value from frontmatter with the span of its value."""
 
     value: str
     span: Span
-
-    def to_list(self) -> list[Any]:
-        return [self.value, *self.span.to_list()]
-
-    @classmethod
-    def from_list(cls, row: list[Any]) -> Located:
-        return cls(row[0], Span(*row[1:5]))
 
 
 class Link(NamedTuple):
@@ -77,13 +62,6 @@ class Link(NamedTuple):
     embed: bool
     span: Span
 
-    def to_list(self) -> list[Any]:
-        return [self.raw, self.target, self.heading, self.embed, *self.span.to_list()]
-
-    @classmethod
-    def from_list(cls, row: list[Any]) -> Link:
-        return cls(row[0], row[1], row[2], row[3], Span(*row[4:8]))
-
 
 class Directive(NamedTuple):
     """A live-definition directive `<< sl:NAME >>` or `{{ sl:NAME }}` (absolute offsets)."""
@@ -94,13 +72,6 @@ class Directive(NamedTuple):
     end: int
     span: Span
 
-    def to_list(self) -> list[Any]:
-        return [self.raw, self.name, self.start, self.end, *self.span.to_list()]
-
-    @classmethod
-    def from_list(cls, row: list[Any]) -> Directive:
-        return cls(row[0], row[1], row[2], row[3], Span(*row[4:8]))
-
 
 @dataclass(frozen=True, slots=True)
 class Conflict:
@@ -109,25 +80,11 @@ class Conflict:
     scope: tuple[tuple[str, str], ...]  # sorted, values as strings
     exclusive: bool
 
-    def to_list(self) -> list[Any]:
-        return [self.key, self.normalized_key, [list(p) for p in self.scope], self.exclusive]
-
-    @classmethod
-    def from_list(cls, row: list[Any]) -> Conflict:
-        return cls(row[0], row[1], tuple((k, v) for k, v in row[2]), row[3])
-
 
 class BoundFingerprint(NamedTuple):
     entity: str
     fingerprint: str
     key_span: Span
-
-    def to_list(self) -> list[Any]:
-        return [self.entity, self.fingerprint, *self.key_span.to_list()]
-
-    @classmethod
-    def from_list(cls, row: list[Any]) -> BoundFingerprint:
-        return cls(row[0], row[1], Span(*row[2:6]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,47 +117,6 @@ class Fields:
     # Where governance findings point: keys and values by dotted name.
     anchors: dict[str, Span] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        """Only the fields that differ from their defaults (the parse cache stays small)."""
-        out: dict[str, Any] = {}
-        for name in _FIELD_NAMES:
-            value = getattr(self, name)
-            if value == _DEFAULTS[name]:
-                continue
-            if name in ("sl_refs", "refs", "affected_paths", "bound_fingerprints"):
-                value = [x.to_list() for x in value]
-            elif name in ("superseded_by", "conflict"):
-                value = value.to_list()
-            elif name == "anchors":
-                value = {k: v.to_list() for k, v in value.items()}
-            elif isinstance(value, tuple):
-                value = list(value)
-            out[name] = value
-        return out
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Fields:
-        kwargs: dict[str, Any] = {}
-        for name, value in d.items():
-            if name in ("sl_refs", "refs", "affected_paths"):
-                value = tuple(Located.from_list(x) for x in value)
-            elif name == "bound_fingerprints":
-                value = tuple(BoundFingerprint.from_list(x) for x in value)
-            elif name == "superseded_by":
-                value = Located.from_list(value)
-            elif name == "conflict":
-                value = Conflict.from_list(value)
-            elif name == "anchors":
-                value = {k: Span.from_list(v) for k, v in value.items()}
-            elif isinstance(value, list):
-                value = tuple(value)
-            kwargs[name] = value
-        return cls(**kwargs)
-
-
-_FIELD_NAMES = tuple(f.name for f in fields_of(Fields))
-_DEFAULTS = {name: getattr(Fields(), name) for name in _FIELD_NAMES}
-
 
 class Suppression(NamedTuple):
     """An inline suppression comment: `<!-- knowl: disable-next-line CODE... -->` hides the
@@ -219,13 +135,6 @@ class Suppression(NamedTuple):
         if self.next_line:
             return line == self.span.end_line + 1
         return self.whole_file or line >= self.span.line
-
-    def to_list(self) -> list[Any]:
-        return [self.next_line, list(self.codes), *self.span.to_list(), self.whole_file]
-
-    @classmethod
-    def from_list(cls, row: list[Any]) -> Suppression:
-        return cls(row[0], tuple(row[1]), Span(*row[2:6]), row[6])
 
 
 class Heading(NamedTuple):
@@ -249,37 +158,6 @@ class ParsedPage:
     text_ok: bool = True  # False: KB007, the file is not UTF-8 text
     suppressions: tuple[Suppression, ...] = ()
     blocks: tuple[str, ...] = ()  # Obsidian block ids (`^id` ending a line), outside code
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "fm": self.frontmatter,
-            "fields": self.fields.to_json(),
-            "body_offset": self.body_offset,
-            "links": [x.to_list() for x in self.links],
-            "directives": [x.to_list() for x in self.directives],
-            "headings": [[h.level, h.text, h.line] for h in self.headings],
-            "h1": self.h1,
-            "findings": [f.to_list() for f in self.findings],
-            "text_ok": self.text_ok,
-            "suppressions": [x.to_list() for x in self.suppressions],
-            "blocks": list(self.blocks),
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ParsedPage:
-        return cls(
-            frontmatter=d["fm"],
-            fields=Fields.from_json(d["fields"]),
-            body_offset=d["body_offset"],
-            links=tuple(Link.from_list(x) for x in d["links"]),
-            directives=tuple(Directive.from_list(x) for x in d["directives"]),
-            headings=tuple(Heading(*h) for h in d["headings"]),
-            h1=d["h1"],
-            findings=tuple(Finding.from_list(f) for f in d["findings"]),
-            text_ok=d["text_ok"],
-            suppressions=tuple(Suppression.from_list(x) for x in d["suppressions"]),
-            blocks=tuple(d["blocks"]),
-        )
 
 
 @dataclass(frozen=True, slots=True)
