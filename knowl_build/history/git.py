@@ -1,11 +1,10 @@
 """Running git, and the repository that holds the project: the only place git is started.
 
-Every call is one `git` process for the whole project (never one per file or per commit).
-Commands go through GitPython's command runner (`git.cmd.Git.execute`), except the few probes
-every run makes (`GitRepo.find`, HEAD, status, ignored files): those start git directly, so
-that a check answered from its memo does not pay GitPython's import (about 45 ms). Without
-git, or outside a repository, `GitRepo.find` returns None and history features are skipped
-(KB009).
+Every call is one `git` process for the whole project (never one per file or per commit),
+started directly with `subprocess` (GitPython's runner cost every build its import, about
+45 ms, and two `git version` processes, for nothing a plain `subprocess` does not do here).
+Without git, or outside a repository, `GitRepo.find` returns None and history features are
+skipped (KB009).
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from knowl_build.errors import KnowlError
 
@@ -31,8 +29,8 @@ class GitFailed(KnowlError):
 
 
 def run_git(args: list[str], cwd: Path, stdin: bytes | None = None) -> bytes:
-    """Run `git ARGS` in `cwd` through GitPython's runner; its standard output, or GitFailed
-    with what git wrote on standard error."""
+    """Run `git ARGS` in `cwd`; its standard output, or GitFailed with what git wrote on
+    standard error."""
     code, out, err = git_process(args, cwd, stdin)
     if code != 0:
         raise GitFailed(err.decode("utf-8", "replace").strip())
@@ -40,35 +38,26 @@ def run_git(args: list[str], cwd: Path, stdin: bytes | None = None) -> bytes:
 
 
 def git_process(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple[int, bytes, bytes]:
-    """Run `git ARGS` through GitPython's runner: the exit code, standard output and standard
-    error, whatever the outcome (for a reader that makes sense of a partial answer)."""
-    # Imported here: GitPython costs ~45 ms at start-up, which the probes below never pay.
-    from git.cmd import Git
-
+    """Run `git ARGS`: the exit code, standard output and standard error, whatever the
+    outcome (for a reader that makes sense of a partial answer)."""
     try:
-        handle: Any = Git(str(cwd)).execute(
+        proc = subprocess.run(
             ["git", *args],
-            as_process=True,
-            istream=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            cwd=cwd,
             env=_env(),
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
         )
-        out, err = handle.proc.communicate(stdin)
     except OSError as exc:
         raise GitFailed(str(exc)) from exc
-    return int(handle.proc.returncode), bytes(out), bytes(err)
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 def _probe(args: list[str], cwd: Path, stdin: bytes | None = None) -> bytes:
-    """Run `git ARGS` directly (the cheap probes of every run; see the module's docstring)."""
-    try:
-        proc = subprocess.run(
-            ["git", *args], cwd=cwd, env=_env(), input=stdin, capture_output=True, check=False
-        )
-    except OSError as exc:
-        raise GitFailed(str(exc)) from exc
-    if proc.returncode != 0:
-        raise GitFailed(proc.stderr.decode("utf-8", "replace").strip())
-    return proc.stdout
+    """Run `git ARGS`; its standard output, or GitFailed (the probes of every run)."""
+    return run_git(args, cwd, stdin)
 
 
 def first_line(error: BaseException | str | bytes) -> str:
@@ -108,7 +97,7 @@ class GitRepo:
         return _probe(list(args), self.project)
 
     def command(self, *args: str, stdin: bytes | None = None) -> bytes:
-        """Any other git command, through GitPython's runner."""
+        """Any other git command."""
         return run_git(list(args), self.project, stdin)
 
     def commit_of(self, rev: str) -> str | None:
