@@ -46,9 +46,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from rapidfuzz import process
-from rapidfuzz.distance import Indel
-
 # About two seconds of lookups on one core (a unit measured 35-40 ns): room for 3,000 broken
 # links in a vault of 10,000 pages, or 50,000 in one of 1,000 (see bench/hints_bench.py).
 HINT_BUDGET: Final = 50_000_000
@@ -183,6 +180,11 @@ class NearNames:
                 return SKIPPED
         candidates: list[tuple[float, str]] = []
         if most:
+            # rapidfuzz loads for a lookup, not with every rule module (start-up time of a
+            # run whose links all resolve).
+            from rapidfuzz import process
+            from rapidfuzz.distance import Indel
+
             # One call over the slice, with the loosest distance of its lengths; each result
             # is then held to its own length's distance.
             for other, distance, _ in process.extract(

@@ -5,9 +5,11 @@ A run allocates millions of small objects (parsed pages, records, postings) and 
 reference counting; Python's cyclic collector finds almost nothing in them, but each full
 collection walks every object alive, and with its default thresholds it runs hundreds of
 times in a build (about a third of a one-edit rebuild at 10,000 pages, measured in issue 16).
-So the collector is held: collections are rare while a build or a check runs (`held`), and
-for the whole of a command-line process (`for_a_command`), which then ends without walking
-and freeing its heap object by object (`exit_now`), as mypy's command line does.
+So the collector is held: off while a build or a check runs (`held`), and for the whole of a
+command-line process (`for_a_command`) but a server, which then ends without walking and
+freeing its heap object by object (`exit_now`), as mypy's command line does. Turned back on
+at the end of a build, the collector would walk everything the build left the next time it
+runs: a command-line build never turns it on.
 """
 
 from __future__ import annotations
@@ -18,30 +20,32 @@ import os
 import sys
 from collections.abc import Iterator
 
-# The youngest generation is collected after this many allocations instead of 700; the older
-# ones after as many collections of the one below as Python's defaults say.
-ALLOCATIONS = 100_000
-
 
 def for_a_command() -> None:
-    """Rare collections for the rest of this process (a command-line run)."""
-    _, second, third = gc.get_threshold()
-    gc.set_threshold(ALLOCATIONS, second, third)
+    """No cyclic collection in a command-line run: it ends soon, and what it frees it frees
+    by reference counting (a long-running command turns the collector back on:
+    `for_a_server`)."""
+    gc.disable()
+
+
+def for_a_server() -> None:
+    """The collector as Python sets it, for a command that serves until it is stopped."""
+    gc.enable()
 
 
 @contextlib.contextmanager
 def held() -> Iterator[None]:
-    """Collections stay rare while the body runs, and what is alive when it starts (a
-    caller's data, the modules) is never walked; both are undone on exit, so a long-lived
-    caller collects as before."""
-    before = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(before[0], ALLOCATIONS), *before[1:])
+    """No cyclic collection while the body runs (a build, a check: bounded work whose
+    garbage is freed by reference counting; its peak memory was measured the same without
+    the collector); the collector is as it was afterwards, so a long-lived caller, such as
+    the MCP server, collects as before."""
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         yield
     finally:
-        gc.set_threshold(*before)
-        gc.unfreeze()
+        if enabled:
+            gc.enable()
 
 
 def exit_now(code: object) -> None:

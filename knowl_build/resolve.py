@@ -153,6 +153,12 @@ class PageIndex:
     # (scope, id) pairs that several pages share (KB005, or pages in different folders in
     # Obsidian mode): their graph nodes are named by path, not id (`node_name`).
     shared: frozenset[tuple[str, str]] = frozenset()
+    # What each (target, scope) resolves to, and the `targets` of each page by path, worked
+    # out once: the rules, records, signatures and the graph all ask for them.
+    _resolutions: dict[tuple[str, str], Resolution] = field(default_factory=dict)
+    _targets: dict[str, tuple[Page, list[tuple[str, str, list[Page]]]]] = field(
+        default_factory=dict
+    )
 
     @classmethod
     def build(
@@ -213,6 +219,12 @@ class PageIndex:
         return (GLOBAL,) if scope == GLOBAL else (GLOBAL, scope)
 
     def resolve(self, target: str, scope: str) -> Resolution:
+        found = self._resolutions.get((target, scope))
+        if found is None:
+            found = self._resolutions[(target, scope)] = self._resolve(target, scope)
+        return found
+
+    def _resolve(self, target: str, scope: str) -> Resolution:
         target = nfc(target)
         obsidian = self.mode == OBSIDIAN
         table: dict[tuple[str, str], list[Page]]
@@ -272,6 +284,12 @@ class PageIndex:
         """Each reference of a page as the checker resolves it, in record order: `refs`, then
         links and embeds (an empty target is the page itself), then `superseded_by`:
         (target, kind, the visible pages it names)."""
+        found = self._targets.get(page.path)
+        if found is None or found[0] is not page:
+            found = self._targets[page.path] = (page, self._resolve_targets(page))
+        return found[1]
+
+    def _resolve_targets(self, page: Page) -> list[tuple[str, str, list[Page]]]:
         fields = page.parsed.fields
         out = [(r.value, "ref", self.resolve(r.value, page.scope).pages) for r in fields.refs]
         for link in page.parsed.links:

@@ -16,6 +16,7 @@ from whoosh.util.numeric import byte_to_length
 from knowl_build.index import analysis, fields, segments
 from knowl_build.index.postings import deleted_docs, live_postings
 from knowl_build.index.ranking import Searcher
+from knowl_build.index.stats import collection_stats, segment_stats
 from knowl_build.index.storage import open_index
 from tests.tamper import build_corpus
 
@@ -76,9 +77,24 @@ def test_the_same_postings_and_lengths(
                 assert decoded == live_postings(leaf, name, term, None)
                 assert (name, term) in segment
                 checked += 1
+            assert segment.terms_of(name) == list(leaf.field_terms(name))  # type: ignore[attr-defined]
         assert ("body", "no-such-term") not in segment
         assert list(segment.blocks("no-such-field", "revenu")) == []
     assert checked > 100
+
+
+def test_the_same_collection_statistics(index: Path) -> None:
+    ix = open_index(index)
+    try:
+        with ix.reader() as reader:
+            expected = collection_stats(reader)
+    finally:
+        ix.storage.close_files()
+    files, found = segments.open_segments(index, fields.SCHEMA_FIELDS)
+    try:
+        assert segment_stats(found) == expected
+    finally:
+        files.close()
 
 
 def test_the_searcher_finds_live_documents_by_key(index: Path) -> None:

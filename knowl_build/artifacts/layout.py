@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 FORMAT = "knowl-build"
@@ -31,10 +32,14 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def file_table(folder: Path) -> dict[str, str]:
-    """Every file of a build folder except the manifest and the marker, with its sha256."""
+def file_table(folder: Path, known: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every file of a build folder except the manifest and the marker, with its sha256;
+    `known` gives the sha256 of files whose bytes the caller has just hashed or copied from
+    a validated build (they are not read again)."""
+    known = known or {}
     table = {}
     for path in sorted(folder.rglob("*")):
         if path.is_file() and path.name not in (MANIFEST, BUILD_MARKER):
-            table[path.relative_to(folder).as_posix()] = sha256_file(path)
+            name = path.relative_to(folder).as_posix()
+            table[name] = known.get(name) or sha256_file(path)
     return table

@@ -515,7 +515,7 @@ def problem(exc: msgspec.DecodeError) -> str:
     return f"'{where}': {what}" if where else what
 
 
-def decode(name: str, data: bytes, kind: type[T]) -> T:
+def decode(name: str, data: bytes | memoryview, kind: type[T]) -> T:
     """`data`, the file `name` of a build, as a `kind`; an ArtifactError says where it is not."""
     try:
         return decoder(kind).decode(data)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from knowl_build import process
 from knowl_build.cli.main import ARTIFACT_OPTION, USER_OPTION, cli, global_options, settings
 
 
@@ -41,6 +42,8 @@ def mcp(ctx: click.Context, artifact: Path | None, allow_writes: bool, user: str
     """
     # Lazy: the MCP SDK loads only for this command (start-up time of every other one).
     from knowl_build.mcp_server import make_server
+
+    process.for_a_server()  # it runs until stopped: its garbage must be collected
 
     found = settings(ctx)
     locator = found.locator

@@ -5,6 +5,7 @@ Plain data for the rules and the artifact; nothing here runs git.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Container
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -16,6 +17,13 @@ SHALLOW = "shallow history"  # why a claim is unknown: the clone is shallow
 INCOMPLETE = "history incomplete"  # why a claim is unknown: git could not read the history
 
 
+@functools.lru_cache(maxsize=4096)
+def _date(time: int) -> str:
+    """A commit time as the artifact writes it (asked once per page that the commit touched
+    last: formatted once)."""
+    return clock.stamp(clock.from_epoch(time))
+
+
 @dataclass(frozen=True, slots=True)
 class Commit:
     sha: str
@@ -25,7 +33,7 @@ class Commit:
 
     @property
     def date(self) -> str:
-        return clock.stamp(clock.from_epoch(self.time))
+        return _date(self.time)
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -299,7 +299,7 @@ class Terms:
             raise BadIndex("a segment's term table has a foreign header")
         end = len(data) - 4
         extras_at = end - _INT.unpack_from(data, end)[0]
-        extras, _ = unpickle.at(_slice(data, extras_at, end - extras_at))
+        extras, read = unpickle.at(_slice(data, extras_at, end - extras_at))
         fieldmap = extras.get("fieldmap") if type(extras) is dict else None
         if type(fieldmap) is not dict or not all(
             type(k) is str and int_in(v, 0, 0xFFFF) for k, v in fieldmap.items()
@@ -310,6 +310,13 @@ class Terms:
         self.tables = [
             _DIR_ENTRY.unpack_from(data, directory + i * _DIR_ENTRY.size) for i in range(256)
         ]
+        # The ordered index: where each key starts, in key order, after the extras.
+        kind, count = extras.get("indextype"), extras.get("indexlen")
+        if kind not in ("B", "H", "i", "I", "q") or not int_in(count, 0, len(data)):
+            raise BadIndex("a segment's term table has a malformed index")
+        self._position = struct.Struct("!" + kind)
+        self._positions_at, self._positions = extras_at + read, count
+        self._data_end = self.tables[0][0]  # the items end where the hash tables start
 
     def get(self, field: str, term: str) -> bytes | None:
         number = self.fields.get(field)
@@ -336,6 +343,45 @@ class Terms:
             if slot == end:
                 slot = start
         return None
+
+    def _item(self, at: int) -> tuple[bytes, int]:
+        """The key of the item at `at`, and where the next item starts."""
+        keylen, datalen = _LENGTHS.unpack_from(self.data, at)
+        key = bytes(_slice(self.data, at + _LENGTHS.size, keylen))
+        return key, at + _LENGTHS.size + keylen + datalen
+
+    def terms_of(self, field: str) -> list[str]:
+        """Every term of `field`, in order (its keys are contiguous: found by a binary search
+        of the ordered index, then read one after another)."""
+        number = self.fields.get(field)
+        if number is None:
+            return []
+        prefix = number.to_bytes(2, "big")
+        low, high = 0, self._positions
+        while low < high:
+            middle = (low + high) // 2
+            at = self._position.unpack_from(
+                self.data, self._positions_at + middle * self._position.size
+            )[0]
+            if self._item(at)[0] < prefix:
+                low = middle + 1
+            else:
+                high = middle
+        found: list[str] = []
+        if low == self._positions:
+            return found
+        at = self._position.unpack_from(self.data, self._positions_at + low * self._position.size)[
+            0
+        ]
+        while at < self._data_end:
+            key, following = self._item(at)
+            if not key.startswith(prefix):
+                break
+            found.append(key[2:].decode("utf-8"))
+            if following <= at:
+                raise BadIndex("a segment's term table is malformed")
+            at = following
+        return found
 
 
 class Segment:
@@ -392,6 +438,9 @@ class Segment:
 
     def __contains__(self, term: tuple[str, str]) -> bool:
         return self.terms.get(*term) is not None
+
+    def terms_of(self, field: str) -> list[str]:
+        return self.terms.terms_of(field)
 
     def blocks(self, field: str, term: str) -> Iterator[tuple[tuple[int, ...], Any]]:
         """The term's postings, block by block: (document numbers, weights), in order."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from knowl_build.index.fields import STATS_FILE, TEXT_FIELDS
 from knowl_build.index.postings import deleted_docs, live_mask, live_postings
-from knowl_build.index.segments import int_in
+from knowl_build.index.segments import LENGTH_OF_BYTE, Segment, int_in
 from knowl_build.index.unpickler import BadIndex
 
 
@@ -39,6 +39,33 @@ def collection_stats(reader: Any) -> dict[str, Any]:
             if docnum not in scope_of:
                 raise BadIndex(f"segment {leaf.segment().segid}: a document without a scope")
             row = [length(docnum) or 0 for length in lengths]
+            everything.append(row)
+            rows.setdefault(scope_of[docnum], []).append(row)
+    stats = length_sums(everything)
+    stats["scopes"] = {scope: length_sums(rows[scope]) for scope in sorted(rows)}
+    return stats
+
+
+def segment_stats(segments: list[Segment]) -> dict[str, Any]:
+    """`collection_stats` from the index as `segments` reads it (no Whoosh reader: a build
+    writing one page's change does not walk every document through Whoosh's columns)."""
+    rows: dict[str, list[list[int]]] = {}
+    everything: list[list[int]] = []
+    for segment in segments:
+        size, deleted = segment.doc_count, segment.deleted
+        scope_of: dict[int, str] = {}
+        for scope in segment.terms_of("scope"):
+            for ids, _weights in segment.blocks("scope", scope):
+                for doc in ids:
+                    if doc not in deleted and scope_of.setdefault(doc, scope) != scope:
+                        raise BadIndex(f"segment {segment.facts.segid}: a document in two scopes")
+        lengths = [segment.length_bytes(name) for name in TEXT_FIELDS]
+        for docnum in range(size):
+            if docnum in deleted:
+                continue
+            if docnum not in scope_of:
+                raise BadIndex(f"segment {segment.facts.segid}: a document without a scope")
+            row = [LENGTH_OF_BYTE[length[docnum]] for length in lengths]
             everything.append(row)
             rows.setdefault(scope_of[docnum], []).append(row)
     stats = length_sums(everything)

@@ -15,7 +15,9 @@ from whoosh import index
 
 from knowl_build.errors import ArtifactError
 from knowl_build.index.analysis import DOCS_FILE, INDEX_NAME, STATS_FILE, schema
-from knowl_build.index.stats import collection_stats
+from knowl_build.index.fields import SCHEMA_FIELDS
+from knowl_build.index.segments import open_segments
+from knowl_build.index.stats import segment_stats
 from knowl_build.index.storage import TrackedStorage, open_index, reading
 from knowl_build.index.unpickler import BadIndex
 
@@ -42,9 +44,14 @@ class IndexUpdate:
     merged: bool
 
 
-def _stats(ix: index.Index) -> dict[str, Any]:
-    with ix.reader() as reader:
-        return collection_stats(reader)
+def _stats(folder: Path) -> dict[str, Any]:
+    """The statistics of the index just written, read back by `segments` (the full validation
+    checks them again through Whoosh)."""
+    files, found = open_segments(folder, SCHEMA_FIELDS)
+    try:
+        return segment_stats(found)
+    finally:
+        files.close()
 
 
 def _has_index(folder: Path) -> bool:
@@ -116,9 +123,9 @@ def _update(
             deleted = reader.doc_count_all() - reader.doc_count() + len(stale)
         merged = bool(stale) and deleted > MERGE_DELETED_SHARE * max(stored, 1)
         writer.commit(optimize=merged)
-    (folder / STATS_FILE).write_text(json.dumps(_stats(ix), sort_keys=True), encoding="utf-8")
-    (folder / DOCS_FILE).write_text(json.dumps(dict(digests), sort_keys=True), encoding="utf-8")
     ix.close()
+    (folder / STATS_FILE).write_text(json.dumps(_stats(folder), sort_keys=True), encoding="utf-8")
+    (folder / DOCS_FILE).write_text(json.dumps(dict(digests), sort_keys=True), encoding="utf-8")
     added = len([k for k in fresh if k not in previous])
     return IndexUpdate(
         added, len(fresh) - added, len([k for k in stale if k not in digests]), merged

@@ -9,7 +9,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knowl_build import clock
+from knowl_build import clock, process
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic, Finding, summarize
 from knowl_build.history.log import GitHistory
@@ -63,6 +63,7 @@ def load_layer(inputs: Inputs) -> SemanticLayer:
     )
 
 
+@process.held()  # no cyclic collection while the run allocates
 def analyse(
     root: Path,
     config: Config,

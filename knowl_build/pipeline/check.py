@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from knowl_build import clock
+from knowl_build import clock, process
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
 from knowl_build.files import atomic_write
@@ -90,6 +90,7 @@ def _save_memo(
         atomic_write(path, sealer.wrap(json.dumps(memo, separators=(",", ":")).encode()))
 
 
+@process.held()  # no cyclic collection while the run allocates
 def check(
     root: Path,
     config: Config,

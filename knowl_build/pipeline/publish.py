@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from msgspec import UNSET
 
-from knowl_build import __version__, clock, embeddings
+from knowl_build import __version__, clock, embeddings, process
 from knowl_build.artifacts import folders, layout, lock, opening, publication, schema
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic, diagnostics_document
@@ -50,6 +52,7 @@ def _repo_name(config: Config, root: Path, git: Any) -> str:
     return root.name
 
 
+@process.held()  # no cyclic collection while the run allocates
 def build(
     root: Path,
     config: Config,
@@ -69,9 +72,8 @@ def build(
     The previous artifact stays current until the new one is complete; a refused or failed
     build publishes nothing. A project root that cannot be written is not written to: the
     caches go under `<out>/.cache/` (a notice says so), and without `out` the run stops."""
-    # Imported here, not above: the index (Whoosh) and the graph (networkx) are loaded only
-    # by a build that writes an artifact (start-up time of `knowl check`).
-    from knowl_build.graph import to_json as graph_json
+    # Imported here, not above: the index (Whoosh) is loaded only by a build that writes an
+    # artifact (start-up time of `knowl check`).
     from knowl_build.index.writer import write_index
     from knowl_build.pipeline import records, reuse
 
@@ -163,9 +165,7 @@ def build(
             )
 
         stage("render")
-        texts = {
-            path: decode(data) or "" for path, (data, _) in inputs.pages.items() if data is not None
-        }
+        texts = _Texts(inputs.pages)
         incremental = (
             not full
             and current is not None
@@ -177,40 +177,63 @@ def build(
         content = {path: digest for path, (_, digest) in inputs.pages.items()}
         rows = reuse.assemble(analysis, texts, content, old)
         entities = records.entity_records(analysis)
-        graph_key = reuse.graph_digest(analysis, rows.pages)
+        graph_key = reuse.graph_digest(analysis, rows.pages, rows.resolved)
 
         staging = publication.staging_folder(out_dir)
+        # The sha256 of each file written from memory or copied from the previous build (it
+        # was validated), so that the manifest does not read them back.
+        known: dict[str, str] = {}
+
+        def put(name: str, data: bytes) -> None:
+            (staging / name).write_bytes(data)
+            known[name] = hashlib.sha256(data).hexdigest()
+
+        # pages.jsonl, the largest file, is written and hashed in a thread (both release the
+        # GIL) while the rest of the artifact and the index are made.
+        writer = ThreadPoolExecutor(max_workers=1)
         try:
-            (staging / "pages.jsonl").write_bytes(b"".join(rows.lines))
-            (staging / "catalog.json").write_bytes(
+            pages_written = writer.submit(_write_lines, staging / "pages.jsonl", rows.lines)
+            put(
+                "catalog.json",
                 schema.encode(
-                    schema.Catalog(
-                        pages=rows.catalog, caveats=schema.catalog_caveats(rows.catalog)
-                    )
-                )
+                    schema.Catalog(pages=rows.catalog, caveats=schema.catalog_caveats(rows.catalog))
+                ),
             )
-            (staging / "entities.json").write_bytes(schema.encode(entities))
-            if old is not None and old.graph == graph_key:
+            put("entities.json", schema.encode(entities))
+            if old is not None and old.graph == graph_key and previous is not None:
                 shutil.copyfile(old.folder / "graph.json", staging / "graph.json")
+                known["graph.json"] = previous.files["graph.json"]
             else:
+                # networkx loads only for a graph built anew (start-up time of an edit).
+                from knowl_build.graph import to_json as graph_json
+
                 graph = records.reference_graph(analysis)
-                (staging / "graph.json").write_text(graph_json(graph), encoding="utf-8")
-            (staging / reuse.SIGNATURES).write_bytes(
-                schema.encode(reuse.signatures_record(rows, graph_key))
-            )
-            (staging / "diagnostics.json").write_bytes(
-                schema.encode(diagnostics_document(diagnostics))
-            )
+                put("graph.json", graph_json(graph).encode("utf-8"))
+            put(reuse.SIGNATURES, schema.encode(reuse.signatures_record(rows, graph_key)))
+            put("diagnostics.json", schema.encode(diagnostics_document(diagnostics)))
             stage("index")
             if incremental and current is not None:
                 shutil.copytree(current / "index", staging / "index")
             update = write_index(
                 staging / "index", rows.index_digests, rows.index_document, incremental
             )
+            if incremental and previous is not None:
+                # A segment file is never written again once it exists (Whoosh adds segments
+                # and records deletions in its table of contents): a copied one is unchanged.
+                for name, digest_of in previous.files.items():
+                    if (
+                        name.startswith("index/")
+                        and name.endswith(".seg")
+                        and (staging / name).is_file()
+                        and (staging / name).stat().st_size == (previous.sizes or {}).get(name)
+                    ):
+                        known[name] = digest_of
             stage("vectors")
             vectors = _write_vectors(staging, rows, current if incremental else None)
             stage("publish")
-            files = layout.file_table(staging)
+            known["pages.jsonl"] = pages_written.result()
+            writer.shutdown()
+            files = layout.file_table(staging, known)
             manifest = schema.Manifest(
                 format=layout.FORMAT,
                 schema_version=layout.SCHEMA_VERSION,
@@ -251,6 +274,7 @@ def build(
             (staging / layout.MANIFEST).write_bytes(schema.encode(manifest))
             folder = publication.publish(out_dir, staging, build_id, sealer)
         except BaseException as exc:
+            writer.shutdown(wait=True, cancel_futures=True)
             shutil.rmtree(staging, ignore_errors=True)
             if isinstance(exc, OSError):
                 failure = folders.output_failure(out_dir, exc, writing=True)
@@ -270,6 +294,47 @@ def build(
             timings,
             notices,
         )
+
+
+def _write_lines(path: Path, lines: list[bytes | memoryview]) -> str:
+    """Write `lines` to `path` in runs of about a megabyte; their sha256."""
+    digest = hashlib.sha256()
+    with path.open("wb") as handle:
+        run: list[bytes | memoryview] = []
+        size = 0
+        for line in [*lines, b""]:
+            run.append(line)
+            size += len(line)
+            if size >= 1 << 20 or not line:
+                chunk = b"".join(run)
+                handle.write(chunk)
+                digest.update(chunk)
+                run, size = [], 0
+    return digest.hexdigest()
+
+
+class _Texts(Mapping[str, str]):
+    """Each readable page's text, decoded when a record is built from it (most records of an
+    incremental build are copied, and never need it)."""
+
+    def __init__(self, pages: Mapping[str, tuple[bytes | None, str]]) -> None:
+        self.pages = pages
+
+    def __getitem__(self, path: str) -> str:
+        data = self.pages[path][0]
+        if data is None:
+            raise KeyError(path)
+        return decode(data) or ""
+
+    def __contains__(self, path: object) -> bool:
+        found = self.pages.get(path) if isinstance(path, str) else None
+        return found is not None and found[0] is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (path for path, (data, _) in self.pages.items() if data is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _write_vectors(staging: Path, rows: Any, previous: Path | None) -> dict[str, Any]:

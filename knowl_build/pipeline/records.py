@@ -6,9 +6,9 @@ Everything here is plain data from an Analysis; nothing reads files or runs git.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 from msgspec import UNSET, UnsetType, convert
 
 from knowl_build.artifacts.schema import (
@@ -24,12 +24,14 @@ from knowl_build.artifacts.schema import (
     PageFields,
     PageRecord,
 )
-from knowl_build.graph import entity_node, make_graph, page_node
 from knowl_build.history.records import History
 from knowl_build.index.writer import IndexDocument
 from knowl_build.model import Page
 from knowl_build.pipeline.analysis import Analysis
 from knowl_build.render import render_body
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 def _fields(page: Page) -> PageFields:
@@ -123,7 +125,7 @@ def _first_path(found: list[Page]) -> str | UnsetType:
     return found[0].path if found else UNSET
 
 
-def record_pages(analysis: Analysis, texts: dict[str, str]) -> list[Page]:
+def record_pages(analysis: Analysis, texts: Mapping[str, str]) -> list[Page]:
     """The pages that get a record, in artifact order: scope, then id, then path."""
     pages = [p for p in analysis.pages if p.parsed.text_ok and p.path in texts]
     pages.sort(key=lambda p: (p.scope, p.id, p.path))
@@ -166,6 +168,10 @@ def entity_records(analysis: Analysis) -> Entities:
 
 
 def reference_graph(analysis: Analysis) -> nx.DiGraph:
+    # networkx loads only when the graph is built anew (start-up time of an incremental
+    # build, which mostly copies it).
+    from knowl_build.graph import entity_node, make_graph, page_node
+
     nodes: dict[str, dict[str, Any]] = {}
     edges: dict[tuple[str, str], set[str]] = defaultdict(set)
     layer = analysis.layer
