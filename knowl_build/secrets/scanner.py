@@ -38,6 +38,26 @@ from knowl_build.secrets.urls import (
     webhook_spans,
 )
 
+# The letters that case-insensitive matching takes for ASCII ones (as MAYBE lists them), and
+# the keyword every named secret holds (NAMED).
+_FOLDED = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+_KEYWORDS = ("bearer", "api", "access", "secret", "password")
+
+
+def _keyword(text: str) -> bool:
+    """Whether `text` holds a keyword of a named secret, in any case: a plain substring
+    search, where NAMED tries every letter that can start one."""
+    if "\u0130" in text or "\u0131" in text or "\u017f" in text or "\u212a" in text:
+        text = text.translate(_FOLDED)
+    text = text.lower()
+    return any(keyword in text for keyword in _KEYWORDS)
+
+
+def _long_word(text: str) -> bool:
+    """Whether `text` holds 32 characters in a row between white space, as every
+    high-entropy word does: a split, where RUN tries every position of every word."""
+    return max(map(len, text.split()), default=0) >= 32
+
 
 class SecretScanner:
     """Every secret kind of SPEC 9 (and the configured extra patterns), in linear time."""
@@ -64,8 +84,10 @@ class SecretScanner:
             PatternFinder(text, SLACK, NOT_SLACK),
             UrlPartFinder(urls, parameter_spans) if "=" in text else None,
             UrlPartFinder(urls, webhook_spans) if webhook_host(text) else None,
-            OutsideUrls(PatternFinder(text, NAMED, NOT_NAMED), urls),
-            OutsideUrls(EntropyFinder(text), urls),
+            # The two kinds whose expressions cannot start at a literal (a keyword's first
+            # letter, a run of word characters) run only where their anchor occurs.
+            OutsideUrls(PatternFinder(text, NAMED, NOT_NAMED), urls) if _keyword(text) else None,
+            OutsideUrls(EntropyFinder(text), urls) if _long_word(text) else None,
         ]
         if self.extra is not None:
             finders.append(PatternFinder(text, self.extra, None))
