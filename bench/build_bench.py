@@ -30,10 +30,16 @@ def knowl_build(root: Path) -> float:
 
 
 def whoosh_floor(root: Path) -> float:
-    """A bare Whoosh writer, same schema and analyzer, the documents already in memory."""
+    """A bare Whoosh writer with knowl's writer settings (schema and analyzer, the memory
+    limit of `[index] memory_mb`, pickles framed as knowl's writer frames them), the
+    documents already in memory."""
     from whoosh import index
 
+    import knowl_build.index.storage  # noqa: F401 (frames Whoosh's pickles, as a build does)
+    from knowl_build.config_loader import load_config
     from knowl_build.index.analysis import schema
+
+    memory_mb = load_config(root).index_memory_mb
 
     out = root / ".knowl" / "build"
     folder = out / (out / "CURRENT").read_text().strip()
@@ -59,7 +65,7 @@ def whoosh_floor(root: Path) -> float:
     try:
         start = time.perf_counter()
         ix = index.create_in(str(target), schema(), indexname="MAIN")
-        writer = ix.writer()
+        writer = ix.writer(limitmb=memory_mb)
         for doc in docs:
             writer.add_document(**doc)
         writer.commit()

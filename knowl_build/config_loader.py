@@ -236,6 +236,8 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
     site_templates = None
     if "templates" in site.table:
         site_templates = site.relative_dir("templates", ".")
+    index = _Reader(source, top.table_of("index"), "index.")
+    index_memory_mb = index.positive_int("memory_mb", DEFAULTS.index_memory_mb, 16, 1 << 16)
     repo_name = top.get("repo_name", str, DEFAULTS.repo_name)
     knowledge_dir = top.relative_dir("knowledge_dir", DEFAULTS.knowledge_dir)
     out_dir = top.relative_dir("out_dir", DEFAULTS.out_dir)
@@ -271,6 +273,7 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         site_title=site_title,
         site_base_url=site_base_url,
         site_templates=site_templates,
+        index_memory_mb=index_memory_mb,
         source=source,
     )
 

@@ -57,6 +57,7 @@ CASES: dict[str, tuple[str, object, object]] = {
     "site.title": ("site_title", "Acme knowledge", "Acme knowledge"),
     "site.base_url": ("site_base_url", "https://acme.example/kb", "https://acme.example/kb/"),
     "site.templates": ("site_templates", "site-templates", "site-templates"),
+    "index.memory_mb": ("index_memory_mb", 64, 64),
 }
 
 
@@ -109,6 +110,7 @@ def test_keys_are_unique_and_each_table_is_together() -> None:
         "frontmatter",
         "semantics",
         "site",
+        "index",
     ]
 
 

@@ -86,7 +86,9 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         counts["analyses"] += 1
         return analyse(*args, **kwargs)
 
-    def counting_parse(todo: dict[str, bytes], security: SecurityConfig) -> dict[str, ParsedPage]:
+    def counting_parse(
+        todo: dict[str, bytes], security: SecurityConfig
+    ) -> list[tuple[str, ParsedPage, bytes | None]]:
         counts["parsed"] += len(todo)
         return parse(todo, security)
 

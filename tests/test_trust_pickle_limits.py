@@ -85,16 +85,18 @@ def _memo_toc(folder: Path) -> None:
 
 
 def _memo_seg(folder: Path) -> None:
-    """The red team's segment: a 9-byte position list replaced by PROTO, EMPTY_LIST,
-    LONG_BINPUT IDX, STOP (same length)."""
+    """The red team's segment: a pickle in the segment (the first of 9 bytes or more: a
+    posting block's header, since the index holds no position lists) replaced by PROTO,
+    EMPTY_LIST, LONG_BINPUT IDX, as many EMPTY_LISTs as keep its length, STOP."""
     seg = sorted((folder / "index").glob("*.seg"))[0]
     data = bytearray(seg.read_bytes())
     for start, end in pickle_spans(bytes(data)):
-        if end - start == 9 and data[start:end].endswith(b"a."):
-            data[start:end] = b"\x80\x05]r" + struct.pack("<I", IDX) + b"."
+        if end - start >= 9:
+            bomb = b"\x80\x05]r" + struct.pack("<I", IDX)
+            data[start:end] = bomb + b"]" * (end - start - len(bomb) - 1) + b"."
             break
     else:
-        raise AssertionError("no one-position list in the segment")
+        raise AssertionError("no pickle of 9 bytes or more in the segment")
     seg.write_bytes(bytes(data))
 
 

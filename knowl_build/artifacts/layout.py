@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 FORMAT = "knowl-build"
-SCHEMA_VERSION = "1.1"  # 1.1: catalog.json lists the caveats by entity
+# 1.1: catalog.json lists the caveats by entity; 1.2: the index holds no positions
+SCHEMA_VERSION = "1.2"
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 LOCK = ".knowl-lock"

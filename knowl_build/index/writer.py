@@ -3,14 +3,19 @@ statistics the ranking uses."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import shutil
-from collections.abc import Callable, Mapping
+import signal
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from whoosh import index
 
 from knowl_build.errors import ArtifactError
@@ -54,6 +59,85 @@ def _stats(folder: Path) -> dict[str, Any]:
         files.close()
 
 
+def documents_digest(documents: Iterable[IndexDocument]) -> str:
+    """One digest of the documents, in their order: what `Apart.wait` checks an index written
+    apart against."""
+    digest = hashlib.sha256()
+    for document in documents:
+        digest.update(_ENCODE([document.key, document.fields]))
+    return digest.hexdigest()
+
+
+_ENCODE = msgspec.json.Encoder(order="sorted").encode
+
+
+@dataclass(slots=True)
+class Apart:
+    """A full index being written by a forked process (`write_apart`)."""
+
+    pid: int
+    report: int  # the read end of the pipe the process reports on
+    folder: Path
+
+    def wait(self, digests: Mapping[str, str], expected: str) -> IndexUpdate | None:
+        """The written index, once the process is done: its statistics written, and its
+        documents those of `digests` (written to docs.json here), their contents digested
+        as `expected` (`documents_digest`). None when the process failed or wrote other
+        documents: the caller writes the index itself."""
+        _, status = os.waitpid(self.pid, 0)
+        with os.fdopen(self.report, "rb") as handle:
+            report = handle.read()
+        if status != 0 or report != f"ok {len(digests)} {expected}".encode():
+            shutil.rmtree(self.folder, ignore_errors=True)
+            return None
+        (self.folder / DOCS_FILE).write_text(
+            json.dumps(dict(digests), sort_keys=True), encoding="utf-8"
+        )
+        return IndexUpdate(len(digests), 0, 0, False)
+
+    def cancel(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        with contextlib.suppress(OSError):
+            os.close(self.report)
+
+
+def write_apart(
+    folder: Path, documents: Callable[[], list[IndexDocument]], memory_mb: int
+) -> Apart | None:
+    """Fork a process that writes a full index of `documents()` (sorted by key) in `folder`,
+    while this one goes on with the rest of the build: the writer is the longest stage of a
+    cold build, and needs nothing the rules find. None where forking is not safe (another
+    thread runs) or possible: the caller writes the index itself, with `write_index`."""
+    if threading.active_count() > 1 or not hasattr(os, "fork"):
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the writer: it reports on the pipe and ends without the parent's exit
+        os.close(read)
+        status, report = 1, b"failed"
+        try:
+            found = documents()
+            ix = index.create_in(str(folder), schema(), indexname=INDEX_NAME)
+            writer = ix.writer(limitmb=memory_mb)
+            for document in found:
+                writer.add_document(key=document.key, **document.fields)
+            writer.commit(optimize=False)
+            ix.close()
+            (folder / STATS_FILE).write_text(
+                json.dumps(_stats(folder), sort_keys=True), encoding="utf-8"
+            )
+            status, report = 0, f"ok {len(found)} {documents_digest(found)}".encode()
+        finally:
+            os.write(write, report)
+            os._exit(status)
+    os.close(write)
+    return Apart(pid, read, folder)
+
+
 def _has_index(folder: Path) -> bool:
     return any(folder.glob(f"_{INDEX_NAME}_*.toc"))
 
@@ -63,20 +147,23 @@ def write_index(
     digests: Mapping[str, str],
     document: Callable[[str], IndexDocument],
     incremental: bool,
+    memory_mb: int,
 ) -> IndexUpdate:
     """Write (or, when `incremental`, update in place) the index in `folder`.
 
     `digests` names every document and its content digest; `document(key)` builds the ones
     that must be (re)indexed. One writer adds documents in key order; only documents whose
     content changed are deleted and added again. A previous index that cannot be read (damaged,
-    or refused by the restricted unpickler) is replaced by a full one."""
+    or refused by the restricted unpickler) is replaced by a full one. The writer keeps
+    `memory_mb` megabytes of postings in memory before it sorts them on disk (`[index]
+    memory_mb`)."""
     if incremental and _has_index(folder):
         try:
             with reading(folder):
-                return _write_index(folder, digests, document, incremental=True)
+                return _write_index(folder, digests, document, True, memory_mb)
         except (ArtifactError, OSError, ValueError):
             shutil.rmtree(folder, ignore_errors=True)
-    return _write_index(folder, digests, document, incremental=False)
+    return _write_index(folder, digests, document, False, memory_mb)
 
 
 def _write_index(
@@ -84,6 +171,7 @@ def _write_index(
     digests: Mapping[str, str],
     document: Callable[[str], IndexDocument],
     incremental: bool,
+    memory_mb: int,
 ) -> IndexUpdate:
     previous: dict[str, str] = {}
     if incremental:
@@ -95,7 +183,7 @@ def _write_index(
         folder.mkdir(parents=True, exist_ok=True)
         ix = index.create_in(str(folder), schema(), indexname=INDEX_NAME)
     try:
-        return _update(ix, folder, previous, digests, document)
+        return _update(ix, folder, previous, digests, document, memory_mb)
     except BaseException:
         if isinstance(ix.storage, TrackedStorage):
             ix.storage.close_files()
@@ -108,12 +196,13 @@ def _update(
     previous: dict[str, str],
     digests: Mapping[str, str],
     document: Callable[[str], IndexDocument],
+    memory_mb: int,
 ) -> IndexUpdate:
     stale = sorted(key for key in previous if previous[key] != digests.get(key))
     fresh = sorted(key for key in digests if previous.get(key) != digests[key])
     merged = False
     if stale or fresh or not previous:
-        writer = ix.writer()
+        writer = ix.writer(limitmb=memory_mb)
         for key in stale:
             writer.delete_by_term("key", key)
         for key in fresh:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,12 +73,14 @@ def analyse(
     today: dt.date | None = None,
     inputs: Inputs | None = None,
     caches: CachePlace | None = None,
+    parsed: Callable[[list[Page], SemanticLayer], None] | None = None,
 ) -> Analysis:
     """Validate the whole project: every file is read, every reference resolved.
 
     `caches` says where the caches live (default: `.knowl/cache/` when the project can be
     written, else none); `use_cache=False` parses every page again (the history replay
-    still continues from its cache)."""
+    still continues from its cache). `parsed` is called with the pages and the semantic
+    layer once every page is parsed, before the rules run (a build starts its index there)."""
     inputs = inputs or read_inputs(root, config)
     discovery = inputs.discovery
     layer = load_layer(inputs)
@@ -86,6 +89,8 @@ def analyse(
         caches.folder, parse_cache_key(config), enabled=use_cache, machine=caches.key
     )
     pages, page_findings = parse_pages(inputs, config, cache)
+    if parsed is not None:
+        parsed(pages, layer)
     cache.save()
     index = PageIndex.build(
         pages, discovery.other_files, config.knowledge_dir, config.link_resolution

@@ -183,14 +183,15 @@ class ParseCache:
         if raw is None:
             return None
         try:
-            page = _DECODER.decode(raw)
+            page = decode_page(raw)
         except (msgspec.DecodeError, RecursionError):
             return None
         self.used.add(digest)
         return page
 
-    def put(self, digest: str, page: ParsedPage) -> None:
-        self.new[digest] = _ENCODER.encode(page)
+    def put(self, digest: str, page: ParsedPage, encoded: bytes | None = None) -> None:
+        """Remember `page` (`encoded`: its `encode_page`, when already made)."""
+        self.new[digest] = encoded if encoded is not None else encode_page(page)
         self.used.add(digest)
 
     def save(self) -> None:
@@ -225,3 +226,13 @@ class ParseCache:
 
 _ENCODER = msgspec.json.Encoder()
 _DECODER = msgspec.json.Decoder(ParsedPage)
+
+
+def encode_page(page: ParsedPage) -> bytes:
+    """A parsed page as the cache stores it."""
+    return _ENCODER.encode(page)
+
+
+def decode_page(data: bytes) -> ParsedPage:
+    """What `encode_page` encoded (msgspec.DecodeError for anything else)."""
+    return _DECODER.decode(data)

@@ -19,7 +19,7 @@ from knowl_build.parse.body import FM_SUPPRESSION, scan_body, suppression
 from knowl_build.parse.frontmatter import split
 from knowl_build.parse.text import decode
 from knowl_build.parse.yamlnodes import YamlProblem, YMap, compose, json_safe, plain
-from knowl_build.pipeline.cache import ParseCache
+from knowl_build.pipeline.cache import ParseCache, decode_page, encode_page
 from knowl_build.pipeline.inputs import Inputs
 from knowl_build.resolve import misplaced, place
 from knowl_build.rules import fields as field_rules
@@ -163,8 +163,18 @@ def _parse_chunk(
     return [(digest, parse_page(data, security, scanner)) for digest, data in items]
 
 
-def _parse_uncached(todo: dict[str, bytes], security: SecurityConfig) -> dict[str, ParsedPage]:
-    """Parse pages the cache does not know, in worker processes when there are many."""
+def _parse_encoded(items: list[tuple[str, bytes]], security: SecurityConfig) -> list[bytes]:
+    """`_parse_chunk` in a worker process: each page as the parse cache encodes it, which
+    crosses back to the parent several times faster than a pickle and is what the cache
+    stores."""
+    return [encode_page(parsed) for _, parsed in _parse_chunk(items, security)]
+
+
+def _parse_uncached(
+    todo: dict[str, bytes], security: SecurityConfig
+) -> list[tuple[str, ParsedPage, bytes | None]]:
+    """Parse pages the cache does not know, in worker processes when there are many: each
+    with its cache encoding when a worker made it."""
 
     items = sorted(todo.items())
     workers = min(os.cpu_count() or 1, 4)
@@ -176,14 +186,18 @@ def _parse_uncached(todo: dict[str, bytes], security: SecurityConfig) -> dict[st
         or threading.active_count() > 1
         or "fork" not in multiprocessing.get_all_start_methods()
     ):
-        return dict(_parse_chunk(items, security))
+        return [(digest, parsed, None) for digest, parsed in _parse_chunk(items, security)]
 
     size = max(64, len(items) // (workers * 8))
     chunks = [items[i : i + size] for i in range(0, len(items), size)]
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        results = pool.map(_parse_chunk, chunks, [security] * len(chunks))
-        return {digest: parsed for chunk in results for digest, parsed in chunk}
+        results = pool.map(_parse_encoded, chunks, [security] * len(chunks))
+        return [
+            (digest, decode_page(raw), raw)
+            for chunk, encoded in zip(chunks, results, strict=True)
+            for (digest, _), raw in zip(chunk, encoded, strict=True)
+        ]
 
 
 def parse_pages(
@@ -200,8 +214,8 @@ def parse_pages(
             todo[digest] = data
         else:
             parsed_by_digest[digest] = cached
-    for digest, parsed in _parse_uncached(todo, config.security).items():
-        cache.put(digest, parsed)
+    for digest, parsed, encoded in _parse_uncached(todo, config.security):
+        cache.put(digest, parsed, encoded)
         parsed_by_digest[digest] = parsed
 
     pages: list[Page] = []

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msgspec import UNSET
 
@@ -25,6 +25,11 @@ from knowl_build.pipeline.analysis import analyse, summarize_counts
 from knowl_build.pipeline.cache import cache_place
 from knowl_build.pipeline.inputs import inputs_sha256, read_inputs
 from knowl_build.trust import Sealer
+
+if TYPE_CHECKING:
+    from knowl_build.index.writer import Apart, IndexDocument
+    from knowl_build.model import Page
+    from knowl_build.semantic.layer import SemanticLayer
 
 STAGES = ("discover", "parse", "render", "index", "vectors", "publish")
 
@@ -74,7 +79,7 @@ def build(
     caches go under `<out>/.cache/` (a notice says so), and without `out` the run stops."""
     # Imported here, not above: the index (Whoosh) is loaded only by a build that writes an
     # artifact (start-up time of `knowl check`).
-    from knowl_build.index.writer import write_index
+    from knowl_build.index.writer import documents_digest, write_apart, write_index
     from knowl_build.pipeline import records, reuse
 
     timings: dict[str, float] = {}
@@ -144,8 +149,39 @@ def build(
                 notices=notices,
             )
 
+        incremental = (
+            not full
+            and current is not None
+            and previous is not None
+            and previous.tool_version == __version__
+            # A record or an index of another schema is not this build's to extend.
+            and previous.schema_version == layout.SCHEMA_VERSION
+            and (current / "index").is_dir()
+        )
+        # A full index is written by a forked process while the rules and the records are
+        # worked out here (`index.writer.write_apart`): it needs only the parsed pages.
+        apart: Apart | None = None
+        staging: Path | None = None
+
+        def start_index(pages: list[Page], layer: SemanticLayer) -> None:
+            nonlocal apart, staging
+            staging = publication.staging_folder(out_dir)
+            documents = _documents(pages, inputs.pages, layer)
+            apart = write_apart(staging / "index", documents, config.index_memory_mb)
+
         stage("parse")
-        analysis = analyse(root, config, today=today, inputs=inputs, caches=caches)
+        try:
+            analysis = analyse(
+                root,
+                config,
+                today=today,
+                inputs=inputs,
+                caches=caches,
+                parsed=None if incremental else start_index,
+            )
+        except BaseException:
+            _discard(apart, staging)
+            raise
         diagnostics = analysis.diagnostics
         counts = summarize_counts(analysis)
         errors = counts["errors"]
@@ -160,26 +196,21 @@ def build(
 
         blocking = diagnostics if gate is None else gate(diagnostics)
         if any(d.severity == "error" for d in blocking) and not allow_errors:
+            _discard(apart, staging)
             return BuildResult(
                 diagnostics, "refused", build_id, None, counts, False, [], notices=notices
             )
 
         stage("render")
         texts = _Texts(inputs.pages)
-        incremental = (
-            not full
-            and current is not None
-            and previous is not None
-            and previous.tool_version == __version__
-            and (current / "index").is_dir()
-        )
         old = reuse.Previous.load(current) if incremental and current is not None else None
         content = {path: digest for path, (_, digest) in inputs.pages.items()}
         rows = reuse.assemble(analysis, texts, content, old)
         entities = records.entity_records(analysis)
         graph_key = reuse.graph_digest(analysis, rows.pages, rows.resolved)
 
-        staging = publication.staging_folder(out_dir)
+        if staging is None:
+            staging = publication.staging_folder(out_dir)
         # The sha256 of each file written from memory or copied from the previous build (it
         # was validated), so that the manifest does not read them back.
         known: dict[str, str] = {}
@@ -212,11 +243,23 @@ def build(
             put(reuse.SIGNATURES, schema.encode(reuse.signatures_record(rows, graph_key)))
             put("diagnostics.json", schema.encode(diagnostics_document(diagnostics)))
             stage("index")
-            if incremental and current is not None:
-                shutil.copytree(current / "index", staging / "index")
-            update = write_index(
-                staging / "index", rows.index_digests, rows.index_document, incremental
-            )
+            update = None
+            if apart is not None:
+                expected = documents_digest(
+                    rows.index_document(key) for key in sorted(rows.index_digests)
+                )
+                update = apart.wait(rows.index_digests, expected)
+                apart = None
+            if update is None:
+                if incremental and current is not None:
+                    shutil.copytree(current / "index", staging / "index")
+                update = write_index(
+                    staging / "index",
+                    rows.index_digests,
+                    rows.index_document,
+                    incremental,
+                    config.index_memory_mb,
+                )
             if incremental and previous is not None:
                 # A segment file is never written again once it exists (Whoosh adds segments
                 # and records deletions in its table of contents): a copied one is unchanged.
@@ -275,7 +318,7 @@ def build(
             folder = publication.publish(out_dir, staging, build_id, sealer)
         except BaseException as exc:
             writer.shutdown(wait=True, cancel_futures=True)
-            shutil.rmtree(staging, ignore_errors=True)
+            _discard(apart, staging)
             if isinstance(exc, OSError):
                 failure = folders.output_failure(out_dir, exc, writing=True)
                 if failure is not None:
@@ -294,6 +337,34 @@ def build(
             timings,
             notices,
         )
+
+
+def _documents(
+    pages: list[Page], inputs: Mapping[str, tuple[bytes | None, str]], layer: SemanticLayer
+) -> Callable[[], list[IndexDocument]]:
+    """The index documents of the pages that get a record, in key order, made on demand (by
+    the process that writes the index)."""
+
+    def make() -> list[IndexDocument]:
+        # Loaded with the build that writes an index (start-up time of `knowl check`).
+        from knowl_build.pipeline import records
+
+        found = []
+        for page in sorted(pages, key=lambda p: p.path):
+            data = inputs[page.path][0]
+            if page.parsed.text_ok and data is not None:
+                found.append(records.page_document(page, decode(data) or "", layer))
+        return found
+
+    return make
+
+
+def _discard(apart: Apart | None, staging: Path | None) -> None:
+    """Stop an index being written apart, and remove the staging folder."""
+    if apart is not None:
+        apart.cancel()
+    if staging is not None:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _write_lines(path: Path, lines: list[bytes | memoryview]) -> str:

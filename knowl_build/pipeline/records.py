@@ -29,6 +29,7 @@ from knowl_build.index.writer import IndexDocument
 from knowl_build.model import Page
 from knowl_build.pipeline.analysis import Analysis
 from knowl_build.render import render_body
+from knowl_build.semantic.layer import SemanticLayer
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -204,6 +205,27 @@ def reference_graph(analysis: Analysis) -> nx.DiGraph:
             if ref.value in layer.entities:
                 edges[(me, entity_node(ref.value))].add("sl_ref")
     return make_graph(nodes, edges)
+
+
+def page_document(page: Page, text: str, layer: SemanticLayer) -> IndexDocument:
+    """`index_document` of the page's record, from the page alone: what the index holds
+    needs nothing the rules find, so a build can write it while they run."""
+    f = page.parsed.fields
+    return IndexDocument(
+        page.path,
+        {
+            "page_id": page.id,
+            "scope": page.scope,
+            "status": f.status,
+            "category": f.category or "",
+            "usage_mode": f.usage_mode,
+            "visibility": f.visibility,
+            "title": page.title,
+            "summary": f.summary,
+            "tags": " ".join(f.tags),
+            "body": render_body(text[page.parsed.body_offset :], layer),
+        },
+    )
 
 
 def index_document(row: PageRecord) -> IndexDocument:
