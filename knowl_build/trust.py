@@ -153,13 +153,13 @@ class Sealer:
         derived = hmac.digest(secret, b"knowl-build seal\0" + purpose.encode(), "sha256")
         self._mac = hmac.new(derived, digestmod="sha256")
 
-    def seal(self, data: bytes) -> bytes:
+    def seal(self, data: bytes | memoryview) -> bytes:
         """The seal of `data`: 64 hex digits (ASCII)."""
         mac = self._mac.copy()
         mac.update(data)
         return mac.hexdigest().encode("ascii")
 
-    def check(self, data: bytes, tag: bytes) -> bool:
+    def check(self, data: bytes | memoryview, tag: bytes | memoryview) -> bool:
         return len(tag) == TAG_BYTES and hmac.compare_digest(self.seal(data), tag)
 
     def wrap(self, data: bytes) -> bytes:

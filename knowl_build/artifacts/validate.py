@@ -156,6 +156,9 @@ def _check_catalog(catalog: Catalog, lines: dict[int, tuple[str, str, str]]) -> 
         if entry.key in keys:
             return [f"catalog.json: 'pages[{i}]' lists a page twice"]
         keys.add(entry.key)
+    # Every line has its entry: a build copies a line up to where the next one starts.
+    if len(keys) != len(lines):
+        return ["catalog.json: does not list every line of pages.jsonl"]
     if not isinstance(catalog.caveats, UnsetType) and catalog.caveats != catalog_caveats(
         catalog.pages
     ):

@@ -21,7 +21,7 @@ from whoosh import index
 from knowl_build.errors import ArtifactError
 from knowl_build.index.analysis import DOCS_FILE, INDEX_NAME, STATS_FILE, schema
 from knowl_build.index.fields import SCHEMA_FIELDS
-from knowl_build.index.segments import open_segments
+from knowl_build.index.segments import Segment, open_segments
 from knowl_build.index.stats import segment_stats
 from knowl_build.index.storage import TrackedStorage, open_index, reading
 from knowl_build.index.unpickler import BadIndex
@@ -190,6 +190,19 @@ def _write_index(
         raise
 
 
+def _live_documents(found: list[Segment], keys: list[str]) -> list[int]:
+    """The index-wide numbers of the live documents of `keys` (as Whoosh's delete_by_term
+    finds them: through the `key` field, deleted documents left out)."""
+    numbers = []
+    offset = 0
+    for segment in found:
+        for key in keys:
+            for ids, _weights in segment.blocks("key", key):
+                numbers += [offset + doc for doc in ids if doc not in segment.deleted]
+        offset += segment.doc_count
+    return sorted(set(numbers))
+
+
 def _update(
     ix: Any,
     folder: Path,
@@ -202,14 +215,21 @@ def _update(
     fresh = sorted(key for key in digests if previous.get(key) != digests[key])
     merged = False
     if stale or fresh or not previous:
+        # The stale documents are found, and the index counted, by `segments` (Whoosh's
+        # delete_by_term and reader opened every segment's readers: 30 MB at 10k pages).
+        files, found = open_segments(folder, SCHEMA_FIELDS)
+        try:
+            live = _live_documents(found, stale)
+            total = sum(segment.doc_count for segment in found)
+            deleted = sum(len(segment.deleted) for segment in found) + len(stale)
+        finally:
+            files.close()
         writer = ix.writer(limitmb=memory_mb)
-        for key in stale:
-            writer.delete_by_term("key", key)
+        for docnum in live:
+            writer.delete_document(docnum)
         for key in fresh:
             writer.add_document(key=key, **document(key).fields)
-        with ix.reader() as reader:
-            stored = reader.doc_count_all() + len(fresh)
-            deleted = reader.doc_count_all() - reader.doc_count() + len(stale)
+        stored = total + len(fresh)
         merged = bool(stale) and deleted > MERGE_DELETED_SHARE * max(stored, 1)
         writer.commit(optimize=merged)
     ix.close()

@@ -141,7 +141,7 @@ class ParseCache:
         self.sealer = machine.sealer(f"parse-cache\0{key}") if machine is not None else None
         self.enabled = enabled and self.sealer is not None
         self.path = (folder or Path(".")) / "pages.jsonl"
-        self.entries: dict[str, bytes] = {}  # digest -> the page's JSON, sealed when read
+        self.entries: dict[str, memoryview] = {}  # digest -> the page's JSON, sealed when read
         self.used: set[str] = set()
         self.new: dict[str, bytes] = {}
         self.valid_file = False
@@ -154,9 +154,9 @@ class ParseCache:
         data = read_cache_file(self.path)
         if not data:
             return
-        lines = data.split(b"\n")
+        end = data.find(b"\n")
         try:
-            header = json.loads(lines[0])
+            header = json.loads(data[: end if end >= 0 else len(data)])
         except ValueError:
             return
         if (
@@ -167,16 +167,25 @@ class ParseCache:
             return
         check = self.sealer.check
         entries = self.entries
-        for line in lines[1:-1]:
+        # Each entry is a view of the file's bytes, not a copy of its line: the file is held
+        # once, and freed whole with the cache.
+        view = memoryview(data)
+        at = end + 1 if end >= 0 else len(data)
+        while at < len(data):
+            stop = data.find(b"\n", at)
+            if stop < 0:
+                break
+            line = view[at:stop]
             tag, rest = line[:64], line[65:]
-            if line[64:65] == b" " and check(rest, tag):
-                digest, _, page = rest.partition(b" ")
-                entries[digest.decode("ascii", "replace")] = page
+            space = data.find(b" ", at + 65, stop)
+            if data[at + 64 : at + 65] == b" " and space >= 0 and check(rest, tag):
+                entries[data[at + 65 : space].decode("ascii", "replace")] = view[space + 1 : stop]
             else:
                 self.ignored += 1
+            at = stop + 1
         # A last line without its end (an append cut short) is ignored; appending after it
         # would glue the next line to it, so the next save rewrites the file.
-        self.valid_file = lines[-1] == b""
+        self.valid_file = at == len(data)
 
     def get(self, digest: str) -> ParsedPage | None:
         raw = self.entries.get(digest)
@@ -214,7 +223,7 @@ class ParseCache:
         except OSError:
             pass  # a read-only checkout still works; it is only slower next time
 
-    def _lines(self, items: Iterable[tuple[str, bytes]]) -> bytes:
+    def _lines(self, items: Iterable[tuple[str, bytes | memoryview]]) -> bytes:
         assert self.sealer is not None
         seal = self.sealer.seal
         out = []
@@ -233,6 +242,6 @@ def encode_page(page: ParsedPage) -> bytes:
     return _ENCODER.encode(page)
 
 
-def decode_page(data: bytes) -> ParsedPage:
+def decode_page(data: bytes | memoryview) -> ParsedPage:
     """What `encode_page` encoded (msgspec.DecodeError for anything else)."""
     return _DECODER.decode(data)

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from msgspec import UNSET
 
@@ -23,7 +25,7 @@ from knowl_build.errors import KnowlError, UsageError
 from knowl_build.parse.text import decode
 from knowl_build.pipeline.analysis import analyse, summarize_counts
 from knowl_build.pipeline.cache import cache_place
-from knowl_build.pipeline.inputs import inputs_sha256, read_inputs
+from knowl_build.pipeline.inputs import inputs_sha256, read_file, read_inputs
 from knowl_build.trust import Sealer
 
 if TYPE_CHECKING:
@@ -182,6 +184,10 @@ def build(
         except BaseException:
             _discard(apart, staging)
             raise
+        # From here on the build holds the pages' digests, not their bytes (`_Texts`).
+        content = {path: digest for path, (_, digest) in inputs.pages.items()}
+        readable = {path: d for path, (data, d) in inputs.pages.items() if data is not None}
+        inputs.pages = {}
         diagnostics = analysis.diagnostics
         counts = summarize_counts(analysis)
         errors = counts["errors"]
@@ -202,9 +208,8 @@ def build(
             )
 
         stage("render")
-        texts = _Texts(inputs.pages)
+        texts = _Texts(root, readable)
         old = reuse.Previous.load(current) if incremental and current is not None else None
-        content = {path: digest for path, (_, digest) in inputs.pages.items()}
         rows = reuse.assemble(analysis, texts, content, old)
         entities = records.entity_records(analysis)
         graph_key = reuse.graph_digest(analysis, rows.pages, rows.resolved)
@@ -223,7 +228,9 @@ def build(
         # GIL) while the rest of the artifact and the index are made.
         writer = ThreadPoolExecutor(max_workers=1)
         try:
-            pages_written = writer.submit(_write_lines, staging / "pages.jsonl", rows.lines)
+            pages_written = writer.submit(
+                _write_lines, staging / "pages.jsonl", rows.lines, rows.source
+            )
             put(
                 "catalog.json",
                 schema.encode(
@@ -367,45 +374,99 @@ def _discard(apart: Apart | None, staging: Path | None) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _write_lines(path: Path, lines: list[bytes | memoryview]) -> str:
-    """Write `lines` to `path` in runs of about a megabyte; their sha256."""
-    digest = hashlib.sha256()
-    with path.open("wb") as handle:
-        run: list[bytes | memoryview] = []
+def _write_lines(path: Path, lines: list[bytes | tuple[int, int]], source: Path | None) -> str:
+    """Write the records' lines to `path`: new ones from memory, reused ones copied from
+    `source` (the previous pages.jsonl) by the kernel, run by run, never through this
+    process's memory. Returns the file's sha256, read back in blocks."""
+    with path.open("wb") as out, contextlib.ExitStack() as stack:
+        copier = _Copier(stack.enter_context(source.open("rb")), out) if source else None
+        pending: list[bytes] = []
         size = 0
+        run: tuple[int, int] | None = None
         for line in [*lines, b""]:
-            run.append(line)
+            if isinstance(line, tuple):
+                if pending:
+                    out.write(b"".join(pending))
+                    pending, size = [], 0
+                if run is not None and run[1] == line[0]:
+                    run = (run[0], line[1])
+                    continue
+                if run is not None:
+                    _copied(copier, run)
+                run = line
+                continue
+            if run is not None:
+                _copied(copier, run)
+                run = None
+            pending.append(line)
             size += len(line)
-            if size >= 1 << 20 or not line:
-                chunk = b"".join(run)
-                handle.write(chunk)
-                digest.update(chunk)
-                run, size = [], 0
-    return digest.hexdigest()
+            if size >= 1 << 20:
+                out.write(b"".join(pending))
+                pending, size = [], 0
+        out.write(b"".join(pending))
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _copied(copier: _Copier | None, run: tuple[int, int]) -> None:
+    if copier is None:
+        raise ValueError("a reused line without the previous pages.jsonl")
+    copier.copy(*run)
+
+
+class _Copier:
+    """Copies byte ranges of one open file to the end of another: by copy_file_range where
+    the system has it, else through a small buffer."""
+
+    def __init__(self, source: BinaryIO, out: BinaryIO) -> None:
+        self.source, self.out = source, out
+        self.kernel = hasattr(os, "copy_file_range")
+
+    def copy(self, start: int, end: int) -> None:
+        self.out.flush()
+        source, out = self.source.fileno(), self.out.fileno()
+        while start < end and self.kernel:
+            try:
+                done = os.copy_file_range(source, out, end - start, start)
+            except OSError:
+                self.kernel = False  # another file system, or a kernel without it
+                break
+            if done == 0:
+                raise OSError(f"{self.source.name}: shorter than its catalog says")
+            start += done
+        self.out.seek(0, os.SEEK_END)
+        while start < end:
+            block = os.pread(source, min(end - start, 1 << 20), start)
+            if not block:
+                raise OSError(f"{self.source.name}: shorter than its catalog says")
+            self.out.write(block)
+            start += len(block)
 
 
 class _Texts(Mapping[str, str]):
-    """Each readable page's text, decoded when a record is built from it (most records of an
-    incremental build are copied, and never need it)."""
+    """Each readable page's text, read again and decoded when a record is built from it:
+    most records of an incremental build are copied and never need it, and the build does
+    not hold every page's bytes from the analysis on (the peak memory of an edit)."""
 
-    def __init__(self, pages: Mapping[str, tuple[bytes | None, str]]) -> None:
-        self.pages = pages
+    def __init__(self, root: Path, digests: dict[str, str]) -> None:
+        self.root = str(root)
+        self.digests = digests  # each readable page's sha256, as the analysis read it
 
     def __getitem__(self, path: str) -> str:
-        data = self.pages[path][0]
-        if data is None:
-            raise KeyError(path)
+        expected = self.digests[path]
+        data, digest = read_file(self.root, path)
+        if data is None or digest != expected:
+            raise UsageError(f"{path} changed while the build ran; run the build again")
         return decode(data) or ""
 
     def __contains__(self, path: object) -> bool:
-        found = self.pages.get(path) if isinstance(path, str) else None
-        return found is not None and found[0] is not None
+        return path in self.digests
 
     def __iter__(self) -> Iterator[str]:
-        return (path for path, (data, _) in self.pages.items() if data is not None)
+        return iter(self.digests)
 
     def __len__(self) -> int:
-        return sum(1 for _ in self)
+        return len(self.digests)
 
 
 def _write_vectors(staging: Path, rows: Any, previous: Path | None) -> dict[str, Any]:

@@ -11,8 +11,6 @@ The incremental-equals-full property test holds this to byte identity.
 from __future__ import annotations
 
 import hashlib
-import mmap
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,9 +82,9 @@ class Previous:
     folder: Path
     graph: str
     signatures: dict[str, str]
-    pages: bytes | mmap.mmap
     catalog: dict[str, CatalogEntry]
     index_digests: dict[str, str]
+    ends: dict[int, int]  # where the line at each offset of pages.jsonl ends
 
     @classmethod
     def load(cls, folder: Path) -> Previous | None:
@@ -96,34 +94,40 @@ class Previous:
             index_digests = decode(
                 DOCS_FILE, (folder / "index" / DOCS_FILE).read_bytes(), dict[str, str]
             )
-            pages = _mapped(folder / "pages.jsonl")
+            size = (folder / "pages.jsonl").stat().st_size
         except (OSError, ArtifactError):
             return None  # nothing to reuse: build everything
+        # The validated catalog lists every line of pages.jsonl: each ends where the next
+        # one starts.
+        starts = sorted(entry.offset for entry in catalog.pages)
         return cls(
             folder,
             signatures.graph,
             signatures.pages,
-            pages,
             {entry.key: entry for entry in catalog.pages},
             index_digests,
+            dict(zip(starts, [*starts[1:], size], strict=True)),
         )
 
-    def line(self, path: str) -> memoryview:
-        """The page's line of the previous pages.jsonl (a view: never copied until written)."""
+    @property
+    def source(self) -> Path:
+        return self.folder / "pages.jsonl"
+
+    def line(self, path: str) -> Line:
+        """Where the page's line of the previous pages.jsonl is: a build copies it from
+        there, never holding it in memory."""
         start = self.catalog[path].offset
-        end = self.pages.find(b"\n", start)
-        if end < 0:
-            raise ValueError(f"{self.folder}: pages.jsonl ends inside a line")
-        return memoryview(self.pages)[start : end + 1]
+        return start, self.ends[start]
 
 
-def _mapped(path: Path) -> bytes | mmap.mmap:
-    """A file's bytes, mapped rather than read: an incremental build copies most of the
-    previous pages.jsonl line by line, and needs none of it in its own memory."""
-    with path.open("rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0:
-            return b""
-        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+# A line of the previous pages.jsonl, by its start and end.
+Line = tuple[int, int]
+
+
+def read_line(source: Path, line: Line) -> bytes:
+    with source.open("rb") as handle:
+        handle.seek(line[0])
+        return handle.read(line[1] - line[0])
 
 
 @dataclass(slots=True)
@@ -131,7 +135,9 @@ class Rows:
     """The records of this build, in artifact order, reused or new."""
 
     pages: list[Page]
-    lines: list[bytes | memoryview] = field(default_factory=list)
+    # Each record's line: new bytes, or a line of `source`, the previous pages.jsonl.
+    lines: list[bytes | Line] = field(default_factory=list)
+    source: Path | None = None
     catalog: list[CatalogEntry] = field(default_factory=list)
     signatures: dict[str, str] = field(default_factory=dict)
     index_digests: dict[str, str] = field(default_factory=dict)
@@ -143,7 +149,13 @@ class Rows:
     def record(self, index: int) -> PageRecord:
         path = self.pages[index].path
         row = self.fresh.get(path)
-        return row if row is not None else decode(path, self.lines[index], PageRecord)
+        if row is not None:
+            return row
+        line = self.lines[index]
+        if isinstance(line, tuple):
+            assert self.source is not None
+            line = read_line(self.source, line)
+        return decode(path, line, PageRecord)
 
     def records(self) -> list[PageRecord]:
         return [self.record(i) for i in range(len(self.pages))]
@@ -169,7 +181,7 @@ def assemble(
             values[name] = attribute_value(layer, name)
         return values[name]
 
-    rows = Rows(record_pages(analysis, texts))
+    rows = Rows(record_pages(analysis, texts), source=previous.source if previous else None)
     rows.positions = {page.path: i for i, page in enumerate(rows.pages)}
     offset = 0
     for page in rows.pages:
@@ -196,7 +208,7 @@ def assemble(
             and page.path in previous.catalog
             and page.path in previous.index_digests
         ):
-            line: bytes | memoryview = previous.line(page.path)
+            line: bytes | Line = previous.line(page.path)
             entry = replace(previous.catalog[page.path], offset=offset)
             rows.index_digests[page.path] = previous.index_digests[page.path]
             rows.reused += 1
@@ -208,7 +220,7 @@ def assemble(
             rows.index_digests[page.path] = index_document(row).digest
         rows.lines.append(line)
         rows.catalog.append(entry)
-        offset += len(line)
+        offset += line[1] - line[0] if isinstance(line, tuple) else len(line)
     return rows
 
 
