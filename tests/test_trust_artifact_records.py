@@ -539,7 +539,7 @@ def test_a_build_records_its_folder_and_a_change_is_validated_again(
         proj.root / ".knowl" / "build" / (proj.root / ".knowl/build/CURRENT").read_text().strip()
     )
     time.sleep(0.01)
-    os.utime(folder / "entities.json")  # same bytes, new ctime: validated again
+    os.utime(folder / "entities.json")  # same bytes, new mtime: validated again
     with Reader.open(proj.root):
         pass
     with Reader.open(proj.root):

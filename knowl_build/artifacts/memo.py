@@ -14,29 +14,38 @@ from knowl_build import __version__
 from knowl_build.artifacts.folders import listing, read_regular
 from knowl_build.artifacts.layout import MANIFEST
 from knowl_build.artifacts.schema import encode
-from knowl_build.trust import cache_home
+from knowl_build.trust import cache_home, machine_key, read_sealed
 
 # --- the validation memo ------------------------------------------------------------------------------
 #
 # Full validation reads every byte (about a second per 10k pages); a reader opens the same
 # build again and again. So a folder validated once on this machine is remembered, keyed by
-# its real path and every file's (size, mtime_ns, ctime_ns, inode), and by the manifest's
-# sha256. Any write to a file changes its ctime, which no user can set back, so a changed
-# file is validated again. The memo only spares work: the restricted unpickler guards every
-# read whatever the memo says. Without a writable cache folder, every open validates.
+# its real path and every file's (size, mtime_ns, inode), and by the manifest's sha256, and
+# sealed with this machine's key (`trust`): a memo this machine did not write is no memo.
+# A file written since has another size, another modification time (which only its owner
+# can set back, who could as well edit the memo) or another inode (replaced), so it is
+# validated again. The change time is left out: kept builds share unchanged files (hard
+# links), and linking or pruning one changes it without changing a byte. The memo only spares
+# work: the restricted unpickler guards every read whatever the memo says. Without a
+# writable cache folder or a key, every open validates.
 
-# 2: validations decode every pickle with the bounded unpickler (1 used the C one).
-MEMO_VERSION = 2
+# 2: validations decode every pickle with the bounded unpickler (1 used the C one); 3: sealed,
+# files identified without their change time.
+MEMO_VERSION = 3
 MAX_MEMOS = 256  # the newest are kept; a pruned build's memo goes with it
+MEMO_SEAL = "validation-memo"
+
+# A file as the memo identifies it: size, mtime_ns, inode.
+Identity = tuple[int, int, int]
 
 
-def validated_files(folder: Path) -> dict[str, tuple[int, int, int, int]] | None:
-    """Each file's (size, mtime_ns, ctime_ns, inode) as this machine's full validation saw
-    it, when the folder is still in that state; None otherwise."""
+def validated_files(folder: Path) -> dict[str, Identity] | None:
+    """Each file's (size, mtime_ns, inode) as this machine's full validation saw it, when
+    the folder is still in that state; None otherwise."""
     state = folder_state(folder)
     if state is None or not was_validated(folder, state):
         return None
-    return {name: (s, m, c, i) for name, (s, m, c, i) in state["files"].items()}
+    return {name: (s, m, i) for name, (s, m, i) in state["files"].items()}
 
 
 def _cache_folder() -> Path:
@@ -58,8 +67,7 @@ def folder_state(folder: Path) -> dict[str, Any] | None:
     except OSError:
         return None
     files = {
-        name: [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
-        for name, info in sorted(found.items())
+        name: [info.st_size, info.st_mtime_ns, info.st_ino] for name, info in sorted(found.items())
     }
     return {
         "version": MEMO_VERSION,
@@ -72,14 +80,20 @@ def folder_state(folder: Path) -> dict[str, Any] | None:
 
 
 def was_validated(folder: Path, state: dict[str, Any]) -> bool:
+    sealed = read_sealed(_memo_path(state["folder"]), machine_key().sealer(MEMO_SEAL))
+    if sealed is None:
+        return False
     try:
-        memo = json.loads(_memo_path(state["folder"]).read_bytes())
-    except (OSError, ValueError, RecursionError):
+        memo = json.loads(sealed)
+    except (ValueError, RecursionError):
         return False
     return bool(memo == state)
 
 
 def remember(folder: Path, state: dict[str, Any]) -> None:
+    sealer = machine_key().sealer(MEMO_SEAL)
+    if sealer is None:
+        return  # nothing to seal it with: the next open validates again
     path = _memo_path(state["folder"])
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,7 +102,7 @@ def remember(folder: Path, state: dict[str, Any]) -> None:
         return  # no cache: the next open validates again, which is only slower
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(encode(state))
+            handle.write(sealer.wrap(encode(state)))
         os.replace(tmp, path)
     except OSError:
         with contextlib.suppress(OSError):

@@ -59,9 +59,8 @@ _CODEC_KEYS = frozenset({"_blocklimit", "_compression", "_inlinelimit"})
 MAX_SEGMENTS = 4096
 MAX_DOCS = 1 << 31
 
-# How each index file is identified (artifacts' validation memo): size, mtime_ns, ctime_ns,
-# inode. Any write to a file changes its ctime, which no user can set back.
-Identity = tuple[int, int, int, int]
+# How each index file is identified (artifacts' validation memo): size, mtime_ns, inode.
+Identity = tuple[int, int, int]
 
 _INT = struct.Struct("!i")
 _LONG = struct.Struct("!q")
@@ -195,7 +194,7 @@ def read_toc(data: bytes, generation: int, fields: frozenset[str]) -> list[Segme
 
 
 def _identity(info: os.stat_result) -> Identity:
-    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+    return (info.st_size, info.st_mtime_ns, info.st_ino)
 
 
 class IndexFolder:

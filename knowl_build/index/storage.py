@@ -78,9 +78,8 @@ class Reading:
             raise ArtifactError(f"{self.folder}: {index_problem(exc)}") from None
 
 
-# How artifacts' validation memo identifies a file: size, mtime_ns, ctime_ns, inode. Any write
-# to a file changes its ctime, which no user can set back.
-Identity = tuple[int, int, int, int]
+# How artifacts' validation memo identifies a file: size, mtime_ns, inode (artifacts.memo).
+Identity = tuple[int, int, int]
 
 
 def _identity(handle: Any) -> Identity | None:
@@ -88,7 +87,7 @@ def _identity(handle: Any) -> Identity | None:
         info = os.fstat(handle.file.fileno())
     except (AttributeError, OSError, ValueError):
         return None
-    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+    return (info.st_size, info.st_mtime_ns, info.st_ino)
 
 
 class TrackedStorage(FileStorage):  # type: ignore[misc]

@@ -221,8 +221,17 @@ def build(
         known: dict[str, str] = {}
 
         def put(name: str, data: bytes) -> None:
+            digest = hashlib.sha256(data).hexdigest()
+            known[name] = digest
+            # The same bytes as the current build's: share its file (`_share`).
+            if (
+                current is not None
+                and previous is not None
+                and previous.files.get(name) == digest
+                and _share(current / name, staging / name)
+            ):
+                return
             (staging / name).write_bytes(data)
-            known[name] = hashlib.sha256(data).hexdigest()
 
         # pages.jsonl, the largest file, is written and hashed in a thread (both release the
         # GIL) while the rest of the artifact and the index are made.
@@ -239,7 +248,8 @@ def build(
             )
             put("entities.json", schema.encode(entities))
             if old is not None and old.graph == graph_key and previous is not None:
-                shutil.copyfile(old.folder / "graph.json", staging / "graph.json")
+                if not _share(old.folder / "graph.json", staging / "graph.json"):
+                    shutil.copyfile(old.folder / "graph.json", staging / "graph.json")
                 known["graph.json"] = previous.files["graph.json"]
             else:
                 # networkx loads only for a graph built anew (start-up time of an edit).
@@ -259,7 +269,7 @@ def build(
                 apart = None
             if update is None:
                 if incremental and current is not None:
-                    shutil.copytree(current / "index", staging / "index")
+                    _share_index(current / "index", staging / "index")
                 update = write_index(
                     staging / "index",
                     rows.index_digests,
@@ -372,6 +382,30 @@ def _discard(apart: Apart | None, staging: Path | None) -> None:
         apart.cancel()
     if staging is not None:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _share(source: Path, target: Path) -> bool:
+    """Link `target` to the unchanged file `source` of the build before (kept builds share
+    what did not change; neither is ever written again). False where the file system links
+    nothing: the caller writes or copies it."""
+    try:
+        os.link(source, target)
+    except OSError:
+        return False
+    return True
+
+
+def _share_index(source: Path, target: Path) -> None:
+    """The previous index, to update in `target`: its segment files shared (Whoosh never
+    writes a segment file again; it adds segments and records deletions in the table of
+    contents), the small files it rewrites in place copied."""
+    target.mkdir()
+    for entry in os.scandir(source):
+        if not entry.is_file(follow_symlinks=False):
+            continue
+        destination = target / entry.name
+        if not (entry.name.endswith(".seg") and _share(Path(entry.path), destination)):
+            shutil.copyfile(entry.path, destination)
 
 
 def _write_lines(path: Path, lines: list[bytes | tuple[int, int]], source: Path | None) -> str:
