@@ -1,6 +1,7 @@
-"""A cold build writes its index in a forked process while the rules run
-(`index.writer.write_apart`): the same index, documents and rankings as one written in the
-build's own process, and a failed or different one is written again in-process."""
+"""A cold build writes its index in a forked process, sent documents as pages are parsed,
+while the rules run (`index.writer.write_apart`): the same index, documents and rankings as
+one written in the build's own process, and a failed or different one is written again
+in-process, also when the pages are parsed by worker processes."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from knowl_build.config import Config
 from knowl_build.index import writer
+from knowl_build.pipeline import pages
 from knowl_build.pipeline.publish import build
 from tests.helpers import Project, search
 from tests.test_incremental import QUERIES, WORDS
@@ -73,17 +75,53 @@ def test_the_index_written_apart_is_the_one_written_here(
         assert (apart.folder / name).read_bytes() == (here.folder / name).read_bytes()
 
 
+def test_pages_parsed_by_workers_are_indexed_as_they_come(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = _project(tmp_path / "p")
+    config = Config(rules={"KB202": "off"}, source="knowl.toml")
+    monkeypatch.setattr(pages, "PARALLEL_MIN_PAGES", 1)
+    monkeypatch.setattr(pages, "_parse_uncached", _in_small_chunks(pages._parse_uncached))
+    batches: list[int] = []
+    real = writer.Apart.send
+
+    def send(self: writer.Apart, documents: list[writer.IndexDocument]) -> None:
+        batches.append(len(documents))
+        real(self, documents)
+
+    monkeypatch.setattr(writer.Apart, "send", send)
+    streamed = build(proj.root, config, allow_errors=True, full=True, out=tmp_path / "streamed")
+    assert len(batches) > 1 and sum(batches) == 30
+    monkeypatch.setattr(writer, "write_apart", lambda *args: None)
+    here = build(proj.root, config, allow_errors=True, full=True, out=tmp_path / "here")
+    assert streamed.folder is not None and here.folder is not None
+    assert _index(streamed.folder) == _index(here.folder)
+
+
+def _in_small_chunks(parse: Any) -> Any:
+    """`_parse_uncached` in batches of a few pages, as worker chunks arrive."""
+
+    def chunked(todo: dict[str, bytes], security: Any) -> Any:
+        items = list(todo.items())
+        for start in range(0, len(items), 7):
+            yield from parse(dict(items[start : start + 7]), security)
+
+    return chunked
+
+
 def test_an_index_written_apart_with_other_documents_is_written_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     proj = _project(tmp_path / "p")
     config = Config(rules={"KB202": "off"}, source="knowl.toml")
-    real = writer.write_apart
+    real = writer.Apart.send
+    sent: list[int] = []
 
-    def wrong(folder: Path, documents: Any, memory_mb: int) -> writer.Apart | None:
-        return real(folder, lambda: documents()[1:], memory_mb)  # one document short
+    def send(self: writer.Apart, documents: list[writer.IndexDocument]) -> None:
+        real(self, documents[1:] if not sent else documents)  # the first one left out
+        sent.append(len(documents))
 
-    monkeypatch.setattr(writer, "write_apart", wrong)
+    monkeypatch.setattr(writer.Apart, "send", send)
     result = build(proj.root, config, allow_errors=True, full=True, out=tmp_path / "out")
     monkeypatch.setattr(writer, "write_apart", lambda *args: None)
     here = build(proj.root, config, allow_errors=True, full=True, out=tmp_path / "here")

@@ -88,7 +88,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
     def counting_parse(
         todo: dict[str, bytes], security: SecurityConfig
-    ) -> list[tuple[str, ParsedPage, bytes | None]]:
+    ) -> Iterator[list[tuple[str, ParsedPage, bytes | None]]]:
         counts["parsed"] += len(todo)
         return parse(todo, security)
 

@@ -9,11 +9,12 @@ import json
 import os
 import shutil
 import signal
+import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 from whoosh import index
@@ -69,25 +70,52 @@ def documents_digest(documents: Iterable[IndexDocument]) -> str:
 
 
 _ENCODE = msgspec.json.Encoder(order="sorted").encode
+# A batch of documents on their way to the writer: (key, fields) pairs.
+_BATCH = msgspec.msgpack.Encoder()
+_BATCH_OF = msgspec.msgpack.Decoder(list[tuple[str, dict[str, str]]])
 
 
-@dataclass(slots=True)
 class Apart:
-    """A full index being written by a forked process (`write_apart`)."""
+    """A full index written by a forked process (`write_apart`) from the documents this one
+    sends it as they are made, in key order. A batch goes to a spool file both processes
+    hold and its length down a pipe: sending never waits for the writer."""
 
-    pid: int
-    report: int  # the read end of the pipe the process reports on
-    folder: Path
+    def __init__(self, pid: int, spool: int, notices: int, report: int, folder: Path) -> None:
+        self.pid, self.spool, self.notices, self.report = pid, spool, notices, report
+        self.folder = folder
+        self.failed = False  # the writer stopped reading: the index is written here instead
+        self.finished = False
+
+    def send(self, documents: list[IndexDocument]) -> None:
+        if self.failed or not documents:
+            return
+        data = _BATCH.encode([(d.key, d.fields) for d in documents])
+        try:
+            _write_all(self.spool, data)
+            _write_all(self.notices, len(data).to_bytes(8, "big"))
+        except OSError:
+            self.failed = True
+
+    def finish(self) -> None:
+        """No more documents (once; again does nothing)."""
+        if not self.failed and not self.finished:
+            self.finished = True
+            try:
+                _write_all(self.notices, bytes(8))  # a batch of length 0 ends the stream
+            except OSError:
+                self.failed = True
 
     def wait(self, digests: Mapping[str, str], expected: str) -> IndexUpdate | None:
         """The written index, once the process is done: its statistics written, and its
         documents those of `digests` (written to docs.json here), their contents digested
         as `expected` (`documents_digest`). None when the process failed or wrote other
         documents: the caller writes the index itself."""
+        self.finish()
         _, status = os.waitpid(self.pid, 0)
         with os.fdopen(self.report, "rb") as handle:
             report = handle.read()
-        if status != 0 or report != f"ok {len(digests)} {expected}".encode():
+        self._close()
+        if self.failed or status != 0 or report != f"ok {len(digests)} {expected}".encode():
             shutil.rmtree(self.folder, ignore_errors=True)
             return None
         (self.folder / DOCS_FILE).write_text(
@@ -96,46 +124,76 @@ class Apart:
         return IndexUpdate(len(digests), 0, 0, False)
 
     def cancel(self) -> None:
+        self.failed = True
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
         with contextlib.suppress(OSError):
             os.close(self.report)
+        self._close()
+
+    def _close(self) -> None:
+        for fd in (self.spool, self.notices):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
-def write_apart(
-    folder: Path, documents: Callable[[], list[IndexDocument]], memory_mb: int
-) -> Apart | None:
-    """Fork a process that writes a full index of `documents()` (sorted by key) in `folder`,
-    while this one goes on with the rest of the build: the writer is the longest stage of a
-    cold build, and needs nothing the rules find. None where forking is not safe (another
-    thread runs) or possible: the caller writes the index itself, with `write_index`."""
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_apart(folder: Path, memory_mb: int) -> Apart | None:
+    """Fork a process that writes a full index in `folder` of the documents this one then
+    sends it (`Apart.send`, in key order), while this one parses the pages, runs the rules
+    and builds the records: the writer is the longest stage of a cold build, and its
+    documents need nothing but their pages. None where forking is not safe (another thread
+    runs) or possible: the caller writes the index itself, with `write_index`."""
     if threading.active_count() > 1 or not hasattr(os, "fork"):
         return None
     folder.mkdir(parents=True, exist_ok=True)
-    read, write = os.pipe()
+    spool, name = tempfile.mkstemp(prefix=".spool-", dir=folder.parent)
+    os.unlink(name)  # both processes hold it open; nobody else ever sees it
+    incoming, notices = os.pipe()
+    report_in, report_out = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the writer: it reports on the pipe and ends without the parent's exit
-        os.close(read)
+    if pid == 0:  # the writer: it reports on a pipe and ends without the parent's exit
+        os.close(notices)
+        os.close(report_in)
         status, report = 1, b"failed"
         try:
-            found = documents()
-            ix = index.create_in(str(folder), schema(), indexname=INDEX_NAME)
-            writer = ix.writer(limitmb=memory_mb)
-            for document in found:
-                writer.add_document(key=document.key, **document.fields)
-            writer.commit(optimize=False)
-            ix.close()
-            (folder / STATS_FILE).write_text(
-                json.dumps(_stats(folder), sort_keys=True), encoding="utf-8"
-            )
-            status, report = 0, f"ok {len(found)} {documents_digest(found)}".encode()
+            with os.fdopen(incoming, "rb") as lengths:
+                count, digest = _write_received(folder, spool, lengths, memory_mb)
+            status, report = 0, f"ok {count} {digest}".encode()
         finally:
-            os.write(write, report)
+            os.write(report_out, report)
             os._exit(status)
-    os.close(write)
-    return Apart(pid, read, folder)
+    os.close(incoming)
+    os.close(report_out)
+    return Apart(pid, spool, notices, report_in, folder)
+
+
+def _write_received(folder: Path, spool: int, lengths: BinaryIO, memory_mb: int) -> tuple[int, str]:
+    """The writer's work: each batch of documents, as its length comes down `lengths`, read
+    from the spool and added in order; the index committed and its statistics written.
+    Returns the number of documents and their digest."""
+    ix = index.create_in(str(folder), schema(), indexname=INDEX_NAME)
+    writer = ix.writer(limitmb=memory_mb)
+    digest = hashlib.sha256()
+    count = offset = 0
+    while size := int.from_bytes(lengths.read(8), "big"):
+        data = os.pread(spool, size, offset)
+        offset += size
+        for key, fields in _BATCH_OF.decode(data):
+            writer.add_document(key=key, **fields)
+            digest.update(_ENCODE([key, fields]))
+            count += 1
+    writer.commit(optimize=False)
+    ix.close()
+    (folder / STATS_FILE).write_text(json.dumps(_stats(folder), sort_keys=True), encoding="utf-8")
+    return count, digest.hexdigest()
 
 
 def _has_index(folder: Path) -> bool:

@@ -79,8 +79,9 @@ def analyse(
 
     `caches` says where the caches live (default: `.knowl/cache/` when the project can be
     written, else none); `use_cache=False` parses every page again (the history replay
-    still continues from its cache). `parsed` is called with the pages and the semantic
-    layer once every page is parsed, before the rules run (a build starts its index there)."""
+    still continues from its cache). `parsed` is called with the semantic layer and the
+    placed pages, batch by batch in path order, as they are parsed (a build indexes them
+    meanwhile)."""
     inputs = inputs or read_inputs(root, config)
     discovery = inputs.discovery
     layer = load_layer(inputs)
@@ -88,9 +89,12 @@ def analyse(
     cache = ParseCache(
         caches.folder, parse_cache_key(config), enabled=use_cache, machine=caches.key
     )
-    pages, page_findings = parse_pages(inputs, config, cache)
-    if parsed is not None:
-        parsed(pages, layer)
+    pages, page_findings = parse_pages(
+        inputs,
+        config,
+        cache,
+        None if parsed is None else (lambda batch: parsed(batch, layer)),
+    )
     cache.save()
     index = PageIndex.build(
         pages, discovery.other_files, config.knowledge_dir, config.link_resolution

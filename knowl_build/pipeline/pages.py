@@ -9,6 +9,7 @@ import json
 import multiprocessing
 import os
 import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
 from knowl_build import __version__
@@ -172,11 +173,12 @@ def _parse_encoded(items: list[tuple[str, bytes]], security: SecurityConfig) -> 
 
 def _parse_uncached(
     todo: dict[str, bytes], security: SecurityConfig
-) -> list[tuple[str, ParsedPage, bytes | None]]:
+) -> Iterator[list[tuple[str, ParsedPage, bytes | None]]]:
     """Parse pages the cache does not know, in worker processes when there are many: each
-    with its cache encoding when a worker made it."""
+    with its cache encoding when a worker made it. Batches in the order of `todo`, each as
+    soon as it is parsed."""
 
-    items = sorted(todo.items())
+    items = list(todo.items())
     workers = min(os.cpu_count() or 1, 4)
     # Forking is only safe while this process runs a single thread; "spawn" would re-run the
     # caller's __main__, which a library user's script or REPL may not allow. Else: serial.
@@ -186,27 +188,36 @@ def _parse_uncached(
         or threading.active_count() > 1
         or "fork" not in multiprocessing.get_all_start_methods()
     ):
-        return [(digest, parsed, None) for digest, parsed in _parse_chunk(items, security)]
+        yield [(digest, parsed, None) for digest, parsed in _parse_chunk(items, security)]
+        return
 
     size = max(64, len(items) // (workers * 8))
     chunks = [items[i : i + size] for i in range(0, len(items), size)]
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         results = pool.map(_parse_encoded, chunks, [security] * len(chunks))
-        return [
-            (digest, decode_page(raw), raw)
-            for chunk, encoded in zip(chunks, results, strict=True)
-            for (digest, _), raw in zip(chunk, encoded, strict=True)
-        ]
+        for chunk, encoded in zip(chunks, results, strict=True):
+            yield [
+                (digest, decode_page(raw), raw)
+                for (digest, _), raw in zip(chunk, encoded, strict=True)
+            ]
 
 
 def parse_pages(
-    inputs: Inputs, config: Config, cache: ParseCache
+    inputs: Inputs,
+    config: Config,
+    cache: ParseCache,
+    ready: Callable[[list[Page]], None] | None = None,
 ) -> tuple[list[Page], dict[str, list[Finding]]]:
-    """Parse every page (through the cache); return placed pages and per-file findings."""
+    """Parse every page (through the cache); return placed pages and per-file findings.
+
+    `ready` hears of the placed pages in path order, batch by batch, as soon as every page
+    before them is parsed (a build indexes them meanwhile)."""
+    order = sorted(inputs.pages)
     parsed_by_digest: dict[str, ParsedPage] = {}
     todo: dict[str, bytes] = {}
-    for data, digest in inputs.pages.values():
+    for path in order:
+        data, digest = inputs.pages[path]
         if data is None or digest in parsed_by_digest or digest in todo:
             continue
         cached = cache.get(digest)
@@ -214,20 +225,41 @@ def parse_pages(
             todo[digest] = data
         else:
             parsed_by_digest[digest] = cached
-    for digest, parsed, encoded in _parse_uncached(todo, config.security):
-        cache.put(digest, parsed, encoded)
-        parsed_by_digest[digest] = parsed
 
-    pages: list[Page] = []
-    findings: dict[str, list[Finding]] = {}
+    placed: dict[str, Page] = {}
+    found: dict[str, list[Finding]] = {}
     allowed = config.allowed_keys
-    for path, (data, digest) in inputs.pages.items():
-        parsed = not_text("page") if data is None else parsed_by_digest[digest]
-        findings[path] = [f for f in parsed.findings if not _allowed(f, allowed)]
-        where = place(path, config.knowledge_dir)
-        if where is None:
-            message, hint = misplaced(path, config.knowledge_dir)
-            findings[path].insert(0, Finding("KB004", 1, 1, message, hint))
-            continue
-        pages.append(Page(path, where.id, where.scope, where.owner, where.rel, parsed))
+    done = 0  # pages of `order` placed so far
+
+    def advance() -> None:
+        nonlocal done
+        batch = []
+        while done < len(order):
+            path = order[done]
+            data, digest = inputs.pages[path]
+            if data is not None and digest not in parsed_by_digest:
+                break  # not parsed yet
+            parsed = not_text("page") if data is None else parsed_by_digest[digest]
+            found[path] = [f for f in parsed.findings if not _allowed(f, allowed)]
+            where = place(path, config.knowledge_dir)
+            if where is None:
+                message, hint = misplaced(path, config.knowledge_dir)
+                found[path].insert(0, Finding("KB004", 1, 1, message, hint))
+            else:
+                page = Page(path, where.id, where.scope, where.owner, where.rel, parsed)
+                placed[path] = page
+                batch.append(page)
+            done += 1
+        if batch and ready is not None:
+            ready(batch)
+
+    advance()
+    for batch in _parse_uncached(todo, config.security):
+        for digest, parsed, encoded in batch:
+            cache.put(digest, parsed, encoded)
+            parsed_by_digest[digest] = parsed
+        advance()
+    # In the order of the inputs, as before: duplicates resolve by it.
+    pages = [placed[path] for path in inputs.pages if path in placed]
+    findings = {path: found[path] for path in inputs.pages}
     return pages, findings

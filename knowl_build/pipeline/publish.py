@@ -160,16 +160,18 @@ def build(
             and previous.schema_version == layout.SCHEMA_VERSION
             and (current / "index").is_dir()
         )
-        # A full index is written by a forked process while the rules and the records are
-        # worked out here (`index.writer.write_apart`): it needs only the parsed pages.
+        # A full index is written by a forked process from the documents sent to it as the
+        # pages are parsed, while the rules and the records are worked out here
+        # (`index.writer.write_apart`): a document needs only its page and the layer.
         apart: Apart | None = None
         staging: Path | None = None
-
-        def start_index(pages: list[Page], layer: SemanticLayer) -> None:
-            nonlocal apart, staging
+        if not incremental:
             staging = publication.staging_folder(out_dir)
-            documents = _documents(pages, inputs.pages, layer)
-            apart = write_apart(staging / "index", documents, config.index_memory_mb)
+            apart = write_apart(staging / "index", config.index_memory_mb)
+
+        def index_pages(pages: list[Page], layer: SemanticLayer) -> None:
+            if apart is not None:
+                apart.send(_documents(pages, inputs.pages, layer))
 
         stage("parse")
         try:
@@ -179,8 +181,10 @@ def build(
                 today=today,
                 inputs=inputs,
                 caches=caches,
-                parsed=None if incremental else start_index,
+                parsed=None if apart is None else index_pages,
             )
+            if apart is not None:
+                apart.finish()
         except BaseException:
             _discard(apart, staging)
             raise
@@ -358,22 +362,17 @@ def build(
 
 def _documents(
     pages: list[Page], inputs: Mapping[str, tuple[bytes | None, str]], layer: SemanticLayer
-) -> Callable[[], list[IndexDocument]]:
-    """The index documents of the pages that get a record, in key order, made on demand (by
-    the process that writes the index)."""
+) -> list[IndexDocument]:
+    """The index documents of those of `pages` that get a record, in their order."""
+    # Loaded with the build that writes an index (start-up time of `knowl check`).
+    from knowl_build.pipeline import records
 
-    def make() -> list[IndexDocument]:
-        # Loaded with the build that writes an index (start-up time of `knowl check`).
-        from knowl_build.pipeline import records
-
-        found = []
-        for page in sorted(pages, key=lambda p: p.path):
-            data = inputs[page.path][0]
-            if page.parsed.text_ok and data is not None:
-                found.append(records.page_document(page, decode(data) or "", layer))
-        return found
-
-    return make
+    found = []
+    for page in pages:
+        data = inputs[page.path][0]
+        if page.parsed.text_ok and data is not None:
+            found.append(records.page_document(page, decode(data) or "", layer))
+    return found
 
 
 def _discard(apart: Apart | None, staging: Path | None) -> None:
