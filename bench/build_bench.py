@@ -8,6 +8,7 @@ rebuild after one page was edited and committed; and the history pass alone.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -17,16 +18,62 @@ from pathlib import Path
 
 
 def knowl_build(root: Path) -> float:
-    start = time.perf_counter()
+    return measured_build(root)[0]
+
+
+# Starts a command and reports the peak RSS (kilobytes on Linux) of it and the processes it
+# waited for. The bench spawns builds through it: a process started straight from the bench
+# would count the bench's own memory as its peak (exec keeps the larger of the two).
+_LAUNCHER = (
+    "import os, subprocess, sys, time\n"
+    "start = time.perf_counter()\n"
+    "child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+    "_, status, usage = os.wait4(child.pid, 0)\n"
+    "print(usage.ru_maxrss, time.perf_counter() - start, file=sys.stderr)\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n"
+)
+
+
+def measured_build(root: Path) -> tuple[float, float]:
+    """`knowl build` as a process: seconds (timed by the launcher, around the process), and
+    the peak RSS in MB of the process and the processes it waited for (its index writer and
+    parse workers)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "knowl_build", "build", "--repo", str(root), "-q", "--allow-errors"],
+        [
+            sys.executable,
+            "-c",
+            _LAUNCHER,
+            sys.executable,
+            "-m",
+            "knowl_build",
+            "build",
+            "--repo",
+            str(root),
+            "-q",
+            "--allow-errors",
+        ],
         capture_output=True,
         text=True,
     )
-    elapsed = time.perf_counter() - start
     if proc.returncode != 0:
-        raise SystemExit(f"knowl build failed ({proc.returncode}):\\n{proc.stderr[-3000:]}")
-    return elapsed
+        raise SystemExit(f"knowl build failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    rss, elapsed = proc.stderr.strip().splitlines()[-1].split()
+    return float(elapsed), int(rss) / 1024
+
+
+def disk_bytes(*folders: Path) -> int:
+    """The bytes of every file under `folders`, a file with several links counted once (as
+    `du` counts them): what the folders hold on disk."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for folder in folders:
+        for dirpath, _dirs, files in os.walk(folder):
+            for name in files:
+                info = os.lstat(os.path.join(dirpath, name))
+                if (info.st_dev, info.st_ino) not in seen:
+                    seen.add((info.st_dev, info.st_ino))
+                    total += info.st_size
+    return total
 
 
 def whoosh_floor(root: Path) -> float:
@@ -112,18 +159,25 @@ def edit_and_commit(root: Path, rel: str, n: int) -> None:
 
 
 def bench_build(root: Path, page_path: str, repeats: int) -> dict[str, float]:
-    colds = []
+    colds, cold_rss = [], []
     for _ in range(repeats):
         shutil.rmtree(root / ".knowl", ignore_errors=True)
-        colds.append(knowl_build(root))
+        seconds, rss = measured_build(root)
+        colds.append(seconds)
+        cold_rss.append(rss)
+    out = root / ".knowl" / "build"
+    one_build = disk_bytes(out / (out / "CURRENT").read_text().strip())
     floor = min(whoosh_floor(root) for _ in range(repeats))
     noops = [knowl_build(root) for _ in range(repeats)]
-    edits = []
-    for n in range(repeats):
+    edits, edit_rss = [], []
+    for n in range(max(repeats, 3)):  # as many builds as are kept, to weigh what they share
         edit_and_commit(root, page_path, n)
-        edits.append(knowl_build(root))
+        seconds, rss = measured_build(root)
+        edits.append(seconds)
+        edit_rss.append(rss)
     history = min(history_pass(root) for _ in range(repeats))
     cold = min(colds)
+    corpus = disk_bytes(root / "knowledge", root / "semantics")
     return {
         "cold_build_s": cold,
         "whoosh_floor_s": floor,
@@ -133,4 +187,11 @@ def bench_build(root: Path, page_path: str, repeats: int) -> dict[str, float]:
         "edit_s": min(edits),
         "edit_share": min(edits) / cold,
         "history_s": history,
+        "cold_rss_mb": min(cold_rss),
+        "edit_rss_mb": min(edit_rss),
+        "corpus_mb": corpus / 1e6,
+        "artifact_mb": one_build / 1e6,
+        "artifact_over_corpus": one_build / corpus,
+        "kept_mb": disk_bytes(out) / 1e6,
+        "kept_builds": len([p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]),
     }

@@ -116,7 +116,7 @@ def page_text(i: int, pages: int, sources: int, rng: random.Random) -> str:
     entity = f"conn{src % 2}.src{src}"
     globals_ = [j for j in (rng.randrange(pages) for _ in range(6)) if j % 10 != 9][:3]
     words = prose(rng, 12)
-    body_words = [prose(rng, 40) for _ in range(4)]
+    body_words = [prose(rng, 95) for _ in range(3)]  # with the rest, a body of ~300 words
     links = " ".join(f"[[page{j}]]" for j in globals_)
     return (
         "---\n"

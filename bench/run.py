@@ -13,7 +13,9 @@ and after one edit, the initial search download: site_bench.py; `--suite site`) 
 - cold check: `knowl check` as a process with no parse cache;
 - warm check: `knowl check` again, on the unchanged tree (answered from the run memo);
 - one-edit check: `knowl check` after one page changed (the parse cache, not the memo);
-and warm / floor as a ratio measured in the same run.
+and warm / floor as a ratio measured in the same run. Last, the goals of issue 16 (bench/goals.py),
+each next to the figure of this run at each size (1k, 2k and 10k pages by default), marked ok
+or MISSED where the goal names the size.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from body_bench import bench_body, print_body
 from build_bench import bench_build
 from corpus import make_corpus, page_path
 from embeddings_bench import bench_embeddings
+from goals import print_goals
 from hints_bench import bench_hints, print_hints
 from reader_bench import bench_reader
 from secrets_bench import bench_secrets, print_secrets
@@ -101,7 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 10000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
         "--suite",
@@ -115,11 +118,13 @@ def main() -> None:
             "hints",
             "embeddings",
             "site",
+            "goals",
             "all",
         ],
         default="all",
-        help="all = check, build, reader, agent, secrets, body, hints and site; embeddings "
-        "needs the extra",
+        help="all = check, build, reader, agent, secrets, body, hints and site; goals = "
+        "check, build and reader with the table of issue 16's goals; embeddings needs the "
+        "extra",
     )
     parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
@@ -147,11 +152,11 @@ def main() -> None:
             if not root.exists():
                 make_corpus(root, n, commits=args.commits)
             made = time.perf_counter() - t0
-            if args.suite in ("check", "all"):
+            if args.suite in ("check", "goals", "all"):
                 rows.append(bench_size(n, root, made, args.repeats))
-            if args.suite in ("build", "all"):
+            if args.suite in ("build", "goals", "all"):
                 builds.append((n, bench_build(root, page_path(0), args.repeats)))
-            if args.suite in ("reader", "agent", "site", "all"):
+            if args.suite in ("reader", "agent", "site", "goals", "all"):
                 subprocess.run(
                     [
                         sys.executable,
@@ -166,7 +171,7 @@ def main() -> None:
                     ],
                     check=True,
                 )
-            if args.suite in ("reader", "all"):
+            if args.suite in ("reader", "goals", "all"):
                 readers.append((n, bench_reader(root, args.repeats)))
             if args.suite in ("agent", "all"):
                 agents.append((n, bench_agent(root, args.repeats)))
@@ -216,18 +221,23 @@ def main() -> None:
                 f"{r['search_e2e_s']:>10.2f}s {r['show_e2e_s']:>8.2f}s {r['traverse_e2e_s']:>12.2f}s "
                 f"{r['naive_query_s']:>17.2f}s {r['naive_over_search_e2e']:>6.1f}x"
             )
-    if not rows:
-        return
-    print(f"knowl check benchmark {header}")
-    print(
-        f"{'pages':>7} {'floor':>9} {'cold check':>11} {'warm check':>11} {'warm/floor':>11} "
-        f"{'1-edit check':>13}"
-    )
-    for r in rows:
+    if rows:
+        print(f"knowl check benchmark {header}")
         print(
-            f"{r['pages']:>7} {r['floor_s']:>8.3f}s {r['cold_check_s']:>10.3f}s "
-            f"{r['warm_check_s']:>10.3f}s {r['warm_over_floor']:>10.1f}x {r['edit_check_s']:>12.3f}s"
+            f"{'pages':>7} {'floor':>9} {'cold check':>11} {'warm check':>11} {'warm/floor':>11} "
+            f"{'1-edit check':>13}"
         )
+        for r in rows:
+            print(
+                f"{r['pages']:>7} {r['floor_s']:>8.3f}s {r['cold_check_s']:>10.3f}s "
+                f"{r['warm_check_s']:>10.3f}s {r['warm_over_floor']:>10.1f}x {r['edit_check_s']:>12.3f}s"
+            )
+
+    # The goals of issue 16, from the figures of this run.
+    print_goals(
+        [builds, readers, [(int(r["pages"]), r) for r in rows]],
+        header,
+    )
 
 
 if __name__ == "__main__":
