@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corpus import WORDS as CORPUS_WORDS
 from corpus import git, prose
 
 from knowl_build.config_loader import load_config
@@ -35,37 +36,9 @@ from knowl_build.hints import BUDGET_NOTICE, HINT_BUDGET
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.rules.context import HINT_CUTOFF, RuleContext
 
+# The corpus's vocabulary and the words of a team's notes, for page names.
 WORDS = [
-    "revenue",
-    "order",
-    "customer",
-    "churn",
-    "subscription",
-    "invoice",
-    "refund",
-    "margin",
-    "cohort",
-    "segment",
-    "retention",
-    "funnel",
-    "product",
-    "channel",
-    "region",
-    "forecast",
-    "quarter",
-    "pipeline",
-    "warehouse",
-    "metric",
-    "dashboard",
-    "finance",
-    "policy",
-    "definition",
-    "caveat",
-    "growth",
-    "active",
-    "monthly",
-    "weekly",
-    "daily",
+    *CORPUS_WORDS,
     "meeting",
     "notes",
     "onboarding",
