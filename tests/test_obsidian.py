@@ -317,3 +317,29 @@ def test_an_alias_never_outranks_a_name_and_scopes_still_hold(tmp_path: Path) ->
     assert [link["to"] for link in churn["links"]] == [f"{G}/Metrics/churn.md"]
     notes = next(r for r in _records(folder) if r["scope"] == "user:ann")
     assert [link["to"] for link in notes["links"]] == [f"{G}/Glossary.md"]
+
+
+def test_hostile_aliases_name_nothing_they_should_not(tmp_path: Path) -> None:
+    """Aliases come from pages anyone writes: odd types are ignored, a `/` never makes a path,
+    a user's alias is never a global page's target, and thousands of them stay cheap."""
+    many = ", ".join(f"a{i}" for i in range(5000))
+    proj = Project(tmp_path / "vault").write(
+        {
+            "knowl.toml": '[links]\nresolution = "obsidian"\n',
+            f"{G}/Home.md": "---\nsummary: Home\n---\n[[Budget]] [[x/Budget]] [[a4999]] [[42]]\n",
+            f"{G}/Odd.md": "---\nsummary: Odd\naliases: {x: 1}\n---\nx\n",
+            f"{G}/Numbers.md": "---\nsummary: Numbers\naliases: [42, null, '']\n---\nx\n",
+            f"{G}/Slash.md": "---\nsummary: Slash\naliases: [x/Budget]\n---\nx\n",
+            f"{G}/Many.md": f"---\nsummary: Many\naliases: [{many}]\n---\nx\n",
+            "knowledge/user/mallory/Trap.md": "---\nsummary: Trap\naliases: [Budget]\n---\nx\n",
+        }
+    )
+    proj.commit("vault")
+    found = _check(proj, 1)
+    broken = sorted(f[4].split(" ")[0] for f in found if f[0] == "KB103")
+    assert broken == ["[[42]]", "[[x/Budget]]"]
+    # The user's alias is a page the global one may not see, as with an id (KB104): never the
+    # link's target.
+    hidden = [f[4].split(" ")[0] for f in found if f[0] == "KB104"]
+    assert hidden == ["[[Budget]]"]
+    assert not [f for f in found if f[0] == "KB108"]
