@@ -7,6 +7,7 @@ rebuild after one page was edited and committed; and the history pass alone.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -83,6 +84,7 @@ def whoosh_floor(root: Path) -> float:
     from whoosh import index
 
     import knowl_build.index.storage  # noqa: F401 (frames Whoosh's pickles, as a build does)
+    from knowl_build.artifacts.layout import RECORDS
     from knowl_build.config_loader import load_config
     from knowl_build.index.analysis import schema
 
@@ -91,7 +93,7 @@ def whoosh_floor(root: Path) -> float:
     out = root / ".knowl" / "build"
     folder = out / (out / "CURRENT").read_text().strip()
     docs = []
-    for line in (folder / "pages.jsonl").read_text().splitlines():
+    for line in gzip.decompress((folder / RECORDS).read_bytes()).splitlines():
         row = json.loads(line)
         docs.append(
             dict(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ from typing import Any
 
 from click.testing import CliRunner, Result
 
+from knowl_build.artifacts.layout import RECORDS
 from knowl_build.cli import cli
 from knowl_build.index.analysis import query_terms
 from knowl_build.index.ranking import Hit, Searcher
@@ -96,6 +98,16 @@ def invoke(
         f"--- stderr\n{result.stderr}"
     )
     return result
+
+
+def record_lines(folder: Path) -> list[bytes]:
+    """The lines of a build's page records, decompressed as any gzip reader does it."""
+    return gzip.decompress((folder / RECORDS).read_bytes()).splitlines(keepends=True)
+
+
+def records(folder: Path) -> list[dict[str, Any]]:
+    """A build's page records (SPEC 6.1), in file order."""
+    return [json.loads(line) for line in record_lines(folder)]
 
 
 def dump_json(data: Any) -> bytes:

@@ -4,6 +4,7 @@ front end run against them (CLI in-process, the MCP server over stdio)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -16,7 +17,8 @@ from typing import Any
 
 from click.testing import CliRunner, Result
 
-from knowl_build.artifacts.layout import BUILD_MARKER, MANIFEST, file_table
+from knowl_build.artifacts.layout import BUILD_MARKER, MANIFEST, RECORDS, file_table
+from knowl_build.artifacts.records import pack
 from knowl_build.cli import cli
 from tests.helpers import Project, dump_json, invoke
 from tests.test_reader import CORPUS
@@ -51,6 +53,24 @@ def rehash(folder: Path) -> None:
         if name.startswith("index/")
     }
     (folder / MANIFEST).write_bytes(dump_json(manifest))
+
+
+def rewrite_records(folder: Path, lines: list[bytes]) -> None:
+    """Write `lines` as the artifact's records, one gzip member each, and point the catalog at
+    them (each page at the first line with its path), as an attacker who changed them would."""
+    starts: dict[str, int] = {}
+    members = []
+    offset = 0
+    for line in lines:
+        members.append(pack(line.rstrip(b"\n") + b"\n"))
+        with contextlib.suppress(ValueError, KeyError, TypeError, RecursionError):
+            starts.setdefault(json.loads(line)["path"], offset)
+        offset += len(members[-1])
+    (folder / RECORDS).write_bytes(b"".join(members))
+    catalog = json.loads((folder / "catalog.json").read_bytes())
+    for entry in catalog["pages"]:
+        entry["offset"] = starts.get(entry["key"], entry["offset"])
+    (folder / "catalog.json").write_bytes(dump_json(catalog))
 
 
 def tampered(source: Path, target: Path, change: Callable[[Path], None]) -> Path:

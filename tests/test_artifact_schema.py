@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from knowl_build.artifacts import schema
+from knowl_build.artifacts.layout import RECORDS
 from knowl_build.artifacts.schema import FILES, PageRecord, decode, encode
 from knowl_build.errors import ArtifactError
+from tests.helpers import record_lines
 from tests.tamper import build_corpus
 
 SECRET = "AKIAIOSFODNN7EXAMPLE"
@@ -35,10 +37,10 @@ def test_every_file_of_a_build_round_trips_byte_for_byte(folder: Path) -> None:
         assert encode(decode(name, data, kind)) == data, name
         checked += 1
     assert checked == 6  # vectors/ only with the embeddings extra
-    lines = (folder / "pages.jsonl").read_bytes().splitlines(keepends=True)
+    lines = record_lines(folder)
     assert lines
     for line in lines:
-        assert encode(decode("pages.jsonl", line, PageRecord)) == line
+        assert encode(decode(RECORDS, line, PageRecord)) == line
 
 
 def test_index_files_decode(folder: Path) -> None:

@@ -18,10 +18,10 @@ from knowl_build.pipeline.publish import build
 from knowl_build.render import render_body
 from knowl_build.semantic.layer import SemanticLayer
 from knowl_build.semantic.load import load_semantic_layer
-from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, invoke
+from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, invoke, records
 
 ORDERS = "semantics/shop/orders.yaml"
-JSON_FILES = ("pages.jsonl", "entities.json", "graph.json", "diagnostics.json")
+JSON_FILES = ("pages.jsonl.gz", "entities.json", "graph.json", "diagnostics.json")
 
 FILES: dict[str, str | bytes] = {
     **SEMANTICS,
@@ -52,10 +52,6 @@ def current(proj: Project) -> Path:
     return out_dir(proj) / (out_dir(proj) / "CURRENT").read_text().strip()
 
 
-def jsonl(path: Path) -> list[dict]:  # type: ignore[type-arg]
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 def test_artifact_layout_and_contents(project: Callable[..., Project]) -> None:
     proj = project(FILES)
     head = proj.run_git("rev-parse", "HEAD").strip()
@@ -65,7 +61,7 @@ def test_artifact_layout_and_contents(project: Callable[..., Project]) -> None:
     assert folder.name == head[:12]
     assert (proj.root / ".knowl" / ".gitignore").read_text() == "*\n"
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["format"] == "knowl-build" and manifest["schema_version"] == "1.2"
+    assert manifest["format"] == "knowl-build" and manifest["schema_version"] == "2.0"
     assert manifest["commit"] == head and manifest["dirty"] is False
     assert manifest["build_id"] == head[:12]
     assert manifest["repo"] == "proj"
@@ -77,7 +73,7 @@ def test_artifact_layout_and_contents(project: Callable[..., Project]) -> None:
     assert any(name.startswith("index/") for name in manifest["files"])
     assert verify(folder) == []
 
-    pages = jsonl(folder / "pages.jsonl")
+    pages = records(folder)
     assert [(p["scope"], p["id"]) for p in pages] == [
         ("global", "old-decision"),
         ("global", "refunds"),
@@ -129,7 +125,7 @@ def test_drift_in_a_later_commit_is_needs_review_in_the_artifact(
     kb201 = [d for d in findings if d["code"] == "KB201"]
     assert len(kb201) == 1 and sha[:12] in kb201[0]["message"]
     assert "`sum(amount)`" in kb201[0]["message"] and "`sum(amount_net)`" in kb201[0]["message"]
-    revenue = next(p for p in jsonl(current(proj) / "pages.jsonl") if p["id"] == "revenue")
+    revenue = next(p for p in records(current(proj)) if p["id"] == "revenue")
     assert revenue["freshness"]["value"] == "needs_review"
     assert [r["code"] for r in revenue["freshness"]["reasons"]] == ["KB201", "KB203"]
     drift = revenue["drift"][0]

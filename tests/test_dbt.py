@@ -13,7 +13,7 @@ from knowl_build.errors import ConfigError
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.publish import build
 from knowl_build.semantic.layer import measure_fingerprint
-from tests.helpers import SEMANTICS, Project, invoke
+from tests.helpers import SEMANTICS, Project, invoke, records
 
 TOML = "[rules]\nKB202 = 'off'\n[semantics.dbt]\nproject_dir = 'analytics_dbt'\n"
 DBT_PROJECT = "name: shop_dbt\nversion: '1.0.0'\nconfig-version: 2\nmodel-paths: [models]\n"
@@ -107,7 +107,7 @@ def test_references_resolve_and_directives_render(project: Callable[..., Project
     assert json.loads(result.stdout)["diagnostics"] == []
     out = proj.root / ".knowl" / "build"
     folder = out / (out / "CURRENT").read_text().strip()
-    page = json.loads((folder / "pages.jsonl").read_text().splitlines()[0])
+    page = records(folder)[0]
     assert page["body"] == (
         "Total: `amount` with sum; Order value in EUR. Metric type simple. Revenue expr revenue, "
         "grain order_id, granularity day, LTV sum of lifetime_value. Canonic: sum(amount).\n"

@@ -28,7 +28,7 @@ from knowl_build.config_loader import load_config
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.semantic.layer import fingerprint_of, measure_fingerprint
 from knowl_build.writes import fix
-from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, invoke
+from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, invoke, records
 
 TOML = "[rules]\nKB202 = 'off'\n[semantics.dbt]\nproject_dir = 'analytics_dbt'\n"
 DBT = "name: shop_dbt\nversion: '1.0.0'\nconfig-version: 2\nmodel-paths: [models]\n"
@@ -341,8 +341,7 @@ def test_the_artifact_and_show_give_before_after_and_every_commit(
     invoke(["build", "--repo", str(root), "--allow-errors"])
     out = root / ".knowl" / "build"
     folder = out / (out / "CURRENT").read_text().strip()
-    records = [json.loads(line) for line in (folder / "pages.jsonl").read_text().splitlines()]
-    page = next(r for r in records if r["path"] == VALUE_PAGE)
+    page = next(r for r in records(folder) if r["path"] == VALUE_PAGE)
     assert page["drift"] == [
         {
             "entity": "shop_dbt.orders.order_value",

@@ -52,7 +52,7 @@ QUERIES = [
     "quarter",
     "caveat finance order",
 ]
-JSON_FILES = ("pages.jsonl", "entities.json", "graph.json", "diagnostics.json")
+JSON_FILES = ("pages.jsonl.gz", "entities.json", "graph.json", "diagnostics.json")
 
 
 def source(name: str, expr: str, extra: bool) -> str:

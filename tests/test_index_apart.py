@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from knowl_build.artifacts.layout import RECORDS
 from knowl_build.config import Config
 from knowl_build.index import writer
 from knowl_build.pipeline import pages
@@ -71,7 +72,7 @@ def test_the_index_written_apart_is_the_one_written_here(
     here = build(proj.root, config, allow_errors=True, full=True, out=tmp_path / "here")
     assert apart.folder is not None and here.folder is not None
     assert _index(apart.folder) == _index(here.folder)
-    for name in ("pages.jsonl", "catalog.json", "signatures.json"):
+    for name in (RECORDS, "catalog.json", "signatures.json"):
         assert (apart.folder / name).read_bytes() == (here.folder / name).read_bytes()
 
 

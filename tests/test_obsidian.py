@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from knowl_build.artifacts.publication import current_folder
-from tests.helpers import Project, invoke
+from tests.helpers import Project, invoke, records
 
 G = "knowledge/global"
 
@@ -103,8 +103,7 @@ def _artifact(proj: Project) -> Path:
 
 
 def _records(folder: Path) -> Iterator[dict[str, Any]]:
-    for line in (folder / "pages.jsonl").read_text(encoding="utf-8").splitlines():
-        yield json.loads(line)
+    yield from records(folder)
 
 
 def _edges(folder: Path) -> set[tuple[str, str, str]]:

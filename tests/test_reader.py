@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.artifacts.layout import file_table
+from knowl_build.artifacts.layout import RECORDS, file_table
 from knowl_build.artifacts.schema import SearchAnswer
 from knowl_build.config import Config
 from knowl_build.pipeline.publish import build
@@ -266,10 +266,10 @@ def test_reader_refuses_corrupt_truncated_or_incompatible_artifacts(
         copy = tmp_path / name
         shutil.copytree(source, copy)
         cases[name] = copy
-    pages = cases["truncated"] / "pages.jsonl"
+    pages = cases["truncated"] / RECORDS
     pages.write_bytes(pages.read_bytes()[:100])
     manifest = json.loads((cases["foreign"] / "manifest.json").read_text())
-    manifest["schema_version"] = "2.0"
+    manifest["schema_version"] = "3.0"
     (cases["foreign"] / "manifest.json").write_bytes(dump_json(manifest))
     (cases["missing"] / "catalog.json").unlink()
     for name, folder in cases.items():

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from knowl_build.artifacts import memo, opening, validate
+from knowl_build.artifacts.layout import RECORDS
 from knowl_build.reader import Reader
 from tests.helpers import Project, invoke
 from tests.test_reader import CORPUS
@@ -61,7 +62,7 @@ def test_unchanged_files_are_shared_and_pruning_keeps_the_rest_valid(
         shared = second / "index" / segment.name
         assert shared.stat().st_ino == segment.stat().st_ino
     assert (second / "entities.json").stat().st_ino == (first / "entities.json").stat().st_ino
-    assert (second / "pages.jsonl").stat().st_ino != (first / "pages.jsonl").stat().st_ino
+    assert (second / RECORDS).stat().st_ino != (first / RECORDS).stat().st_ino
     calls = _validations(monkeypatch)
     with Reader.open(first) as held:  # a reader holds the first build...
         third = _edit(proj, 2)  # ...through a build that prunes beyond two builds

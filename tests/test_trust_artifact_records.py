@@ -23,13 +23,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from knowl_build.artifacts import layout, opening, publication, validate
+from knowl_build.artifacts.layout import RECORDS
 from knowl_build.errors import ArtifactError
-from tests.helpers import Project, dump_json, invoke
+from tests.helpers import Project, dump_json, invoke, record_lines
 from tests.tamper import (
     assert_clean,
     assert_refused,
     build_corpus,
     reader_runs,
+    rewrite_records,
     run_cli,
     tampered,
 )
@@ -132,7 +134,7 @@ SHAPES: dict[str, dict[tuple[str, ...], str]] = {
         ("pages", "*"): DICT,
         **{("pages", "*", k): t for k, t in _CATALOG.items()},
     },
-    "pages.jsonl": {
+    RECORDS: {
         **{(k,): t for k, t in _RECORD.items()},
         **{("fields", k): t for k, t in _FIELDS.items()},
         ("freshness", "value"): STR,
@@ -261,23 +263,6 @@ def _mutations() -> st.SearchStrategy[tuple[str, Any]]:
     )
 
 
-def _rewrite_offsets(folder: Path) -> None:
-    """An attacker who changed pages.jsonl points the catalog at the new lines."""
-    starts: dict[str, int] = {}
-    offset = 0
-    for line in (folder / "pages.jsonl").read_bytes().split(b"\n")[:-1]:
-        try:
-            record = json.loads(line)
-            starts.setdefault(record["path"], offset)
-        except (ValueError, KeyError, TypeError, RecursionError):
-            pass
-        offset += len(line) + 1
-    catalog = json.loads((folder / "catalog.json").read_bytes())
-    for entry in catalog["pages"]:
-        entry["offset"] = starts.get(entry["key"], entry["offset"])
-    (folder / "catalog.json").write_bytes(dump_json(catalog))
-
-
 def mutate(folder: Path, file: str, mutation: tuple[Any, ...], line_pick: int) -> bool:
     """Apply the mutation; True when it breaks the shape the file must have."""
     path = folder / file
@@ -286,13 +271,13 @@ def mutate(folder: Path, file: str, mutation: tuple[Any, ...], line_pick: int) -
     if kind == "truncate":
         cut = int(mutation[1] * len(data))
         path.write_bytes(data[:cut])
-        return file == "pages.jsonl" or not _parses(data[:cut])
+        return file == RECORDS or not _parses(data[:cut])
     if kind == "bytes":
         at = int(mutation[2] * len(data))
         changed = data[:at] + mutation[1] + data[at + len(mutation[1]) :]
         path.write_bytes(changed)
-        return changed != data and file != "pages.jsonl" and not _parses(changed)
-    lines = data.split(b"\n")[:-1] if file == "pages.jsonl" else [data]
+        return changed != data and file != RECORDS and not _parses(changed)
+    lines = record_lines(folder) if file == RECORDS else [data]
     which = line_pick % len(lines)
     doc = json.loads(lines[which])
     paths = list(_paths(doc))
@@ -312,9 +297,10 @@ def mutate(folder: Path, file: str, mutation: tuple[Any, ...], line_pick: int) -
     lines[which] = text.replace(
         json.dumps(DEEP, ensure_ascii=False), "[" * 20_000 + "]" * 20_000
     ).encode()
-    path.write_bytes(b"\n".join(lines) + (b"\n" if file == "pages.jsonl" else b""))
-    if file == "pages.jsonl":
-        _rewrite_offsets(folder)
+    if file == RECORDS:
+        rewrite_records(folder, lines)
+    else:
+        path.write_bytes(lines[0])
     return breaks
 
 
@@ -365,7 +351,7 @@ def test_dropping_each_required_key_is_refused(artifact: Path, tmp_path: Path, f
 
     def drop(folder: Path) -> None:
         path = folder / file
-        lines = path.read_bytes().split(b"\n")
+        lines = record_lines(folder) if file == RECORDS else [path.read_bytes()]
         doc = json.loads(lines[0])
         target = next(p for p in _paths(doc) if _pattern(file, p) is not None)
         if _general(file, target)[-1] == "*":  # a map: give an entry another type instead
@@ -373,7 +359,10 @@ def test_dropping_each_required_key_is_refused(artifact: Path, tmp_path: Path, f
         else:
             del _get(doc, target[:-1])[target[-1]]
         lines[0] = json.dumps(doc).encode()
-        path.write_bytes(b"\n".join(lines))
+        if file == RECORDS:
+            rewrite_records(folder, lines)
+        else:
+            path.write_bytes(lines[0])
 
     folder = tampered(artifact, tmp_path / "artifact", drop)
     for name, result in reader_runs(folder).items():
@@ -390,7 +379,7 @@ def test_the_catalog_must_point_at_its_own_line(artifact: Path, tmp_path: Path) 
     folder = tampered(artifact, tmp_path / "artifact", swap)
     result = run_cli(["search", "revenue", "--artifact", str(folder)])
     assert_refused(result, "search")
-    assert "does not point at its line of pages.jsonl" in result.stderr
+    assert "does not point at its record in pages.jsonl.gz" in result.stderr
 
 
 def test_the_caveats_must_be_the_catalogs_own(artifact: Path, tmp_path: Path) -> None:

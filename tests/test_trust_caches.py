@@ -28,7 +28,7 @@ import knowl_build.pipeline.check as checking
 import knowl_build.pipeline.pages as pages
 import knowl_build.pipeline.publish as publishing
 from knowl_build import trust
-from knowl_build.artifacts.layout import BUILD_MARKER, BUILD_SEAL, MANIFEST
+from knowl_build.artifacts.layout import BUILD_MARKER, BUILD_SEAL, MANIFEST, RECORDS
 from knowl_build.artifacts.publication import current_folder
 from knowl_build.artifacts.validate import validate
 from knowl_build.clock import today as utc_today
@@ -40,7 +40,7 @@ from knowl_build.pipeline.analysis import Analysis, analyse
 from knowl_build.pipeline.cache import CACHE_FORMAT
 from knowl_build.pipeline.check import MEMO_CACHE, MEMO_SEAL
 from knowl_build.pipeline.inputs import read_inputs
-from tests.helpers import SEMANTICS, Project, dump_json, invoke
+from tests.helpers import SEMANTICS, Project, dump_json, invoke, record_lines
 
 SECRET = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 CLEAN = "x" * len(SECRET)
@@ -352,18 +352,10 @@ def test_history_replay_written_here_is_continued(
 
 
 def _forge_build(folder: Path, change: Callable[[bytes], bytes]) -> None:
-    """Change pages.jsonl and make the catalog and manifest agree, as an attacker would."""
-    from tests.tamper import rehash
+    """Change the records and make the catalog and manifest agree, as an attacker would."""
+    from tests.tamper import rehash, rewrite_records
 
-    pages = folder / "pages.jsonl"
-    pages.write_bytes(change(pages.read_bytes()))
-    catalog = json.loads((folder / "catalog.json").read_bytes())
-    offset = 0
-    lines = pages.read_bytes().split(b"\n")[:-1]
-    for entry, line in zip(catalog["pages"], lines, strict=True):
-        entry["offset"] = offset
-        offset += len(line) + 1
-    (folder / "catalog.json").write_bytes(dump_json(catalog))
+    rewrite_records(folder, [change(line) for line in record_lines(folder)])
     rehash(folder)
     assert validate(folder) == []
     _reseal_build(folder)
@@ -404,7 +396,7 @@ def test_committed_previous_build_is_not_reused(tmp_path: Path, machines: Machin
     control = _clone(attacker, tmp_path / "control")
     invoke(["build", "--repo", str(control)])
     reused = current_folder(control / ".knowl" / "build")
-    assert reused is not None and b"by hand" in (reused / "pages.jsonl").read_bytes()
+    assert reused is not None and b"by hand" in b"".join(record_lines(reused))
 
     machines.use("ci")
     ci = _clone(attacker, tmp_path / "ci")
@@ -414,8 +406,8 @@ def test_committed_previous_build_is_not_reused(tmp_path: Path, machines: Machin
     assert current is not None and current.name != folder.name
     manifest = json.loads((current / "manifest.json").read_bytes())
     assert manifest["records"]["reused"] == 0 and manifest["index"]["incremental"] is False
-    assert b"by hand" not in (current / "pages.jsonl").read_bytes()
-    assert b"Use the pipeline." in (current / "pages.jsonl").read_bytes()
+    assert b"by hand" not in b"".join(record_lines(current))
+    assert b"Use the pipeline." in b"".join(record_lines(current))
     assert "by hand" not in built.output
 
 
@@ -495,7 +487,7 @@ def test_builds_reuse_what_this_machine_built(
     manifest = json.loads((again.folder / "manifest.json").read_bytes())
     assert manifest["records"] == {"reused": 2, "built": 1}
     # A sealed build changed afterwards is not reused: its manifest no longer matches.
-    (again.folder / "pages.jsonl").write_bytes(b"")
+    (again.folder / RECORDS).write_bytes(b"")
     proj.write({"knowledge/global/p1.md": "# Page 1, edited\n"})
     last = build(proj.root, config)
     assert last.status == "published" and not last.incremental

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import SEMANTICS, Project, invoke
+from tests.helpers import SEMANTICS, Project, invoke, records
 
 # A word that exists only outside the project: it must appear in no output and no artifact.
 MARKER = "zanzibarquokka"
@@ -212,7 +212,7 @@ def test_symlinks_across_scopes_are_skipped(project: Callable[..., Project]) -> 
     )
 
     folder = _artifact(proj.root)
-    pages = [json.loads(line) for line in (folder / "pages.jsonl").read_text().splitlines()]
+    pages = records(folder)
     assert sorted(p["path"] for p in pages) == [
         "knowledge/global/public.md",
         "knowledge/global/shared.md",
@@ -352,7 +352,7 @@ def test_symlinks_to_hidden_and_ignored_files_are_skipped(project: Callable[...,
         "symlink 'knowledge/global/built' points at a hidden or ignored folder and is skipped"
     )
     folder = _artifact(proj.root)
-    pages = [json.loads(line) for line in (folder / "pages.jsonl").read_text().splitlines()]
+    pages = records(folder)
     assert sorted(p["path"] for p in pages) == [
         "knowledge/global/again.md",
         "knowledge/global/docs/shared.md",

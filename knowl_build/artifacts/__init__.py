@@ -5,7 +5,7 @@ The reader imports this module (never the build pipeline): it defines what an ar
     <out_dir>/.knowl-out        a random token: this output folder belongs to knowl
     <out_dir>/.knowl-lock       while a build runs: `knowl-build <pid> <host>`
     <out_dir>/CURRENT           one line: the name of the published build folder
-    <out_dir>/<build-id>/       manifest.json, pages.jsonl, catalog.json, entities.json,
+    <out_dir>/<build-id>/       manifest.json, pages.jsonl.gz, catalog.json, entities.json,
                                 graph.json, diagnostics.json, signatures.json, index/
                                 (Whoosh), vectors/ (optional), written once, never changed;
                                 .knowl-build holds the token of the output folder that made it

@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 FORMAT = "knowl-build"
-# 1.1: catalog.json lists the caveats by entity; 1.2: the index holds no positions
-SCHEMA_VERSION = "1.2"
+# 1.1: catalog.json lists the caveats by entity; 1.2: the index holds no positions;
+# 2.0: the records are pages.jsonl.gz, one gzip member per record (`artifacts.records`)
+SCHEMA_VERSION = "2.0"
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 LOCK = ".knowl-lock"
@@ -18,7 +19,8 @@ BUILD_SEAL = "build-manifest"
 STAGING_PREFIX = ".tmp-"
 OUT_MARKER = ".knowl-out"
 BUILD_MARKER = ".knowl-build"
-JSON_FILES = ("pages.jsonl", "entities.json", "graph.json", "diagnostics.json", "catalog.json")
+RECORDS = "pages.jsonl.gz"
+JSON_FILES = (RECORDS, "entities.json", "graph.json", "diagnostics.json", "catalog.json")
 INDEX_JSON = ("index/stats.json", "index/docs.json")
 # A build folder's name (CURRENT holds one): a build id, maybe with a `.<n>` suffix.
 BUILD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

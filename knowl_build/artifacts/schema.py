@@ -71,7 +71,7 @@ class Manifest(Struct, frozen=True):
     sizes: dict[str, Count] | UnsetType = UNSET
 
 
-# --- pages.jsonl and catalog.json --------------------------------------------------------------
+# --- pages.jsonl.gz and catalog.json ------------------------------------------------------------
 
 
 class CommitInfo(Struct, frozen=True):
@@ -154,7 +154,7 @@ class Drift(Struct, frozen=True):
 
 
 class PageRecord(Struct, frozen=True):
-    """One line of pages.jsonl: everything the build knows of one page."""
+    """One line of pages.jsonl.gz: everything the build knows of one page."""
 
     id: str
     scope: str
@@ -192,7 +192,7 @@ class CatalogEntry(Struct, frozen=True):
     visibility: str
     freshness: str
     drift_flag: bool
-    offset: Count  # of its line in pages.jsonl
+    offset: Count  # of its gzip member in pages.jsonl.gz
     node: str | UnsetType = UNSET  # as PageRecord.node
 
 
@@ -470,7 +470,7 @@ class StaleAnswer(TypedDict):
 
 # --- reading and writing ---------------------------------------------------------------------------
 
-# The JSON files of a build and their types (pages.jsonl is read line by line).
+# The JSON files of a build and their types (the records are read member by member).
 FILES: dict[str, type[Any]] = {
     "manifest.json": Manifest,
     "catalog.json": Catalog,

@@ -17,9 +17,11 @@ from knowl_build.artifacts.layout import (
     INDEX_JSON,
     JSON_FILES,
     MANIFEST,
+    RECORDS,
     sha256_file,
 )
 from knowl_build.artifacts.manifest import MalformedManifest, read_manifest
+from knowl_build.artifacts.records import lines
 from knowl_build.artifacts.schema import (
     FILES,
     Catalog,
@@ -41,8 +43,8 @@ def validate(folder: Path) -> list[str]:
 
     Checks the manifest's shape; that the folder holds exactly the files the manifest lists
     (regular files, no symlinks), each with its size and sha256; that every JSON file parses
-    and has the shape of its schema, record by record (with the catalog's offsets pointing at
-    the matching pages.jsonl lines); and that the Whoosh index opens through the restricted
+    and has the shape of its schema, record by record (the catalog's offsets pointing at the
+    gzip members of the matching records, which hold one line each); and that the Whoosh index opens through the restricted
     unpickler and every pickle in it decodes (`index.verify_index`).
 
     What an empty list proves: the folder is intact against its own manifest, and no file in
@@ -94,7 +96,7 @@ def _check_files(folder: Path, manifest: Manifest) -> tuple[dict[str, bytes], li
             problems.append(f"{name}: missing")
         elif name in sizes and found[name].st_size != sizes[name]:
             problems.append(f"{name}: size differs from the manifest")
-        elif name.endswith((".json", ".jsonl")):
+        elif name in JSON_FILES or name.endswith(".json"):
             data = (folder / name).read_bytes()
             if hashlib.sha256(data).hexdigest() != expected:
                 problems.append(f"{name}: checksum mismatch")
@@ -105,7 +107,7 @@ def _check_files(folder: Path, manifest: Manifest) -> tuple[dict[str, bytes], li
 
 
 def _check_records(folder: Path, contents: dict[str, bytes]) -> list[str]:
-    """Every JSON file against its record type; the catalog against pages.jsonl; the vectors
+    """Every JSON file against its record type; the catalog against the records; the vectors
     against their meta. One problem per file (the first): the rest of a broken file says
     little."""
     problems = []
@@ -116,49 +118,49 @@ def _check_records(folder: Path, contents: dict[str, bytes]) -> list[str]:
                 decoded[name] = decode(name, contents[name], kind)
             except ArtifactError as exc:
                 problems.append(str(exc))
-    try:
-        lines = _check_pages(contents["pages.jsonl"])
-    except ArtifactError as exc:
-        return [*problems, str(exc)]
     if "catalog.json" in decoded:
-        problems += _check_catalog(decoded["catalog.json"], lines)
+        catalog: Catalog = decoded["catalog.json"]
+        try:
+            found = _check_pages(contents[RECORDS], [entry.offset for entry in catalog.pages])
+        except ArtifactError as exc:
+            return [*problems, str(exc)]
+        problems += _check_catalog(catalog, found)
     if "vectors/meta.json" in decoded:
         problems += _check_vectors(folder, decoded["vectors/meta.json"])
     return problems
 
 
-def _check_pages(data: bytes) -> dict[int, tuple[str, str, str]]:
-    """Each line of pages.jsonl against the record type, split as the reader reads it (at
-    `\\n` only): line offset -> (path, id, scope)."""
-    lines: dict[int, tuple[str, str, str]] = {}
-    *complete, rest = data.split(b"\n")
-    if rest:
-        raise ArtifactError(f"pages.jsonl line {len(complete) + 1}: truncated (no end of line)")
-    offset = 0
+def _check_pages(data: bytes, offsets: list[int]) -> dict[int, tuple[str, str, str]]:
+    """Each record against the record type, the file split into members at the catalog's
+    offsets as a reader splits it (every byte in a member, one line in each): offset ->
+    (path, id, scope)."""
+    found: dict[int, tuple[str, str, str]] = {}
     read = decoder(PageRecord)
-    for number, line in enumerate(complete, start=1):
+    for offset, line in lines(data, offsets):
         try:
             record = read.decode(line)
         except msgspec.DecodeError as exc:
-            raise ArtifactError(f"pages.jsonl line {number}: {problem(exc)}") from None
+            raise ArtifactError(f"{RECORDS}: the record at byte {offset}: {problem(exc)}") from None
         except RecursionError:
-            raise ArtifactError(f"pages.jsonl line {number}: nested too deeply") from None
-        lines[offset] = (record.path, record.id, record.scope)
-        offset += len(line) + 1
-    return lines
+            raise ArtifactError(
+                f"{RECORDS}: the record at byte {offset}: nested too deeply"
+            ) from None
+        found[offset] = (record.path, record.id, record.scope)
+    return found
 
 
-def _check_catalog(catalog: Catalog, lines: dict[int, tuple[str, str, str]]) -> list[str]:
+def _check_catalog(catalog: Catalog, found: dict[int, tuple[str, str, str]]) -> list[str]:
+    """Each entry points at its own record (so every member has one entry: the members are
+    cut at the entries' offsets)."""
     keys: set[str] = set()
+    offsets: set[int] = set()
     for i, entry in enumerate(catalog.pages):
-        if lines.get(entry.offset) != (entry.key, entry.id, entry.scope):
-            return [f"catalog.json: 'pages[{i}]' does not point at its line of pages.jsonl"]
-        if entry.key in keys:
+        if found.get(entry.offset) != (entry.key, entry.id, entry.scope):
+            return [f"catalog.json: 'pages[{i}]' does not point at its record in {RECORDS}"]
+        if entry.key in keys or entry.offset in offsets:
             return [f"catalog.json: 'pages[{i}]' lists a page twice"]
         keys.add(entry.key)
-    # Every line has its entry: a build copies a line up to where the next one starts.
-    if len(keys) != len(lines):
-        return ["catalog.json: does not list every line of pages.jsonl"]
+        offsets.add(entry.offset)
     if not isinstance(catalog.caveats, UnsetType) and catalog.caveats != catalog_caveats(
         catalog.pages
     ):

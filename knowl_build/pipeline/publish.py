@@ -237,12 +237,12 @@ def build(
                 return
             (staging / name).write_bytes(data)
 
-        # pages.jsonl, the largest file, is written and hashed in a thread (both release the
+        # The records, the largest file, are written and hashed in a thread (both release the
         # GIL) while the rest of the artifact and the index are made.
         writer = ThreadPoolExecutor(max_workers=1)
         try:
             pages_written = writer.submit(
-                _write_lines, staging / "pages.jsonl", rows.lines, rows.source
+                _write_lines, staging / layout.RECORDS, rows.lines, rows.source
             )
             put(
                 "catalog.json",
@@ -295,7 +295,7 @@ def build(
             stage("vectors")
             vectors = _write_vectors(staging, rows, current if incremental else None)
             stage("publish")
-            known["pages.jsonl"] = pages_written.result()
+            known[layout.RECORDS] = pages_written.result()
             writer.shutdown()
             files = layout.file_table(staging, known)
             manifest = schema.Manifest(
@@ -408,8 +408,8 @@ def _share_index(source: Path, target: Path) -> None:
 
 
 def _write_lines(path: Path, lines: list[bytes | tuple[int, int]], source: Path | None) -> str:
-    """Write the records' lines to `path`: new ones from memory, reused ones copied from
-    `source` (the previous pages.jsonl) by the kernel, run by run, never through this
+    """Write the records' members to `path`: new ones from memory, reused ones copied from
+    `source` (the previous records) by the kernel, run by run, never through this
     process's memory. Returns the file's sha256, read back in blocks."""
     with path.open("wb") as out, contextlib.ExitStack() as stack:
         copier = _Copier(stack.enter_context(source.open("rb")), out) if source else None
@@ -443,7 +443,7 @@ def _write_lines(path: Path, lines: list[bytes | tuple[int, int]], source: Path 
 
 def _copied(copier: _Copier | None, run: tuple[int, int]) -> None:
     if copier is None:
-        raise ValueError("a reused line without the previous pages.jsonl")
+        raise ValueError("a reused record without the previous records")
     copier.copy(*run)
 
 

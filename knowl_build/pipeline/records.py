@@ -73,7 +73,7 @@ def _fields(page: Page) -> PageFields:
 
 
 def page_record(analysis: Analysis, page: Page, text: str) -> PageRecord:
-    """The artifact's record of one page (a line of pages.jsonl)."""
+    """The artifact's record of one page (a line of pages.jsonl.gz)."""
     raw_body = text[page.parsed.body_offset :]
     assessment = analysis.assessments.get(page.path)
     resolved = [_first_path(found) for _, _, found in analysis.index.targets(page)]

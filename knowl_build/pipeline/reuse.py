@@ -2,8 +2,8 @@
 
 A page's record is a function of the page's bytes, its path, the values its live-definition
 directives render, its freshness assessment (drift included) and its last commit. Each record is stored
-with a signature of those inputs (`signatures.json`); an incremental build copies the encoded
-line, catalog entry and index digest of every page whose signature is unchanged, and builds
+with a signature of those inputs (`signatures.json`); an incremental build copies the record's
+gzip member, catalog entry and index digest of every page whose signature is unchanged, and builds
 only the others. The reference graph is reused whole when nothing it is made of changed.
 The incremental-equals-full property test holds this to byte identity.
 """
@@ -19,6 +19,8 @@ from typing import Any
 import msgspec
 from msgspec.structs import replace
 
+from knowl_build.artifacts.layout import RECORDS
+from knowl_build.artifacts.records import pack, spans, unpack
 from knowl_build.artifacts.schema import (
     Catalog,
     CatalogEntry,
@@ -84,7 +86,7 @@ class Previous:
     signatures: dict[str, str]
     catalog: dict[str, CatalogEntry]
     index_digests: dict[str, str]
-    ends: dict[int, int]  # where the line at each offset of pages.jsonl ends
+    ends: dict[int, int]  # where the member at each offset of the records ends
 
     @classmethod
     def load(cls, folder: Path) -> Previous | None:
@@ -94,40 +96,39 @@ class Previous:
             index_digests = decode(
                 DOCS_FILE, (folder / "index" / DOCS_FILE).read_bytes(), dict[str, str]
             )
-            size = (folder / "pages.jsonl").stat().st_size
+            size = (folder / RECORDS).stat().st_size
         except (OSError, ArtifactError):
             return None  # nothing to reuse: build everything
-        # The validated catalog lists every line of pages.jsonl: each ends where the next
-        # one starts.
-        starts = sorted(entry.offset for entry in catalog.pages)
+        # The validated catalog lists every member of the records.
         return cls(
             folder,
             signatures.graph,
             signatures.pages,
             {entry.key: entry for entry in catalog.pages},
             index_digests,
-            dict(zip(starts, [*starts[1:], size], strict=True)),
+            spans((entry.offset for entry in catalog.pages), size),
         )
 
     @property
     def source(self) -> Path:
-        return self.folder / "pages.jsonl"
+        return self.folder / RECORDS
 
     def line(self, path: str) -> Line:
-        """Where the page's line of the previous pages.jsonl is: a build copies it from
+        """Where the page's member of the previous records is: a build copies it from
         there, never holding it in memory."""
         start = self.catalog[path].offset
         return start, self.ends[start]
 
 
-# A line of the previous pages.jsonl, by its start and end.
+# A member of the previous records, by its start and end.
 Line = tuple[int, int]
 
 
 def read_line(source: Path, line: Line) -> bytes:
+    """The record line the member holds."""
     with source.open("rb") as handle:
         handle.seek(line[0])
-        return handle.read(line[1] - line[0])
+        return unpack(handle.read(line[1] - line[0]), line[0])
 
 
 @dataclass(slots=True)
@@ -135,7 +136,7 @@ class Rows:
     """The records of this build, in artifact order, reused or new."""
 
     pages: list[Page]
-    # Each record's line: new bytes, or a line of `source`, the previous pages.jsonl.
+    # Each record's member: new bytes, or a member of `source`, the previous records.
     lines: list[bytes | Line] = field(default_factory=list)
     source: Path | None = None
     catalog: list[CatalogEntry] = field(default_factory=list)
@@ -215,7 +216,7 @@ def assemble(
         else:
             row = page_record(analysis, page, texts[page.path])
             rows.fresh[page.path] = row
-            line = encode(row)
+            line = pack(encode(row))
             entry = catalog_entry(row, offset)
             rows.index_digests[page.path] = index_document(row).digest
         rows.lines.append(line)

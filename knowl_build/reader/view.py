@@ -15,8 +15,9 @@ from msgspec import UNSET, DecodeError, Raw, Struct, UnsetType
 
 from knowl_build import embeddings
 from knowl_build.artifacts import memo, publication
-from knowl_build.artifacts.layout import MANIFEST
+from knowl_build.artifacts.layout import MANIFEST, RECORDS
 from knowl_build.artifacts.opening import Artifact, open_artifact
+from knowl_build.artifacts.records import read_at
 from knowl_build.artifacts.schema import (
     BuildRef,
     CatalogEntry,
@@ -275,16 +276,14 @@ class ArtifactView:
         return pick(ref, user, find)
 
     def record(self, page: CatalogEntry) -> PageRecord:
-        """The page's full record: one line of pages.jsonl, read at its offset."""
+        """The page's full record: the member of the records at its offset."""
         try:
-            with (self.folder / "pages.jsonl").open("rb") as handle:
-                handle.seek(page.offset)
-                line = handle.readline()
-        except OSError as exc:
-            raise ArtifactError(f"{self.folder}: pages.jsonl cannot be read ({exc})") from None
-        record = _read(self.folder, "pages.jsonl", PageRecord, line)
+            line = read_at(self.folder / RECORDS, page.offset)
+        except ArtifactError as exc:
+            raise ArtifactError(f"{self.folder}: {exc}") from None
+        record = _read(self.folder, RECORDS, PageRecord, line)
         if record.path != page.key:
-            raise ArtifactError(f"{self.folder}: pages.jsonl does not match catalog.json")
+            raise ArtifactError(f"{self.folder}: {RECORDS} does not match catalog.json")
         return record
 
     @cached_property

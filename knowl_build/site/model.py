@@ -17,6 +17,8 @@ from typing import Any
 
 from msgspec import UnsetType
 
+from knowl_build.artifacts.layout import RECORDS
+from knowl_build.artifacts.records import spans, unpack
 from knowl_build.artifacts.schema import (
     CatalogEntry,
     CommitInfo,
@@ -44,7 +46,7 @@ class Page:
 
     entry: CatalogEntry
     record: PageRecord
-    digest: str  # of its line in pages.jsonl: what its record says, in 16 hex digits
+    digest: str  # of its record's line: what the record says, in 16 hex digits
     name: str
     file: str
     href: str
@@ -104,14 +106,18 @@ class SiteData:
 def _records(
     view: ArtifactView, entries: list[CatalogEntry]
 ) -> Iterable[tuple[CatalogEntry, bytes]]:
-    """Each entry with its line of pages.jsonl, read in one pass."""
+    """Each entry with its record's line, the records read in one pass."""
+    path = view.folder / RECORDS
     try:
-        data = (view.folder / "pages.jsonl").read_bytes()
+        data = path.read_bytes()
     except OSError as exc:
-        raise ArtifactError(f"{view.folder}: pages.jsonl cannot be read ({exc.strerror})") from None
+        raise ArtifactError(f"{view.folder}: {RECORDS} cannot be read ({exc.strerror})") from None
+    ends = spans((entry.offset for entry in view.pages), len(data))
     for entry in entries:
-        end = data.find(b"\n", entry.offset)
-        yield entry, data[entry.offset : len(data) if end == -1 else end + 1]
+        try:
+            yield entry, unpack(data[entry.offset : ends[entry.offset]], entry.offset)
+        except ArtifactError as exc:
+            raise ArtifactError(f"{view.folder}: {exc}") from None
 
 
 def gather(view: ArtifactView) -> SiteData:
@@ -119,9 +125,9 @@ def gather(view: ArtifactView) -> SiteData:
     entries = sorted((e for e in view.pages if visible(e, None)), key=lambda e: (e.id, e.key))
     pages: list[Page] = []
     for entry, line in _records(view, entries):
-        record = decode("pages.jsonl", line, PageRecord)
+        record = decode(RECORDS, line, PageRecord)
         if record.path != entry.key or record.scope != GLOBAL:
-            raise ArtifactError(f"{view.folder}: pages.jsonl does not match catalog.json")
+            raise ArtifactError(f"{view.folder}: {RECORDS} does not match catalog.json")
         name = urls.page_name(entry)
         pages.append(
             Page(
