@@ -100,6 +100,12 @@ def invoke(
     return result
 
 
+def current_build(root: Path) -> Path:
+    """The build folder `.knowl/build/CURRENT` of the project at `root` names."""
+    out = root / ".knowl" / "build"
+    return out / (out / "CURRENT").read_text().strip()
+
+
 def record_lines(folder: Path) -> list[bytes]:
     """The lines of a build's page records, decompressed as any gzip reader does it."""
     return gzip.decompress((folder / RECORDS).read_bytes()).splitlines(keepends=True)

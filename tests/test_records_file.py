@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import tracemalloc
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,7 @@ import pytest
 from knowl_build.artifacts import records as members
 from knowl_build.artifacts.layout import RECORDS
 from knowl_build.errors import ArtifactError
-from tests.helpers import Project, invoke, record_lines, records
+from tests.helpers import Project, current_build, invoke, record_lines, records
 from tests.tamper import assert_refused, rehash, run_cli, tampered
 from tests.test_reader import CORPUS
 
@@ -39,17 +39,6 @@ SPEC_KEYS = {
     "drift",
     "last_commit",
 }
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    yield
-
-
-def _current(proj: Project) -> Path:
-    out = proj.root / ".knowl" / "build"
-    return out / (out / "CURRENT").read_text().strip()
 
 
 @pytest.fixture
@@ -77,7 +66,7 @@ def _members(folder: Path) -> dict[str, bytes]:
 
 
 def test_the_records_are_json_lines_to_any_gzip_reader(built: Project) -> None:
-    folder = _current(built)
+    folder = current_build(built.root)
     pages = records(folder)
     assert [(p["scope"], p["id"]) for p in pages] == sorted((p["scope"], p["id"]) for p in pages)
     assert all(set(p) >= SPEC_KEYS for p in pages)
@@ -90,7 +79,7 @@ def test_the_records_are_json_lines_to_any_gzip_reader(built: Project) -> None:
 
 
 def test_each_catalog_offset_starts_the_member_of_that_page_alone(built: Project) -> None:
-    folder = _current(built)
+    folder = current_build(built.root)
     found = _members(folder)
     assert len(found) == len(records(folder))
     for path, member in found.items():
@@ -102,11 +91,11 @@ def test_each_catalog_offset_starts_the_member_of_that_page_alone(built: Project
 
 
 def test_an_edit_copies_the_other_members_byte_for_byte(built: Project) -> None:
-    before = _members(_current(built))
+    before = _members(current_build(built.root))
     built.write({"knowledge/global/glossary.md": "---\nsummary: Terms\n---\nRevenue, edited.\n"})
     built.commit("edit")
     invoke(["build", "--repo", str(built.root)])
-    folder = _current(built)
+    folder = current_build(built.root)
     after = _members(folder)
     changed = {path for path in after if before.get(path) != after[path]}
     assert changed == {"knowledge/global/glossary.md"}
@@ -170,7 +159,9 @@ def test_hostile_members_are_refused_with_one_line(
     built: Project, tmp_path: Path, case: str
 ) -> None:
     make, reason = HOSTILE[case]
-    folder = tampered(_current(built), tmp_path / "artifact", lambda f: _replace_first(f, make(f)))
+    folder = tampered(
+        current_build(built.root), tmp_path / "artifact", lambda f: _replace_first(f, make(f))
+    )
     for command in (["search", "revenue"], ["show", "revenue"]):
         result = run_cli([*command, "--artifact", str(folder)])
         assert_refused(result, command[0])
@@ -188,7 +179,7 @@ def test_bytes_before_the_first_member_are_refused(built: Project, tmp_path: Pat
             entry["offset"] += 2
         (folder / "catalog.json").write_bytes(json.dumps(catalog).encode())
 
-    folder = tampered(_current(built), tmp_path / "artifact", prefix)
+    folder = tampered(current_build(built.root), tmp_path / "artifact", prefix)
     result = run_cli(["search", "revenue", "--artifact", str(folder)])
     assert_refused(result, "search")
     assert "no record starts at the file's first byte" in result.stderr
@@ -200,7 +191,7 @@ def test_an_offset_past_the_end_is_refused(built: Project, tmp_path: Path) -> No
         catalog["pages"][-1]["offset"] = 10**9
         (folder / "catalog.json").write_bytes(json.dumps(catalog).encode())
 
-    folder = tampered(_current(built), tmp_path / "artifact", far)
+    folder = tampered(current_build(built.root), tmp_path / "artifact", far)
     assert_refused(run_cli(["search", "revenue", "--artifact", str(folder)]), "search")
 
 
@@ -235,7 +226,7 @@ def test_after_a_refusal_the_file_is_still_rewritten_whole_by_a_build(
     built: Project, tmp_path: Path
 ) -> None:
     """A damaged current build is not reused: the next build writes every member again."""
-    folder = _current(built)
+    folder = current_build(built.root)
     damaged = folder / RECORDS
     damaged.chmod(0o644)
     damaged.write_bytes(damaged.read_bytes()[:-4])
@@ -243,6 +234,6 @@ def test_after_a_refusal_the_file_is_still_rewritten_whole_by_a_build(
     built.write({"knowledge/global/glossary.md": "---\nsummary: Terms\n---\nRevenue, again.\n"})
     built.commit("edit")
     invoke(["build", "--repo", str(built.root)])
-    manifest = json.loads((_current(built) / "manifest.json").read_bytes())
+    manifest = json.loads((current_build(built.root) / "manifest.json").read_bytes())
     assert manifest["records"]["reused"] == 0
-    assert len(records(_current(built))) == len(_catalog(_current(built)))
+    assert len(records(current_build(built.root))) == len(_catalog(current_build(built.root)))

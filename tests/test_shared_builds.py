@@ -14,7 +14,7 @@ import pytest
 from knowl_build.artifacts import memo, opening, validate
 from knowl_build.artifacts.layout import RECORDS
 from knowl_build.reader import Reader
-from tests.helpers import Project, invoke
+from tests.helpers import Project, current_build, invoke
 from tests.test_reader import CORPUS
 
 
@@ -24,16 +24,11 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def _current(proj: Project) -> Path:
-    out = proj.root / ".knowl" / "build"
-    return out / (out / "CURRENT").read_text().strip()
-
-
 def _edit(proj: Project, n: int) -> Path:
     proj.write({"knowledge/global/glossary.md": f"---\nsummary: Terms {n}\n---\nRevenue {n}.\n"})
     proj.commit(f"edit {n}")
     invoke(["build", "--repo", str(proj.root)])
-    return _current(proj)
+    return current_build(proj.root)
 
 
 def _validations(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
@@ -54,7 +49,7 @@ def test_unchanged_files_are_shared_and_pruning_keeps_the_rest_valid(
     proj = Project(tmp_path / "kb").write({**CORPUS, "knowl.toml": "keep_builds = 2\n"})
     proj.commit()
     invoke(["build", "--repo", str(proj.root)])
-    first = _current(proj)
+    first = current_build(proj.root)
     second = _edit(proj, 1)
     segments = sorted((first / "index").glob("*.seg"))
     assert segments
@@ -83,7 +78,7 @@ def test_a_memo_this_machine_did_not_seal_is_no_memo(
     proj = Project(tmp_path / "kb").write(CORPUS)
     proj.commit()
     invoke(["build", "--repo", str(proj.root)])
-    folder = _current(proj)
+    folder = current_build(proj.root)
     state = memo.folder_state(folder)
     assert state is not None and memo.was_validated(folder, state)
     path = memo._memo_path(state["folder"])
