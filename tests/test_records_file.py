@@ -21,7 +21,7 @@ from knowl_build.artifacts import records as members
 from knowl_build.artifacts.layout import RECORDS
 from knowl_build.errors import ArtifactError
 from tests.helpers import Project, current_build, invoke, record_lines, records
-from tests.tamper import assert_refused, rehash, run_cli, tampered
+from tests.tamper import assert_refused, rehash, rewrite_records, run_cli, tampered
 from tests.test_reader import CORPUS
 
 SPEC_KEYS = {
@@ -145,10 +145,10 @@ HOSTILE: dict[str, tuple[Callable[[Path], bytes], str]] = {
         lambda f: members.pack(_first_line(f).rstrip(b"\n")),
         "does not hold exactly one line",
     ),
-    "not gzip at all": (lambda f: _first_line(f), "not a gzip member"),
+    "not gzip at all": (lambda f: _first_line(f), "not a valid gzip member"),
     "a broken checksum": (
         lambda f: (lambda m: m[:-8] + bytes([m[-8] ^ 1]) + m[-7:])(members.pack(_first_line(f))),
-        "not a gzip member",
+        "not a valid gzip member",
     ),
     "a cut member": (lambda f: members.pack(_first_line(f))[:-4], "not one complete gzip member"),
 }
@@ -168,6 +168,31 @@ def test_hostile_members_are_refused_with_one_line(
         assert reason in result.stderr, result.stderr
     verified = run_cli(["verify", "--artifact", str(folder)])
     assert verified.exit_code == 2 and reason in verified.output
+
+
+def test_members_each_within_budget_do_not_add_up_past_the_files(
+    built: Project, tmp_path: Path
+) -> None:
+    """Every record padded with 8 MiB of one letter: each member is within its own budget,
+    all of them together are not, and the file is read whole by validation and the site."""
+
+    def pad(folder: Path) -> None:
+        padded = []
+        for line in record_lines(folder):
+            record = json.loads(line)
+            record["body"] += "a" * (8 << 20)
+            padded.append(json.dumps(record).encode())
+        rewrite_records(folder, padded)
+
+    folder = tampered(current_build(built.root), tmp_path / "artifact", pad)
+    data = (folder / RECORDS).read_bytes()
+    sizes = [len(line) for line in gzip.decompress(data).splitlines()]
+    assert max(sizes) < members.SLACK and sum(sizes) > members.budget(len(data))
+    for command in (["search", "revenue"], ["site", "--out", str(tmp_path / "site")]):
+        result = run_cli([*command, "--artifact", str(folder)])
+        assert_refused(result, command[0])
+        assert "expands past its budget" in result.stderr
+    assert not (tmp_path / "site").exists()
 
 
 def test_bytes_before_the_first_member_are_refused(built: Project, tmp_path: Path) -> None:

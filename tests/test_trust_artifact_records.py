@@ -544,6 +544,32 @@ def test_a_build_records_its_folder_and_a_change_is_validated_again(
     assert "entities.json" in result.stderr
 
 
+def test_a_file_written_in_place_with_its_mtime_set_back_is_validated_again(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """What `unzip -o` of another archive over a validated folder does: the same inode and
+    size, the archive's modification time; only the change time tells."""
+    folder = tampered(artifact, tmp_path / "copy", lambda f: None)
+    assert run_cli(["search", "revenue", "--artifact", str(folder)]).exit_code == 0  # memo
+    records = folder / RECORDS
+    before = records.stat()
+    data = bytearray(records.read_bytes())
+    data[-9] ^= 1  # the last member's checksum
+    time.sleep(0.01)
+    with records.open("r+b") as handle:
+        handle.write(data)
+    os.utime(records, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = records.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+    result = run_cli(["search", "revenue", "--artifact", str(folder)])
+    assert_refused(result, "search")
+    assert f"{RECORDS}: checksum mismatch" in result.stderr
+
+
 def test_without_a_writable_cache_every_open_validates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,22 +20,23 @@ from knowl_build.trust import cache_home, machine_key, read_sealed
 #
 # Full validation reads every byte (about a second per 10k pages); a reader opens the same
 # build again and again. So a folder validated once on this machine is remembered, keyed by
-# its real path and every file's (size, mtime_ns, inode), and by the manifest's sha256, and
-# sealed with this machine's key (`trust`): a memo this machine did not write is no memo.
-# A file written since has another size, another modification time (which only its owner
-# can set back, who could as well edit the memo) or another inode (replaced), so it is
-# validated again. The change time is left out: kept builds share unchanged files (hard
-# links), and linking or pruning one changes it without changing a byte. The memo only spares
-# work: the restricted unpickler guards every read whatever the memo says. Without a
+# its real path and every file's stat, and by the manifest's sha256, and sealed with this
+# machine's key (`trust`): a memo this machine did not write is no memo. A file written
+# since has another size, modification time or inode, or, when a tool wrote it in place and
+# set its modification time back (`unzip -o`, `tar -x`, `rsync -t --inplace` do), another
+# change time, which no tool sets: it is validated again. Kept builds share unchanged files
+# (hard links), and linking or pruning one changes its change time without changing a byte;
+# so a change time that moved along with the file's link count is no change. The memo only
+# spares work: the restricted unpickler guards every read whatever the memo says. Without a
 # writable cache folder or a key, every open validates.
 
 # 2: validations decode every pickle with the bounded unpickler (1 used the C one); 3: sealed,
-# files identified without their change time.
-MEMO_VERSION = 3
+# files identified without their change time; 4: with their change time and link count.
+MEMO_VERSION = 4
 MAX_MEMOS = 256  # the newest are kept; a pruned build's memo goes with it
 MEMO_SEAL = "validation-memo"
 
-# A file as the memo identifies it: size, mtime_ns, inode.
+# A file as the index identifies it when it opens it: size, mtime_ns, inode.
 Identity = tuple[int, int, int]
 
 
@@ -45,7 +46,7 @@ def validated_files(folder: Path) -> dict[str, Identity] | None:
     state = folder_state(folder)
     if state is None or not was_validated(folder, state):
         return None
-    return {name: (s, m, i) for name, (s, m, i) in state["files"].items()}
+    return {name: (s, m, i) for name, (s, m, i, _c, _n) in state["files"].items()}
 
 
 def _cache_folder() -> Path:
@@ -67,7 +68,8 @@ def folder_state(folder: Path) -> dict[str, Any] | None:
     except OSError:
         return None
     files = {
-        name: [info.st_size, info.st_mtime_ns, info.st_ino] for name, info in sorted(found.items())
+        name: [info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns, info.st_nlink]
+        for name, info in sorted(found.items())
     }
     return {
         "version": MEMO_VERSION,
@@ -87,7 +89,20 @@ def was_validated(folder: Path, state: dict[str, Any]) -> bool:
         memo = json.loads(sealed)
     except (ValueError, RecursionError):
         return False
-    return bool(memo == state)
+    if not isinstance(memo, dict) or not isinstance(memo.get("files"), dict):
+        return False
+    then, now = memo["files"], state["files"]
+    if {**memo, "files": None} != {**state, "files": None} or then.keys() != now.keys():
+        return False
+    return all(_unchanged(then[name], stat) for name, stat in now.items())
+
+
+def _unchanged(then: Any, now: list[int]) -> bool:
+    """The file is as validated: the same size, modification time and inode, and the same
+    change time unless its link count changed too (a build linked or pruned it)."""
+    if not isinstance(then, list) or len(then) != len(now) or then[:3] != now[:3]:
+        return False
+    return bool(then[3] == now[3] or then[4] != now[4])
 
 
 def remember(folder: Path, state: dict[str, Any]) -> None:

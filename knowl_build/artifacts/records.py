@@ -5,9 +5,11 @@ gzip reader, reads the members as one stream). Each record is a member of its ow
 page's catalog offset is where its member starts: a reader decompresses that record alone,
 and an incremental build copies the members of unchanged pages byte for byte.
 
-A member from elsewhere is untrusted: it must be one complete member holding one line, and
-it may expand to no more than `budget` of its size, so that a compression bomb is refused
-before it fills memory (honest records expand three to five times)."""
+A member from elsewhere is untrusted: it must be one complete member holding one line. What
+members decompress to is bounded by `budget` of what was read: a member read alone by its
+own size, the records read whole by the file's size (so that many members, each within its
+own budget, do not add up to more). Honest records expand three to five times; a
+compression bomb is refused before it fills memory."""
 
 from __future__ import annotations
 
@@ -22,8 +24,9 @@ from knowl_build.errors import ArtifactError
 # 1.1 s (from 64.5 MB): the duplicate body compresses away at any level.
 LEVEL = 1
 GZIP = 31  # zlib's window bits for a gzip header and trailer
-EXPANSION, SLACK = 64, 64 << 20
+EXPANSION, SLACK = 16, 64 << 20
 CHUNK = 1 << 14  # what a reader reads at a time: an average member is under 2 kB
+BOMB = "expands past its budget (a compression bomb?)"
 
 
 def budget(size: int) -> int:
@@ -38,11 +41,13 @@ def pack(line: bytes) -> bytes:
     return packer.compress(line) + packer.flush()
 
 
-def unpack(member: bytes | memoryview, where: int) -> bytes:
-    """The line `member` holds: exactly one complete member holding exactly one line
-    (`where` names its offset in a problem)."""
+def unpack(member: bytes | memoryview, where: int, cap: int | None = None) -> bytes:
+    """The line `member` holds: exactly one complete member holding exactly one line, of at
+    most `cap` bytes when given (`where` names its offset in a problem)."""
     view = memoryview(member)
-    line, reader, read = _inflate((view[i : i + CHUNK] for i in range(0, len(view), CHUNK)), where)
+    line, reader, read = _inflate(
+        (view[i : i + CHUNK] for i in range(0, len(view), CHUNK)), where, cap
+    )
     if not reader.eof or reader.unused_data or read != len(view):
         raise ArtifactError(_at(where, "not one complete gzip member"))
     return _one_line(line, where)
@@ -63,12 +68,13 @@ def read_at(path: Path, offset: int) -> bytes:
 
 
 def _inflate(
-    chunks: Iterator[bytes | memoryview], where: int
+    chunks: Iterator[bytes | memoryview], where: int, cap: int | None = None
 ) -> tuple[bytes, zlib._Decompress, int]:
     """Decompress one member from `chunks` until it ends; returns what it held, the
     decompressor (to ask whether the member ended) and how many bytes were read. Refuses as
-    soon as the output passes the budget of the input read so far: a chunk expands a
-    thousand times at most, so memory stays within the budget and one chunk's expansion."""
+    soon as the output passes `cap` or the budget of the input read so far: a chunk expands
+    a thousand times at most, so the pieces stay within the budget and one chunk's expansion
+    (and twice that while they are joined)."""
     reader = zlib.decompressobj(GZIP)
     parts: list[bytes] = []
     size = read = 0
@@ -77,12 +83,14 @@ def _inflate(
             read += len(chunk)
             parts.append(reader.decompress(chunk))
             size += len(parts[-1])
-            if size > budget(read):
-                raise ArtifactError(_at(where, "expands past its budget (a compression bomb?)"))
+            if size > budget(read) or (cap is not None and size > cap):
+                raise ArtifactError(_at(where, BOMB))
             if reader.eof:
                 break
-    except zlib.error:
-        raise ArtifactError(_at(where, "not a gzip member")) from None
+    except zlib.error as exc:
+        # zlib's own words (a fixed text, nothing of the data): "incorrect data check", ...
+        reason = str(exc).rpartition(": ")[2]
+        raise ArtifactError(_at(where, f"not a valid gzip member ({reason})")) from None
     return b"".join(parts), reader, read
 
 
@@ -95,13 +103,16 @@ def spans(offsets: Iterable[int], size: int) -> dict[int, int]:
 
 def lines(data: bytes, offsets: Iterable[int]) -> Iterator[tuple[int, bytes]]:
     """Each member of `data` at `offsets` (all of them, the file's first byte among them)
-    with the line it holds, in file order."""
+    with the line it holds, in file order; all of them together within the file's budget."""
     ends = spans(offsets, len(data))
     if data and 0 not in ends:
         raise ArtifactError(_at(0, "no record starts at the file's first byte"))
     view = memoryview(data)
+    left = budget(len(data))
     for start, end in ends.items():
-        yield start, unpack(view[start:end], start)
+        line = unpack(view[start:end], start, left)
+        left -= len(line)
+        yield start, line
 
 
 def _one_line(line: bytes, where: int) -> bytes:

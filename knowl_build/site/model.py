@@ -18,7 +18,7 @@ from typing import Any
 from msgspec import UnsetType
 
 from knowl_build.artifacts.layout import RECORDS
-from knowl_build.artifacts.records import spans, unpack
+from knowl_build.artifacts.records import lines
 from knowl_build.artifacts.schema import (
     CatalogEntry,
     CommitInfo,
@@ -103,28 +103,26 @@ class SiteData:
         return urls.href(urls.ENTITIES, name) if name in self.entities else None
 
 
-def _records(
-    view: ArtifactView, entries: list[CatalogEntry]
-) -> Iterable[tuple[CatalogEntry, bytes]]:
-    """Each entry with its record's line, the records read in one pass."""
-    path = view.folder / RECORDS
+def _records(view: ArtifactView, wanted: set[int]) -> Iterable[tuple[int, bytes]]:
+    """The line of each record at an offset in `wanted`, the records read in one pass."""
     try:
-        data = path.read_bytes()
+        data = (view.folder / RECORDS).read_bytes()
     except OSError as exc:
         raise ArtifactError(f"{view.folder}: {RECORDS} cannot be read ({exc.strerror})") from None
-    ends = spans((entry.offset for entry in view.pages), len(data))
-    for entry in entries:
-        try:
-            yield entry, unpack(data[entry.offset : ends[entry.offset]], entry.offset)
-        except ArtifactError as exc:
-            raise ArtifactError(f"{view.folder}: {exc}") from None
+    try:
+        for offset, line in lines(data, (entry.offset for entry in view.pages)):
+            if offset in wanted:
+                yield offset, line
+    except ArtifactError as exc:
+        raise ArtifactError(f"{view.folder}: {exc}") from None
 
 
 def gather(view: ArtifactView) -> SiteData:
     """Every global page with its record, and what the pages say of each other."""
-    entries = sorted((e for e in view.pages if visible(e, None)), key=lambda e: (e.id, e.key))
+    entries = {e.offset: e for e in view.pages if visible(e, None)}
     pages: list[Page] = []
-    for entry, line in _records(view, entries):
+    for offset, line in _records(view, set(entries)):
+        entry = entries[offset]
         record = decode(RECORDS, line, PageRecord)
         if record.path != entry.key or record.scope != GLOBAL:
             raise ArtifactError(f"{view.folder}: {RECORDS} does not match catalog.json")
@@ -139,6 +137,7 @@ def gather(view: ArtifactView) -> SiteData:
                 urls.href(urls.PAGES, name),
             )
         )
+    pages.sort(key=lambda p: (p.entry.id, p.entry.key))
     data = SiteData(
         view, pages, {p.key: p for p in pages}, items={p.key: page_item(p) for p in pages}
     )
