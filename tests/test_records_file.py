@@ -57,12 +57,9 @@ def _catalog(folder: Path) -> list[dict[str, object]]:
 def _members(folder: Path) -> dict[str, bytes]:
     """Each page's gzip member, by path, cut at the catalog's offsets."""
     data = (folder / RECORDS).read_bytes()
-    starts = sorted(int(str(entry["offset"])) for entry in _catalog(folder))
-    ends = dict(zip(starts, [*starts[1:], len(data)], strict=True))
-    return {
-        str(entry["key"]): data[int(str(entry["offset"])) : ends[int(str(entry["offset"]))]]
-        for entry in _catalog(folder)
-    }
+    entries = {int(str(entry["offset"])): str(entry["key"]) for entry in _catalog(folder)}
+    ends = members.spans(entries, len(data))
+    return {key: data[start : ends[start]] for start, key in entries.items()}
 
 
 def test_the_records_are_json_lines_to_any_gzip_reader(built: Project) -> None:

@@ -15,6 +15,7 @@ from knowl_build.artifacts import memo, opening, validate
 from knowl_build.artifacts.layout import RECORDS
 from knowl_build.reader import Reader
 from tests.helpers import Project, current_build, invoke
+from tests.tamper import run_cli
 from tests.test_reader import CORPUS
 
 
@@ -70,6 +71,36 @@ def test_unchanged_files_are_shared_and_pruning_keeps_the_rest_valid(
     with Reader.open(proj.root) as reader:  # unlinking shared files changed nothing it reads
         assert reader.search("revenue")["hits"]
     assert calls == []
+
+
+def test_builds_that_link_and_prune_keep_every_kept_build_validated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The change time of a shared file moves when a build links or prunes it: the build
+    remembers the kept builds again, so no reader validates any of them afterwards; a file
+    written in place with its mtime set back (`unzip -o`) is still validated again, shared
+    or not, pruned or not."""
+    proj = Project(tmp_path / "kb").write({**CORPUS, "knowl.toml": "keep_builds = 3\n"})
+    proj.commit()
+    invoke(["build", "--repo", str(proj.root)])
+    calls = _validations(monkeypatch)
+    for n in range(1, 5):  # the fourth build prunes
+        _edit(proj, n)
+        builds = sorted(p for p in (proj.root / ".knowl" / "build").iterdir() if p.is_dir())
+        for folder in builds:
+            with Reader.open(folder) as reader:
+                assert reader.search("revenue")["hits"]
+        assert calls == [], (n, calls)
+    assert len(builds) == 3
+    folder = current_build(proj.root)
+    entities = folder / "entities.json"
+    before = entities.stat()
+    assert before.st_nlink > 1  # shared with the kept builds
+    entities.write_bytes(entities.read_bytes().replace(b'"kind":', b'"kinx":', 1))
+    os.utime(entities, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert entities.stat().st_ino == before.st_ino
+    result = run_cli(["search", "revenue", "--repo", str(proj.root)])
+    assert result.exit_code == 2 and "entities.json: checksum mismatch" in result.stderr
 
 
 def test_a_memo_this_machine_did_not_seal_is_no_memo(

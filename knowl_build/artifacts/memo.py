@@ -25,13 +25,13 @@ from knowl_build.trust import cache_home, machine_key, read_sealed
 # since has another size, modification time or inode, or, when a tool wrote it in place and
 # set its modification time back (`unzip -o`, `tar -x`, `rsync -t --inplace` do), another
 # change time, which no tool sets: it is validated again. Kept builds share unchanged files
-# (hard links), and linking or pruning one changes its change time without changing a byte;
-# so a change time that moved along with the file's link count is no change. The memo only
+# (hard links), and a build that links or prunes one changes its change time without
+# changing a byte: the build remembers the kept builds again (`relinked`), under its lock. The memo only
 # spares work: the restricted unpickler guards every read whatever the memo says. Without a
 # writable cache folder or a key, every open validates.
 
 # 2: validations decode every pickle with the bounded unpickler (1 used the C one); 3: sealed,
-# files identified without their change time; 4: with their change time and link count.
+# files identified without their change time; 4: with it.
 MEMO_VERSION = 4
 MAX_MEMOS = 256  # the newest are kept; a pruned build's memo goes with it
 MEMO_SEAL = "validation-memo"
@@ -46,7 +46,7 @@ def validated_files(folder: Path) -> dict[str, Identity] | None:
     state = folder_state(folder)
     if state is None or not was_validated(folder, state):
         return None
-    return {name: (s, m, i) for name, (s, m, i, _c, _n) in state["files"].items()}
+    return {name: (s, m, i) for name, (s, m, i, _c) in state["files"].items()}
 
 
 def _cache_folder() -> Path:
@@ -68,7 +68,7 @@ def folder_state(folder: Path) -> dict[str, Any] | None:
     except OSError:
         return None
     files = {
-        name: [info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns, info.st_nlink]
+        name: [info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns]
         for name, info in sorted(found.items())
     }
     return {
@@ -89,20 +89,29 @@ def was_validated(folder: Path, state: dict[str, Any]) -> bool:
         memo = json.loads(sealed)
     except (ValueError, RecursionError):
         return False
-    if not isinstance(memo, dict) or not isinstance(memo.get("files"), dict):
-        return False
-    then, now = memo["files"], state["files"]
-    if {**memo, "files": None} != {**state, "files": None} or then.keys() != now.keys():
-        return False
-    return all(_unchanged(then[name], stat) for name, stat in now.items())
+    return bool(memo == state)
 
 
-def _unchanged(then: Any, now: list[int]) -> bool:
-    """The file is as validated: the same size, modification time and inode, and the same
-    change time unless its link count changed too (a build linked or pruned it)."""
-    if not isinstance(then, list) or len(then) != len(now) or then[:3] != now[:3]:
-        return False
-    return bool(then[3] == now[3] or then[4] != now[4])
+def validated_state(folder: Path) -> dict[str, Any] | None:
+    """The folder's state, when this machine validated it in this very state."""
+    state = folder_state(folder)
+    return state if state is not None and was_validated(folder, state) else None
+
+
+def relinked(folder: Path, before: dict[str, Any] | None) -> None:
+    """Remember `folder` again after this process linked its files into another folder or
+    removed their other names (a build sharing or pruning files, under its lock): when it was
+    validated in state `before` and what changed since is only files' change times. A file
+    written in place before `before` was taken is not in that state, so it stays unvalidated."""
+    after = folder_state(folder) if before is not None else None
+    if before is None or after is None or after == before:
+        return
+    then, now = before["files"], after["files"]
+    if {**before, "files": None} != {**after, "files": None} or then.keys() != now.keys():
+        return
+    if any(stat[:3] != then[name][:3] for name, stat in now.items()):
+        return
+    remember(folder, after)
 
 
 def remember(folder: Path, state: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ import shutil
 import tempfile
 import weakref
 from pathlib import Path
+from typing import Any
 
 from knowl_build.artifacts.folders import (
     made_by_knowl,
@@ -23,7 +24,7 @@ from knowl_build.artifacts.layout import (
     MANIFEST,
     STAGING_PREFIX,
 )
-from knowl_build.artifacts.memo import folder_state, forget, remember
+from knowl_build.artifacts.memo import folder_state, forget, relinked, remember, validated_state
 from knowl_build.errors import ArtifactError
 from knowl_build.trust import Sealer
 
@@ -214,24 +215,41 @@ def sealed(folder: Path, sealer: Sealer) -> bytes | None:
 def prune(out_dir: Path, keep: int) -> list[str]:
     """Remove the oldest build folders beyond `keep`: only folders knowl made in this output
     folder, never the current one, never one a reader holds (the next build tries again)."""
-    token = out_token(out_dir)
     current = current_folder(out_dir)
-    builds = []
+    builds = _builds(out_dir)
+    others = [folder for folder in builds if current is None or folder.name != current.name]
+    room = max(keep - (current is not None), 0)
+    doomed = others[room:]
+    if not doomed:
+        return []
+    states = validated_builds(out_dir)
+    removed = [folder.name for folder in doomed if _remove_build(folder)]
+    relink(states)
+    return removed
+
+
+def validated_builds(out_dir: Path) -> list[tuple[Path, dict[str, Any] | None]]:
+    """Every build folder knowl made in `out_dir`, with its state as this machine validated
+    it (None when it did not): taken before a build links or removes files they share."""
+    return [(folder, validated_state(folder)) for folder in _builds(out_dir)]
+
+
+def relink(states: list[tuple[Path, dict[str, Any] | None]]) -> None:
+    """Each folder of `validated_builds` remembered again as validated, where only the
+    links to its files changed since (`memo.relinked`)."""
+    for folder, state in states:
+        if folder.is_dir():
+            relinked(folder, state)
+
+
+def _builds(out_dir: Path) -> list[Path]:
+    """The build folders knowl made in `out_dir`, newest first."""
+    token = out_token(out_dir)
+    found = []
     for folder in out_dir.iterdir():
         if not folder.name.startswith(".") and made_by_knowl(folder, token):
-            builds.append((folder.lstat().st_mtime, folder.name, folder))
-    builds.sort(reverse=True)
-    removed = []
-    kept = 1 if current is not None else 0
-    for _mtime, name, folder in builds:
-        if current is not None and name == current.name:
-            continue
-        if kept < keep:
-            kept += 1
-            continue
-        if _remove_build(folder):
-            removed.append(name)
-    return removed
+            found.append((folder.lstat().st_mtime, folder.name, folder))
+    return [folder for _mtime, _name, folder in sorted(found, reverse=True)]
 
 
 def _remove_build(folder: Path) -> bool:

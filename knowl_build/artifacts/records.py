@@ -16,6 +16,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from knowl_build.artifacts.layout import RECORDS
 from knowl_build.errors import ArtifactError
@@ -41,16 +42,14 @@ def pack(line: bytes) -> bytes:
     return packer.compress(line) + packer.flush()
 
 
-def unpack(member: bytes | memoryview, where: int, cap: int | None = None) -> bytes:
-    """The line `member` holds: exactly one complete member holding exactly one line, of at
-    most `cap` bytes when given (`where` names its offset in a problem)."""
+def unpack(member: bytes | memoryview, offset: int, cap: int | None = None) -> bytes:
+    """The line `member` (at `offset` of its file) holds: exactly one complete member
+    holding exactly one line, of at most `cap` bytes when given."""
     view = memoryview(member)
-    line, reader, read = _inflate(
-        (view[i : i + CHUNK] for i in range(0, len(view), CHUNK)), where, cap
-    )
-    if not reader.eof or reader.unused_data or read != len(view):
-        raise ArtifactError(_at(where, "not one complete gzip member"))
-    return _one_line(line, where)
+    found = _inflate((view[i : i + CHUNK] for i in range(0, len(view), CHUNK)), offset, cap)
+    if not found.ended or found.rest or found.read != len(view):
+        raise ArtifactError(_at(offset, "not one complete gzip member"))
+    return _one_line(found.line, offset)
 
 
 def read_at(path: Path, offset: int) -> bytes:
@@ -59,22 +58,27 @@ def read_at(path: Path, offset: int) -> bytes:
     try:
         with path.open("rb") as handle:
             handle.seek(offset)
-            line, reader, _ = _inflate(iter(lambda: handle.read(CHUNK), b""), offset)
+            found = _inflate(iter(lambda: handle.read(CHUNK), b""), offset)
     except OSError as exc:
         raise ArtifactError(f"{RECORDS} cannot be read ({exc.strerror})") from None
-    if not reader.eof:
+    if not found.ended:
         raise ArtifactError(_at(offset, "truncated"))
-    return _one_line(line, offset)
+    return _one_line(found.line, offset)
+
+
+class _Inflated(NamedTuple):
+    line: bytes
+    ended: bool  # the member's trailer was read
+    rest: bool  # bytes followed the trailer in the last chunk read
+    read: int  # bytes read
 
 
 def _inflate(
-    chunks: Iterator[bytes | memoryview], where: int, cap: int | None = None
-) -> tuple[bytes, zlib._Decompress, int]:
-    """Decompress one member from `chunks` until it ends; returns what it held, the
-    decompressor (to ask whether the member ended) and how many bytes were read. Refuses as
-    soon as the output passes `cap` or the budget of the input read so far: a chunk expands
-    a thousand times at most, so the pieces stay within the budget and one chunk's expansion
-    (and twice that while they are joined)."""
+    chunks: Iterator[bytes | memoryview], offset: int, cap: int | None = None
+) -> _Inflated:
+    """Decompress the member at the start of `chunks` until it ends. Checked after each
+    chunk: past `cap` or the budget of the bytes read so far, it is refused, so memory peaks
+    at the budget and one chunk's expansion (16 MiB at most), twice that while joining."""
     reader = zlib.decompressobj(GZIP)
     parts: list[bytes] = []
     size = read = 0
@@ -84,14 +88,14 @@ def _inflate(
             parts.append(reader.decompress(chunk))
             size += len(parts[-1])
             if size > budget(read) or (cap is not None and size > cap):
-                raise ArtifactError(_at(where, BOMB))
+                raise ArtifactError(_at(offset, BOMB))
             if reader.eof:
                 break
     except zlib.error as exc:
         # zlib's own words (a fixed text, nothing of the data): "incorrect data check", ...
         reason = str(exc).rpartition(": ")[2]
-        raise ArtifactError(_at(where, f"not a valid gzip member ({reason})")) from None
-    return b"".join(parts), reader, read
+        raise ArtifactError(_at(offset, f"not a valid gzip member ({reason})")) from None
+    return _Inflated(b"".join(parts), reader.eof, bool(reader.unused_data), read)
 
 
 def spans(offsets: Iterable[int], size: int) -> dict[int, int]:
@@ -101,7 +105,7 @@ def spans(offsets: Iterable[int], size: int) -> dict[int, int]:
     return dict(zip(starts, [*starts[1:], size], strict=True))
 
 
-def lines(data: bytes, offsets: Iterable[int]) -> Iterator[tuple[int, bytes]]:
+def members(data: bytes, offsets: Iterable[int]) -> Iterator[tuple[int, bytes]]:
     """Each member of `data` at `offsets` (all of them, the file's first byte among them)
     with the line it holds, in file order; all of them together within the file's budget."""
     ends = spans(offsets, len(data))
@@ -115,9 +119,9 @@ def lines(data: bytes, offsets: Iterable[int]) -> Iterator[tuple[int, bytes]]:
         yield start, line
 
 
-def _one_line(line: bytes, where: int) -> bytes:
+def _one_line(line: bytes, offset: int) -> bytes:
     if not line.endswith(b"\n") or line.count(b"\n") != 1:
-        raise ArtifactError(_at(where, "does not hold exactly one line"))
+        raise ArtifactError(_at(offset, "does not hold exactly one line"))
     return line
 
 

@@ -21,7 +21,7 @@ from knowl_build.artifacts.layout import (
     sha256_file,
 )
 from knowl_build.artifacts.manifest import MalformedManifest, read_manifest
-from knowl_build.artifacts.records import lines
+from knowl_build.artifacts.records import members
 from knowl_build.artifacts.schema import (
     FILES,
     Catalog,
@@ -44,8 +44,9 @@ def validate(folder: Path) -> list[str]:
     Checks the manifest's shape; that the folder holds exactly the files the manifest lists
     (regular files, no symlinks), each with its size and sha256; that every JSON file parses
     and has the shape of its schema, record by record (the catalog's offsets pointing at the
-    gzip members of the matching records, which hold one line each); and that the Whoosh index opens through the restricted
-    unpickler and every pickle in it decodes (`index.verify_index`).
+    gzip members of the matching records, which hold one line each); and that the Whoosh
+    index opens through the restricted unpickler and every pickle in it decodes
+    (`index.verify_index`).
 
     What an empty list proves: the folder is intact against its own manifest, and no file in
     it can make a reader run code or fail with anything but a one-line error. It does not
@@ -136,7 +137,7 @@ def _check_pages(data: bytes, offsets: list[int]) -> dict[int, tuple[str, str, s
     (path, id, scope)."""
     found: dict[int, tuple[str, str, str]] = {}
     read = decoder(PageRecord)
-    for offset, line in lines(data, offsets):
+    for offset, line in members(data, offsets):
         try:
             record = read.decode(line)
         except msgspec.DecodeError as exc:

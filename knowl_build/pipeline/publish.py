@@ -220,6 +220,8 @@ def build(
 
         if staging is None:
             staging = publication.staging_folder(out_dir)
+        # The kept builds as validated before this build links their files.
+        shared_from = publication.validated_builds(out_dir)
         # The sha256 of each file written from memory or copied from the previous build (it
         # was validated), so that the manifest does not read them back.
         known: dict[str, str] = {}
@@ -242,7 +244,7 @@ def build(
         writer = ThreadPoolExecutor(max_workers=1)
         try:
             pages_written = writer.submit(
-                _write_lines, staging / layout.RECORDS, rows.lines, rows.source
+                _write_members, staging / layout.RECORDS, rows.members, rows.source
             )
             put(
                 "catalog.json",
@@ -336,6 +338,7 @@ def build(
                 },
             )
             (staging / layout.MANIFEST).write_bytes(schema.encode(manifest))
+            publication.relink(shared_from)
             folder = publication.publish(out_dir, staging, build_id, sealer)
         except BaseException as exc:
             writer.shutdown(wait=True, cancel_futures=True)
@@ -407,7 +410,7 @@ def _share_index(source: Path, target: Path) -> None:
             shutil.copyfile(entry.path, destination)
 
 
-def _write_lines(path: Path, lines: list[bytes | tuple[int, int]], source: Path | None) -> str:
+def _write_members(path: Path, members: list[bytes | tuple[int, int]], source: Path | None) -> str:
     """Write the records' members to `path`: new ones from memory, reused ones copied from
     `source` (the previous records) by the kernel, run by run, never through this
     process's memory. Returns the file's sha256, read back in blocks."""
@@ -416,23 +419,23 @@ def _write_lines(path: Path, lines: list[bytes | tuple[int, int]], source: Path 
         pending: list[bytes] = []
         size = 0
         run: tuple[int, int] | None = None
-        for line in [*lines, b""]:
-            if isinstance(line, tuple):
+        for member in [*members, b""]:
+            if isinstance(member, tuple):
                 if pending:
                     out.write(b"".join(pending))
                     pending, size = [], 0
-                if run is not None and run[1] == line[0]:
-                    run = (run[0], line[1])
+                if run is not None and run[1] == member[0]:
+                    run = (run[0], member[1])
                     continue
                 if run is not None:
                     _copied(copier, run)
-                run = line
+                run = member
                 continue
             if run is not None:
                 _copied(copier, run)
                 run = None
-            pending.append(line)
-            size += len(line)
+            pending.append(member)
+            size += len(member)
             if size >= 1 << 20:
                 out.write(b"".join(pending))
                 pending, size = [], 0

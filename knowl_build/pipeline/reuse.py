@@ -1,11 +1,11 @@
 """Reusing the previous artifact for what did not change.
 
 A page's record is a function of the page's bytes, its path, the values its live-definition
-directives render, its freshness assessment (drift included) and its last commit. Each record is stored
-with a signature of those inputs (`signatures.json`); an incremental build copies the record's
-gzip member, catalog entry and index digest of every page whose signature is unchanged, and builds
-only the others. The reference graph is reused whole when nothing it is made of changed.
-The incremental-equals-full property test holds this to byte identity.
+directives render, its freshness assessment (drift included) and its last commit. Each
+record is stored with a signature of those inputs (`signatures.json`); an incremental build
+copies the gzip member, catalog entry and index digest of every page whose signature is
+unchanged, and builds only the others. The reference graph is reused whole when nothing it
+is made of changed. The incremental-equals-full property test holds this to byte identity.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ class Previous:
     def source(self) -> Path:
         return self.folder / RECORDS
 
-    def line(self, path: str) -> Line:
+    def member(self, path: str) -> Span:
         """Where the page's member of the previous records is: a build copies it from
         there, never holding it in memory."""
         start = self.catalog[path].offset
@@ -121,14 +121,14 @@ class Previous:
 
 
 # A member of the previous records, by its start and end.
-Line = tuple[int, int]
+Span = tuple[int, int]
 
 
-def read_line(source: Path, line: Line) -> bytes:
-    """The record line the member holds."""
+def read_member(source: Path, span: Span) -> bytes:
+    """The record line the member at `span` of `source` holds."""
     with source.open("rb") as handle:
-        handle.seek(line[0])
-        return unpack(handle.read(line[1] - line[0]), line[0])
+        handle.seek(span[0])
+        return unpack(handle.read(span[1] - span[0]), span[0])
 
 
 @dataclass(slots=True)
@@ -136,8 +136,8 @@ class Rows:
     """The records of this build, in artifact order, reused or new."""
 
     pages: list[Page]
-    # Each record's member: new bytes, or a member of `source`, the previous records.
-    lines: list[bytes | Line] = field(default_factory=list)
+    # Each record's gzip member: new bytes, or a span of `source`, the previous records.
+    members: list[bytes | Span] = field(default_factory=list)
     source: Path | None = None
     catalog: list[CatalogEntry] = field(default_factory=list)
     signatures: dict[str, str] = field(default_factory=dict)
@@ -152,11 +152,10 @@ class Rows:
         row = self.fresh.get(path)
         if row is not None:
             return row
-        line = self.lines[index]
-        if isinstance(line, tuple):
-            assert self.source is not None
-            line = read_line(self.source, line)
-        return decode(path, line, PageRecord)
+        # A record not built here is a member of the previous records.
+        span = self.members[index]
+        assert isinstance(span, tuple) and self.source is not None
+        return decode(path, read_member(self.source, span), PageRecord)
 
     def records(self) -> list[PageRecord]:
         return [self.record(i) for i in range(len(self.pages))]
@@ -172,7 +171,7 @@ def assemble(
     content: dict[str, str],
     previous: Previous | None,
 ) -> Rows:
-    """Every page's record line, catalog entry and index digest; from `previous` when the
+    """Every page's record member, catalog entry and index digest; from `previous` when the
     page's signature is unchanged."""
     layer = analysis.layer
     values: dict[str, Any] = {}  # many pages render the same few definitions
@@ -209,19 +208,19 @@ def assemble(
             and page.path in previous.catalog
             and page.path in previous.index_digests
         ):
-            line: bytes | Line = previous.line(page.path)
+            member: bytes | Span = previous.member(page.path)
             entry = replace(previous.catalog[page.path], offset=offset)
             rows.index_digests[page.path] = previous.index_digests[page.path]
             rows.reused += 1
         else:
             row = page_record(analysis, page, texts[page.path])
             rows.fresh[page.path] = row
-            line = pack(encode(row))
+            member = pack(encode(row))
             entry = catalog_entry(row, offset)
             rows.index_digests[page.path] = index_document(row).digest
-        rows.lines.append(line)
+        rows.members.append(member)
         rows.catalog.append(entry)
-        offset += line[1] - line[0] if isinstance(line, tuple) else len(line)
+        offset += member[1] - member[0] if isinstance(member, tuple) else len(member)
     return rows
 
 

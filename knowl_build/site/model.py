@@ -18,7 +18,7 @@ from typing import Any
 from msgspec import UnsetType
 
 from knowl_build.artifacts.layout import RECORDS
-from knowl_build.artifacts.records import lines
+from knowl_build.artifacts.records import members
 from knowl_build.artifacts.schema import (
     CatalogEntry,
     CommitInfo,
@@ -110,7 +110,7 @@ def _records(view: ArtifactView, wanted: set[int]) -> Iterable[tuple[int, bytes]
     except OSError as exc:
         raise ArtifactError(f"{view.folder}: {RECORDS} cannot be read ({exc.strerror})") from None
     try:
-        for offset, line in lines(data, (entry.offset for entry in view.pages)):
+        for offset, line in members(data, (entry.offset for entry in view.pages)):
             if offset in wanted:
                 yield offset, line
     except ArtifactError as exc:
