@@ -22,7 +22,9 @@ from knowl_build.artifacts.layout import RECORDS
 from knowl_build.errors import ArtifactError
 
 # Measured on 10,000 synthetic pages: level 1 writes 17.8 MB in 0.8 s, level 6 16.4 MB in
-# 1.1 s (from 64.5 MB): the duplicate body compresses away at any level.
+# 1.1 s (from 64.5 MB): the duplicate body compresses away at any level. In the goals bench
+# level 6 took the artifact from 1.81x to 1.75x the corpus and the cold build from 1.15x to
+# 1.23x bare Whoosh: level 1.
 LEVEL = 1
 GZIP = 31  # zlib's window bits for a gzip header and trailer
 EXPANSION, SLACK = 16, 64 << 20
