@@ -26,9 +26,9 @@ from knowl_build.trust import cache_home, machine_key, read_sealed
 # set its modification time back (`unzip -o`, `tar -x`, `rsync -t --inplace` do), another
 # change time, which no tool sets: it is validated again. Kept builds share unchanged files
 # (hard links), and a build that links or prunes one changes its change time without
-# changing a byte: the build remembers the kept builds again (`relinked`), under its lock. The memo only
-# spares work: the restricted unpickler guards every read whatever the memo says. Without a
-# writable cache folder or a key, every open validates.
+# changing a byte: the build remembers the kept builds again (`relinked`), under its lock.
+# The memo only spares work: the restricted unpickler guards every read whatever the memo
+# says. Without a writable cache folder or a key, every open validates.
 
 # 2: validations decode every pickle with the bounded unpickler (1 used the C one); 3: sealed,
 # files identified without their change time; 4: with it.

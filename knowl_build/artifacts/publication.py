@@ -222,16 +222,21 @@ def prune(out_dir: Path, keep: int) -> list[str]:
     doomed = others[room:]
     if not doomed:
         return []
-    states = validated_builds(out_dir)
+    states = validated_builds([folder for folder in builds if folder not in doomed])
     removed = [folder.name for folder in doomed if _remove_build(folder)]
     relink(states)
     return removed
 
 
-def validated_builds(out_dir: Path) -> list[tuple[Path, dict[str, Any] | None]]:
-    """Every build folder knowl made in `out_dir`, with its state as this machine validated
-    it (None when it did not): taken before a build links or removes files they share."""
-    return [(folder, validated_state(folder)) for folder in _builds(out_dir)]
+def validated_builds(builds: list[Path]) -> list[tuple[Path, dict[str, Any] | None]]:
+    """Each build folder with its state as this machine validated it (None when it did
+    not): taken before a build links or removes files they share."""
+    return [(folder, validated_state(folder)) for folder in builds]
+
+
+def kept_builds(out_dir: Path) -> list[tuple[Path, dict[str, Any] | None]]:
+    """`validated_builds` of every build folder knowl made in `out_dir`."""
+    return validated_builds(_builds(out_dir))
 
 
 def relink(states: list[tuple[Path, dict[str, Any] | None]]) -> None:

@@ -31,6 +31,7 @@ from knowl_build.trust import Sealer
 if TYPE_CHECKING:
     from knowl_build.index.writer import Apart, IndexDocument
     from knowl_build.model import Page
+    from knowl_build.pipeline.reuse import Span
     from knowl_build.semantic.layer import SemanticLayer
 
 STAGES = ("discover", "parse", "render", "index", "vectors", "publish")
@@ -221,7 +222,7 @@ def build(
         if staging is None:
             staging = publication.staging_folder(out_dir)
         # The kept builds as validated before this build links their files.
-        shared_from = publication.validated_builds(out_dir)
+        shared_from = publication.kept_builds(out_dir)
         # The sha256 of each file written from memory or copied from the previous build (it
         # was validated), so that the manifest does not read them back.
         known: dict[str, str] = {}
@@ -410,7 +411,7 @@ def _share_index(source: Path, target: Path) -> None:
             shutil.copyfile(entry.path, destination)
 
 
-def _write_members(path: Path, members: list[bytes | tuple[int, int]], source: Path | None) -> str:
+def _write_members(path: Path, members: list[bytes | Span], source: Path | None) -> str:
     """Write the records' members to `path`: new ones from memory, reused ones copied from
     `source` (the previous records) by the kernel, run by run, never through this
     process's memory. Returns the file's sha256, read back in blocks."""

@@ -103,16 +103,14 @@ class SiteData:
         return urls.href(urls.ENTITIES, name) if name in self.entities else None
 
 
-def _records(view: ArtifactView, wanted: set[int]) -> Iterable[tuple[int, bytes]]:
-    """The line of each record at an offset in `wanted`, the records read in one pass."""
+def _records(view: ArtifactView) -> Iterable[tuple[int, bytes]]:
+    """Each record's offset and line, the records read in one pass."""
     try:
         data = (view.folder / RECORDS).read_bytes()
     except OSError as exc:
         raise ArtifactError(f"{view.folder}: {RECORDS} cannot be read ({exc.strerror})") from None
     try:
-        for offset, line in members(data, (entry.offset for entry in view.pages)):
-            if offset in wanted:
-                yield offset, line
+        yield from members(data, (entry.offset for entry in view.pages))
     except ArtifactError as exc:
         raise ArtifactError(f"{view.folder}: {exc}") from None
 
@@ -121,8 +119,10 @@ def gather(view: ArtifactView) -> SiteData:
     """Every global page with its record, and what the pages say of each other."""
     entries = {e.offset: e for e in view.pages if visible(e, None)}
     pages: list[Page] = []
-    for offset, line in _records(view, set(entries)):
-        entry = entries[offset]
+    for offset, line in _records(view):
+        entry = entries.get(offset)
+        if entry is None:
+            continue  # a user's page: not on the site
         record = decode(RECORDS, line, PageRecord)
         if record.path != entry.key or record.scope != GLOBAL:
             raise ArtifactError(f"{view.folder}: {RECORDS} does not match catalog.json")
