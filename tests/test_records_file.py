@@ -207,14 +207,42 @@ def test_bytes_before_the_first_member_are_refused(built: Project, tmp_path: Pat
     assert "no record starts at the file's first byte" in result.stderr
 
 
-def test_an_offset_past_the_end_is_refused(built: Project, tmp_path: Path) -> None:
-    def far(folder: Path) -> None:
+def _shift(pages: list[dict[str, int]]) -> None:
+    pages[-1]["offset"] = 10**9  # past the end
+
+
+def _middle(pages: list[dict[str, int]]) -> None:
+    pages[1]["offset"] += 3  # inside a member
+
+
+def _twice(pages: list[dict[str, int]]) -> None:
+    pages[1]["offset"] = pages[0]["offset"]  # two pages, one member
+
+
+def _dropped(pages: list[dict[str, int]]) -> None:
+    del pages[1]  # a member nobody lists
+
+
+OFFSETS: dict[str, Callable[[list[dict[str, int]]], None]] = {
+    "past the end": _shift,
+    "inside a member": _middle,
+    "two pages at one member": _twice,
+    "a member without its page": _dropped,
+}
+
+
+@pytest.mark.parametrize("case", sorted(OFFSETS))
+def test_forged_catalog_offsets_are_refused(built: Project, tmp_path: Path, case: str) -> None:
+    def forge(folder: Path) -> None:
         catalog = json.loads((folder / "catalog.json").read_bytes())
-        catalog["pages"][-1]["offset"] = 10**9
+        OFFSETS[case](catalog["pages"])
+        catalog.pop("caveats", None)
         (folder / "catalog.json").write_bytes(json.dumps(catalog).encode())
 
-    folder = tampered(current_build(built.root), tmp_path / "artifact", far)
-    assert_refused(run_cli(["search", "revenue", "--artifact", str(folder)]), "search")
+    folder = tampered(current_build(built.root), tmp_path / "artifact", forge)
+    for command in (["search", "revenue"], ["show", "revenue"], ["verify"]):
+        result = run_cli([*command, "--artifact", str(folder)])
+        assert_refused(result, command[0], one_line=command[0] != "verify")
 
 
 def test_a_bomb_is_refused_before_it_fills_memory(tmp_path: Path) -> None:
