@@ -104,6 +104,8 @@ def spans(offsets: Iterable[int], size: int) -> dict[int, int]:
     """Where each member ends, by where it starts, for members at `offsets` of a file of
     `size` bytes: each ends where the next one starts."""
     starts = sorted(set(offsets))
+    if not starts:  # an empty catalog (a project with no pages yet): no member
+        return {}
     return dict(zip(starts, [*starts[1:], size], strict=True))
 
 
