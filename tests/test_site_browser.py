@@ -25,6 +25,7 @@ import pytest
 
 try:  # The test extra installs Selenium; without it the browser fixture skips (fails in CI).
     from selenium import webdriver
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
@@ -118,8 +119,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path,
 
 
 def wait(driver: WebDriver, condition: Callable[[WebDriver], Any], what: str) -> Any:
+    """Wait for `condition`; the page's script replaces the elements a condition reads (the
+    results list is rebuilt as the query changes), so a stale element means "not yet"."""
 
-    return WebDriverWait(driver, WAIT).until(condition, message=f"waiting for {what}")
+    return WebDriverWait(driver, WAIT, ignored_exceptions=(StaleElementReferenceException,)).until(
+        condition, message=f"waiting for {what}"
+    )
 
 
 def search_for(driver: WebDriver, url: str, text: str) -> list[WebElement]:

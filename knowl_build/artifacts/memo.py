@@ -138,8 +138,14 @@ def remember(folder: Path, state: dict[str, Any]) -> None:
 def _trim(cache: Path) -> None:
     """Keep the cache small: the MAX_MEMOS newest memos (memos of folders that are gone or
     long unused go first)."""
+    memos: list[tuple[float, str]] = []
     try:
-        memos = [(entry.stat().st_mtime, entry.path) for entry in os.scandir(cache)]
+        # Closed on every path: another process trimming the same cache can remove an entry
+        # between listing and stat, and an iterator left open is a leaked descriptor.
+        with os.scandir(cache) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    memos.append((entry.stat().st_mtime, entry.path))
     except OSError:
         return
     if len(memos) <= MAX_MEMOS:

@@ -403,12 +403,13 @@ def _share_index(source: Path, target: Path) -> None:
     writes a segment file again; it adds segments and records deletions in the table of
     contents), the small files it rewrites in place copied."""
     target.mkdir()
-    for entry in os.scandir(source):
-        if not entry.is_file(follow_symlinks=False):
-            continue
-        destination = target / entry.name
-        if not (entry.name.endswith(".seg") and _share(Path(entry.path), destination)):
-            shutil.copyfile(entry.path, destination)
+    with os.scandir(source) as entries:
+        for entry in entries:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            destination = target / entry.name
+            if not (entry.name.endswith(".seg") and _share(Path(entry.path), destination)):
+                shutil.copyfile(entry.path, destination)
 
 
 def _write_members(path: Path, members: list[bytes | Span], source: Path | None) -> str:
