@@ -45,17 +45,32 @@ def from_json(text: str) -> nx.DiGraph:
     return nx.node_link_graph(json.loads(text), edges="edges")
 
 
+# Control characters (C0, DEL, C1) written as `\x1b`, as `output.text.printable` writes a line
+# for a terminal: page titles and names come from pull requests, and the DOT and GraphML
+# exports are printed on one as often as piped. XML 1.0 cannot carry most C0 controls at all,
+# not even as character references, nor U+FFFE and U+FFFF; those are written `\ufffe`.
+_ESCAPED = {code: f"\\x{code:02x}" for code in [*range(0x00, 0x20), *range(0x7F, 0xA0)]}
+_ESCAPED.update({code: f"\\u{code:04x}" for code in (0xFFFE, 0xFFFF)})
+
+
+def visible(value: Any) -> Any:
+    """A string with its control characters made visible text; anything else as it is."""
+    return value.translate(_ESCAPED) if isinstance(value, str) else value
+
+
 def to_graphml(graph: nx.DiGraph) -> str:
     flat = nx.DiGraph()
     for node, data in graph.nodes(data=True):
-        flat.add_node(node, **{k: _scalar(v) for k, v in data.items()})
+        flat.add_node(visible(node), **{k: _scalar(v) for k, v in data.items()})
     for source, target, data in graph.edges(data=True):
-        flat.add_edge(source, target, **{k: _scalar(v) for k, v in data.items()})
+        flat.add_edge(visible(source), visible(target), **{k: _scalar(v) for k, v in data.items()})
     return "\n".join(nx.generate_graphml(flat)) + "\n"
 
 
 def _scalar(value: Any) -> Any:
-    return ",".join(value) if isinstance(value, list) else ("" if value is None else value)
+    if isinstance(value, list):
+        return visible(",".join(str(item) for item in value))
+    return "" if value is None else visible(value)
 
 
 _DOT = """\
@@ -69,7 +84,9 @@ digraph knowledge {
 
 
 def _dot_quote(value: Any) -> str:
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    # Made visible first, then quoted: the backslash of `\x1b` is doubled like any other, so
+    # Graphviz shows the escape as written instead of reading it as one of its own.
+    text = visible(str(value)).replace("\\", "\\\\").replace('"', '\\"')
     return f'"{text}"'
 
 
