@@ -14,13 +14,18 @@ from knowl_build.config import Config
 @dataclass(frozen=True, slots=True)
 class Rule:
     """One rule. `summary` is its line in `knowl rules`; `doc` is its user documentation
-    (Markdown), read by SARIF's rule list and the docs site's rule reference."""
+    (Markdown), read by SARIF's rule list and the docs site's rule reference.
+
+    `about_a_value`: the rule's finding is about a value (a secret, a sensitive path) that its
+    span points at, so another value in the same place is another finding: `--baseline`
+    compares such findings by a keyed digest of that value too (`pipeline.baseline`)."""
 
     code: str
     name: str
     default: str
     summary: str
     doc: str
+    about_a_value: bool = False
 
     def __post_init__(self) -> None:
         # A doc is written as indented triple-quoted text and read as one paragraph.

@@ -48,7 +48,8 @@ SECRET = Rule(
       Discord, Telegram or Teams webhook, and known token prefixes; ids and slugs in a
       URL's path and other parameters are not secrets. The message names the kind and
       where it is, never the value or the key; a credential in a URL is located at its
-      value.""",
+      value. With `--baseline`, another secret in the same place is a new finding.""",
+    about_a_value=True,
 )
 
 SENSITIVE_PATH = Rule(
@@ -58,7 +59,9 @@ SENSITIVE_PATH = Rule(
     summary="a sensitive path in `affected_paths` or `source`",
     doc="""`.env`, `.env.*`, names containing `credential` or `secret`, `id_rsa`, `*.pem`,
       `*.p12`, `*.pfx`, `*.key` (names ending `.example`, `.sample`, `.template` or
-      `.dist` are allowed).""",
+      `.dist` are allowed). With `--baseline`, another path in the same place is a new
+      finding.""",
+    about_a_value=True,
 )
 
 TOO_LARGE = Rule(
