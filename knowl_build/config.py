@@ -222,7 +222,10 @@ SCHEMA: tuple[Option, ...] = (
         "Where `knowl build` publishes, relative to the project root: one folder per build and "
         "a `CURRENT` file naming the published one ([Build artifacts](artifacts.md)). knowl "
         "prunes inside it, so it must be a folder of its own, apart from the knowledge and "
-        "semantics folders; `knowl build --out` overrides it.",
+        "semantics folders; and it must lie outside the git directory (no `.git` on its way) "
+        "and any hooks folder (`core.hooksPath` included), where git would take knowl's files "
+        "for its own. `knowl build --out` overrides it with a folder anywhere, under the same "
+        "rules.",
     ),
     Option(
         "staleness_days",

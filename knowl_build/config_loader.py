@@ -119,10 +119,17 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 def _check_out_dir(top: _Reader, out_dir: str, *guarded: str) -> None:
     """knowl prunes inside out_dir: never the project root, the knowledge or semantics folder,
-    a folder holding them, or a folder inside them."""
+    a folder holding them, or a folder inside them; and git's own files are never beside
+    knowl's (no `.git` folder on the way; the git directory and hooks folders git names are
+    refused when a build or a site starts: `artifacts.folders.git_problem`)."""
     out = PurePosixPath(out_dir).parts
     if not out:
         raise top.error("out_dir", "must be a folder of its own, not the project root")
+    if any(part.casefold() == ".git" for part in out):
+        # A build folder in .git/refs/heads is a branch git cannot read: every git command fails.
+        raise top.error(
+            "out_dir", f"must be a folder of its own, outside the git directory, got {out_dir!r}"
+        )
     for name in guarded:
         other = PurePosixPath(name).parts
         if out[: len(other)] == other or other[: len(out)] == out:

@@ -11,13 +11,19 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from pathlib import Path
 
 import networkx as nx
+import pytest
+from click.testing import Result
 
 from knowl_build import graph as graphs
+from knowl_build.history import gitdir
 from tests.helpers import Project, invoke
 
 CONTROLS = "".join(chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)])
@@ -113,3 +119,136 @@ def test_graph_dot_and_graphml_escape_control_characters(
     ET.fromstring(out)
     # JSON keeps the title as it is (encoded, never raw on a terminal for C0).
     assert "Ring\\u0007 \\u001b[2J" in invoke(["graph", "--repo", str(proj.root)]).stdout
+
+
+# --- 7. no output folder inside the git directory or a hooks folder ---------------------------
+
+
+def _listing(folder: Path) -> dict[str, bytes | None]:
+    """Every file under `folder` with its bytes, and every folder (None)."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() if p.is_file() else None
+        for p in folder.rglob("*")
+    }
+
+
+def _one_line_error(result: Result, *parts: str) -> None:
+    assert result.stderr.startswith("knowl: error: "), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    for part in parts:
+        assert part in result.stderr, result.stderr
+
+
+def _git_works(proj: Project) -> None:
+    proj.run_git("for-each-ref")
+    proj.run_git("status", "--porcelain")
+    proj.run_git("log", "-1")
+
+
+@pytest.mark.parametrize("out_dir", [".git", ".git/refs/heads", ".GIT/objects/kb", "sub/.git/x"])
+def test_out_dir_inside_git_dir_refused(project: Callable[..., Project], out_dir: str) -> None:
+    proj = project({**PAGES, "knowl.toml": f"out_dir = {out_dir!r}\n{KB202_OFF}"})
+    git_before = _listing(proj.root / ".git")
+    for command in (["build"], ["check"], ["site"], ["search", "x"]):
+        result = invoke([*command, "--repo", str(proj.root)], code=2)
+        _one_line_error(result, "knowl.toml: 'out_dir':", "outside the git directory")
+    assert _listing(proj.root / ".git") == git_before
+    _git_works(proj)
+
+
+def _separate_git_dir(tmp_path: Path) -> tuple[Project, Path]:
+    """A project whose `.git` is a gitfile naming a git directory called `meta` elsewhere."""
+    root, meta = tmp_path / "kb", tmp_path / "store" / "meta"
+    root.mkdir()
+    meta.parent.mkdir()
+    subprocess.run(
+        ["git", "init", "-q", "-b", "main", f"--separate-git-dir={meta}", str(root)], check=True
+    )
+    proj = Project(root, git=False)
+    proj.git = True
+    proj.write(PAGES).commit("initial")
+    return proj, meta
+
+
+def test_build_and_site_out_inside_git_dir_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --out of build and site, wherever git keeps its directory: `.git` itself, through a
+    # symlink, a gitfile's target, a worktree's own and common directory, and GIT_DIR.
+    proj, meta = _separate_git_dir(tmp_path)
+    invoke(["build", "--repo", str(proj.root)])
+    worktree = tmp_path / "wt"
+    proj.run_git("worktree", "add", "-q", str(worktree))
+    wt = Project(worktree, git=False)
+    wt.git = True
+    invoke(["build", "--repo", str(wt.root)])
+    (tmp_path / "link").symlink_to(meta)
+    cases = [
+        (proj, meta / "refs" / "heads", "the git directory"),
+        (proj, tmp_path / "link" / "refs" / "heads", "the git directory"),
+        (proj, meta / "hooks", "the git directory"),
+        (wt, meta / "worktrees" / "wt" / "kb", "the git directory"),
+        (wt, meta / "objects" / "kb", "the git directory"),
+    ]
+    before = _listing(meta)
+    for owner, out, what in cases:
+        result = invoke(["build", "--repo", str(owner.root), "--out", str(out)], code=2)
+        # A link given as --out is followed once, and the folder it leads to named.
+        shown = os.path.realpath(out)
+        _one_line_error(result, f"output folder {shown} lies inside {what}", str(meta))
+        result = invoke(["site", "--repo", str(owner.root), "--out", str(out)], code=2)
+        _one_line_error(result, "the site folder must be outside", what, str(meta))
+    assert _listing(meta) == before
+    _git_works(proj)
+    _git_works(wt)
+
+    # GIT_DIR names a git directory that no `.git` leads to.
+    elsewhere = tmp_path / "elsewhere.d"
+    subprocess.run(["git", "init", "-q", "--bare", str(elsewhere)], check=True)
+    plain = Project(tmp_path / "plain", git=False).write(PAGES)
+    monkeypatch.setenv("GIT_DIR", str(elsewhere))
+    monkeypatch.setenv("GIT_WORK_TREE", str(plain.root))
+    out = elsewhere / "refs" / "heads"
+    result = invoke(["build", "--repo", str(plain.root), "--out", str(out)], code=2)
+    _one_line_error(result, f"lies inside the git directory {elsewhere}")
+    assert not (out / "CURRENT").exists()
+
+
+def test_git_folders_found_without_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where git cannot answer (not installed, a repository it refuses to open), the folders
+    # are found as git finds them: the gitfile, the worktree's common directory.
+    proj, meta = _separate_git_dir(tmp_path)
+    proj.run_git("worktree", "add", "-q", str(tmp_path / "wt"))
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
+    assert gitdir.git_folders(proj.root) == [
+        (meta.resolve(), gitdir.GIT_DIRECTORY),
+        (meta.resolve() / "hooks", gitdir.HOOKS_FOLDER),
+    ]
+    found = dict(gitdir.git_folders(tmp_path / "wt" / "knowledge"))
+    assert found[meta.resolve() / "worktrees" / "wt"] == gitdir.GIT_DIRECTORY
+    assert found[meta.resolve()] == gitdir.GIT_DIRECTORY
+    assert gitdir.git_folders(tmp_path) == []
+
+
+def test_site_out_dir_inside_hooks_refused(project: Callable[..., Project], tmp_path: Path) -> None:
+    proj = project(PAGES)
+    invoke(["build", "--repo", str(proj.root)])
+    hooks = tmp_path / "shared-hooks"
+    hooks.mkdir()
+    for configured, folder in ((".githooks", proj.root / ".githooks"), (str(hooks), hooks)):
+        proj.run_git("config", "core.hooksPath", configured)
+        for out in (folder, folder / "site"):
+            result = invoke(["site", "--repo", str(proj.root), "--out", str(out)], code=2)
+            _one_line_error(
+                result, f"{out}: the site folder must be outside the git hooks folder {folder}"
+            )
+            result = invoke(["build", "--repo", str(proj.root), "--out", str(out)], code=2)
+            _one_line_error(result, f"lies inside the git hooks folder {folder}")
+        assert not folder.exists() or not any(folder.iterdir())
+    # The default hooks folder is inside the git directory.
+    proj.run_git("config", "--unset", "core.hooksPath")
+    out = proj.root / ".git" / "hooks" / "site"
+    result = invoke(["site", "--repo", str(proj.root), "--out", str(out)], code=2)
+    _one_line_error(result, "the site folder must be outside the git directory")
+    assert not out.exists()
+    _git_works(proj)

@@ -2,8 +2,8 @@
 
 The site folder is knowl's: a build writes, rewrites and removes files in it. So it may not
 be the project's root, its knowledge, semantics or build folder, nor hold one of them, nor lie
-inside one; and a folder that is neither empty nor a site knowl wrote is refused rather than
-written over.
+inside one or inside a folder git keeps for itself (the git directory, a hooks folder); and a
+folder that is neither empty nor a site knowl wrote is refused rather than written over.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from pathlib import Path
 
 from knowl_build.app.project import Locator, Project
 from knowl_build.artifacts import publication
+from knowl_build.artifacts.folders import git_problem
 from knowl_build.config import Config
 from knowl_build.diagnostics import EXIT_OK
 from knowl_build.errors import UsageError
+from knowl_build.history.gitdir import git_folders
 from knowl_build.reader.view import ArtifactView, find_artifact
 from knowl_build.site import build as site_build
 from knowl_build.site.build import SiteResult
@@ -60,6 +62,12 @@ def check_out(out: Path, project: Project | None, artifact: Path) -> None:
     for folder, what in guarded:
         if _inside(out, folder) or _inside(folder, out):
             raise UsageError(f"{out}: the site folder must be apart from {what}")
+    problem = git_problem(out, git_folders(project.root) if project is not None else [])
+    if problem is not None:
+        raise UsageError(
+            f"{out}: the site folder must be outside {problem}, where git would take its "
+            "files for its own"
+        )
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: not a folder")
     if out.is_dir() and any(out.iterdir()) and not is_site_folder(out):

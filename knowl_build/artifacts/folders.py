@@ -9,7 +9,7 @@ import os
 import secrets
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
 from knowl_build.artifacts.layout import BUILD_MARKER, MANIFEST, OUT_MARKER, TOKEN
@@ -23,7 +23,12 @@ class OutputFolderError(KnowlError):
     """The output folder cannot be made or used (one line, naming it)."""
 
 
-def check_out_dir(root: Path, config: Config, out: Path | None = None) -> Path:
+def check_out_dir(
+    root: Path,
+    config: Config,
+    out: Path | None = None,
+    git: Sequence[tuple[Path, str]] = (),
+) -> Path:
     """The output folder to use: `out` (the user's choice, anywhere; a symlink is resolved)
     or the configured `out_dir`, which must lie inside the project with no symlink along
     its way there (a committed `.knowl/build` link would lead the build's writes, and its
@@ -31,7 +36,8 @@ def check_out_dir(root: Path, config: Config, out: Path | None = None) -> Path:
 
     Either way, refuse a folder where pruning could reach the project's own files: the
     project root or an ancestor of it, the knowledge or semantics folder, an ancestor of
-    them or a folder inside them (symlinks resolved)."""
+    them or a folder inside them (symlinks resolved); and a folder inside one git keeps for
+    itself (`git`, from `history.gitdir.git_folders`, or any folder named `.git`)."""
     base = root.resolve()
     if out is None:
         out_dir = root / config.out_dir
@@ -70,7 +76,44 @@ def check_out_dir(root: Path, config: Config, out: Path | None = None) -> Path:
                 f"output folder {out_dir} overlaps the project's {name}/ folder; "
                 "give knowl a folder of its own (default .knowl/build)"
             )
+    problem = git_problem(resolved, git)
+    if problem is not None:
+        raise UsageError(
+            f"output folder {out_dir} lies inside {problem}, where git would take knowl's "
+            "files for its own; give knowl a folder of its own (default .knowl/build)"
+        )
     return out_dir
+
+
+def git_problem(path: Path, git: Sequence[tuple[Path, str]]) -> str | None:
+    """Which folder of git's `path` lies in (`git`: each with what it is, or any folder named
+    `.git`), as `the git directory /p/.git`; None when it lies in none. The same folder
+    reached another way (a case-insensitive file system, a bind mount) counts too."""
+    resolved = Path(os.path.realpath(path))
+    for folder, what in git:
+        if _within(resolved, Path(os.path.realpath(folder))):
+            return f"{what} {folder}"
+    for here in [resolved, *resolved.parents]:
+        if here.name.casefold() == ".git":
+            return f"the git directory {here}"
+    return None
+
+
+def _within(path: Path, folder: Path) -> bool:
+    if path == folder or folder in path.parents:
+        return True
+    try:
+        target = os.stat(folder)
+    except OSError:
+        return False
+    for here in [path, *path.parents]:
+        try:
+            info = os.stat(here)
+        except OSError:
+            continue  # not made yet
+        if (info.st_dev, info.st_ino) == (target.st_dev, target.st_ino):
+            return True
+    return False
 
 
 def make_out_dir(out_dir: Path) -> None:

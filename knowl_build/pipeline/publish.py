@@ -22,6 +22,7 @@ from knowl_build.artifacts import folders, layout, lock, opening, publication, s
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic, diagnostics_document
 from knowl_build.errors import KnowlError, UsageError
+from knowl_build.history.gitdir import git_folders
 from knowl_build.parse.text import decode
 from knowl_build.pipeline.analysis import analyse, summarize_counts
 from knowl_build.pipeline.cache import cache_place
@@ -105,9 +106,9 @@ def build(
                 f"the project root {root} {caches.problem}, so the build has nowhere to go: "
                 "pass --out <a writable folder>"
             )
-        out_dir = folders.check_out_dir(root, config)
+        out_dir = folders.check_out_dir(root, config, git=git_folders(root))
     else:
-        out_dir = folders.check_out_dir(root, config, out)
+        out_dir = folders.check_out_dir(root, config, out, git_folders(root))
         caches = cache_place(root, out_dir)
     notices = list(caches.notices)
     # Only a build this machine sealed is reused (or answers for an unchanged tree).
