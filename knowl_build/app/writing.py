@@ -3,6 +3,11 @@
 Every write acts for a user (or anonymous), whose name is checked before anything is read;
 the writes themselves enforce who may change what, keep files byte for byte and refuse what
 they cannot do safely. `--commit` commits exactly the files written.
+
+A write and the rebuild that makes it readable are two steps. Only a write that wrote nothing
+fails; once files are written, whatever stops the rebuild (another build holding the lock, a
+build error) is part of a successful answer (`rebuilt` false, and why), decided here once for
+every front end. A caller that retried a write it was told had failed would write it twice.
 """
 
 from __future__ import annotations
@@ -15,12 +20,14 @@ from typing import Any
 from knowl_build.app import checking
 from knowl_build.app.project import Project
 from knowl_build.artifacts import publication
+from knowl_build.artifacts.lock import BuildBusy
 from knowl_build.artifacts.manifest import read_manifest
 from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK
-from knowl_build.errors import ArtifactError, UsageError
+from knowl_build.errors import ArtifactError, KnowlError, UsageError
 from knowl_build.model import CATEGORIES, DRAFT
 from knowl_build.names import valid_user
 from knowl_build.pipeline.analysis import analyse
+from knowl_build.secrets.scanner import redact
 from knowl_build.writes import fix as fixes
 from knowl_build.writes import governance
 from knowl_build.writes.common import commit
@@ -85,13 +92,21 @@ def request(
     )
 
 
+# The build after a write: the statuses of a build that makes the write readable.
+REBUILT = ("published", "no-op")
+
+
 @dataclass(frozen=True, slots=True)
 class Republished:
     """The build after a write, which makes the written page readable at once."""
 
-    status: str  # published | no-op | refused | skipped
+    status: str  # published | no-op | refused | skipped | busy | failed
     build_id: str | None
-    reason: str | None = None  # why the page is not readable yet (refused, skipped)
+    reason: str | None = None  # why the page is not readable yet (any status but REBUILT)
+
+    @property
+    def rebuilt(self) -> bool:
+        return self.status in REBUILT
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "build_id": self.build_id, "reason": self.reason}
@@ -102,7 +117,22 @@ def republish(project: Project) -> Republished:
     and read find them at once. Only a project that has a build is rebuilt: the first build
     is the user's to make. A project with error findings elsewhere keeps its last good build
     (a failed build never replaces it), and the answer says why; unless its current build was
-    itself published with errors (`knowl build --allow-errors`), which the rebuild repeats."""
+    itself published with errors (`knowl build --allow-errors`), which the rebuild repeats.
+
+    Called once the write is on disk, so it never raises: a rebuild that cannot run (another
+    build holds the lock) or stops (any error) is an answer saying why, and the write stands."""
+    try:
+        return _republish(project)
+    except BuildBusy as exc:
+        return Republished("busy", None, f"{exc}, then run knowl build")
+    except KnowlError as exc:
+        return Republished("failed", None, f"the build stopped: {exc}; run knowl build")
+    except Exception as exc:  # the write stands whatever stopped its build; the answer says so
+        reason = f"the build stopped: internal error: {type(exc).__name__}: {exc}"
+        return Republished("failed", None, redact(reason))
+
+
+def _republish(project: Project) -> Republished:
     current = publication.current_folder(project.out_dir)
     if current is None:
         return Republished("skipped", None, "no build yet: run knowl build")
@@ -129,13 +159,19 @@ class Stored:
     outcome: Outcome
     exit_status: int
     status: str = "active"  # the written page's status (`draft` for an agent's, if so set)
-    build: Republished | None = None
+    build: Republished | None = None  # None: nothing was written, or no rebuild was asked
+
+    @property
+    def rebuilt(self) -> bool:
+        """Whether the build was refreshed after the write (search finds the page now)."""
+        return self.build is not None and self.build.rebuilt
 
     def to_json(self) -> dict[str, Any]:
         """The store answer, with the page's status and the build that made it readable."""
         answer = self.outcome.to_json()
         answer["status"] = self.status
         answer["build"] = self.build.to_json() if self.build is not None else None
+        answer["rebuilt"] = self.rebuilt
         return answer
 
 
@@ -149,7 +185,8 @@ def store(
 ) -> Stored:
     """Write knowledge as a new page, reconciled with what the tree holds (SPEC 7.1). An
     agent's page lands with `[writes] agent_status` (`draft`: held for a person's review).
-    With `rebuild`, a write that changed files is followed by an incremental build."""
+    With `rebuild`, a write that changed files is followed by an incremental build; only a
+    refusal (nothing written) is exit 1, whatever the rebuild answered."""
     if agent and project.config.agent_status == DRAFT:
         request.status = DRAFT
     outcome = run_store(project.root, project.config, request, do_commit=do_commit)
@@ -162,7 +199,12 @@ def store(
 class Written:
     changes: list[Change]
     commits: list[str] = field(default_factory=list)
-    build: Republished | None = None
+    build: Republished | None = None  # None: no rebuild was asked
+
+    @property
+    def rebuilt(self) -> bool:
+        """Whether the build was refreshed after the write (search finds the change now)."""
+        return self.build is not None and self.build.rebuilt
 
 
 def supersede(

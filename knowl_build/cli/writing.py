@@ -32,10 +32,11 @@ NO_BUILD_OPTION = click.option(
 
 
 def _print_build(build: Any) -> None:
-    """One line on stderr: the build that makes the write readable, or why there is none."""
+    """One line on stderr: the build that makes the write readable, or why there is none
+    (the write stands either way: the command still exits 0)."""
     if build is None:
         return
-    if build.status in ("published", "no-op"):
+    if build.rebuilt:
         click.echo(f"rebuilt: build {build.build_id} is current", err=True)
     else:
         click.echo(f"not rebuilt: {build.reason}", err=True)
@@ -160,7 +161,7 @@ def store(
     )
     _print_changes(stored.outcome.changes, as_json)
     if as_json:
-        emit_json(stored.outcome.to_json())
+        emit_json(stored.to_json())
     else:
         from knowl_build.output import text
 

@@ -157,8 +157,8 @@ class IdentityMissing(GitFailed):
     pass
 
 
-def commit_paths(repo: GitRepo, paths: list[str], message: str) -> str:
-    """Commit exactly `paths` (project-relative), whatever else is staged; return the id."""
+def check_identity(repo: GitRepo) -> None:
+    """IdentityMissing when git has no author or committer to commit as."""
     try:
         repo.command("var", "GIT_COMMITTER_IDENT")
         repo.command("var", "GIT_AUTHOR_IDENT")
@@ -166,6 +166,11 @@ def commit_paths(repo: GitRepo, paths: list[str], message: str) -> str:
         raise IdentityMissing(
             "git has no identity for the commit (set user.name and user.email): " + str(exc)
         ) from None
+
+
+def commit_paths(repo: GitRepo, paths: list[str], message: str) -> str:
+    """Commit exactly `paths` (project-relative), whatever else is staged; return the id."""
+    check_identity(repo)
     repo.command("add", "--", *paths)
     repo.command("commit", "-q", "--only", "-m", message, "--", *paths)
     return repo.command("rev-parse", "HEAD").decode().strip()

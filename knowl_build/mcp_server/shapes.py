@@ -106,9 +106,9 @@ Lines = Annotated[list[Line] | None, Field(max_length=MAX_ITEMS)]
 class BuildAfterWrite(TypedDict):
     """The incremental build after a write: what makes the page readable at once."""
 
-    status: str  # published | no-op | refused | skipped
+    status: str  # published | no-op | refused | skipped | busy | failed
     build_id: str | None
-    reason: str | None  # why the page is not readable yet (refused, skipped)
+    reason: str | None  # why the page is not readable yet (every status but published, no-op)
 
 
 class StoreAnswer(TypedDict):
@@ -120,6 +120,7 @@ class StoreAnswer(TypedDict):
     diagnostics: list[dict[str, Any]]
     status: str  # the written page's status: active, or draft for an agent's page
     build: BuildAfterWrite | None
+    rebuilt: bool  # the build was refreshed after the write; false: `build.reason` says why
 
 
 class SupersedeAnswer(TypedDict):
@@ -127,6 +128,7 @@ class SupersedeAnswer(TypedDict):
     superseded_by: str
     paths: list[str]
     build: BuildAfterWrite | None
+    rebuilt: bool
 
 
 class TimelineVersion(TypedDict):

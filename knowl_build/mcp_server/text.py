@@ -148,13 +148,16 @@ def entity(answer: EntityDescription) -> str:
     return "\n".join(lines)
 
 
-def _build(build: dict[str, object] | None) -> str:
+def _build(answer: StoreAnswer | SupersedeAnswer) -> str:
+    """The build after a write: an agent told "not searchable yet" must not write again."""
+    build = answer["build"]
     if build is None:
         return ""
-    if build.get("status") in ("published", "no-op"):
+    if answer["rebuilt"]:
         return " Rebuilt: searchable now."
-    reason = build.get("reason")
-    return f" Not searchable yet: {printable(reason)}." if reason else ""
+    reason = build["reason"]
+    why = f": {printable(reason)}" if reason else ""
+    return f" Not searchable yet{why}. The write stands; do not repeat it."
 
 
 def store(answer: StoreAnswer) -> str:
@@ -170,7 +173,7 @@ def store(answer: StoreAnswer) -> str:
         text += f" It supersedes {_short(answer['superseded'], 60)}."
     if answer["overlapping"]:
         text += f" It overlaps {_short(answer['overlapping'], 60)}."
-    return text + _build(dict(answer["build"]) if answer["build"] else None)
+    return text + _build(answer)
 
 
 def supersede(answer: SupersedeAnswer) -> str:
@@ -178,4 +181,4 @@ def supersede(answer: SupersedeAnswer) -> str:
         f"{_short(answer['superseded'], 60)} is superseded by "
         f"{_short(answer['superseded_by'], 60)} ({len(answer['paths'])} file(s) changed)."
     )
-    return text + _build(dict(answer["build"]) if answer["build"] else None)
+    return text + _build(answer)

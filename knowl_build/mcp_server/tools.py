@@ -342,6 +342,7 @@ def write_tools(session: Session) -> list[Tool]:
             "superseded_by": new,
             "paths": [change.path for change in written.changes],
             "build": cast(BuildAfterWrite | None, build),
+            "rebuilt": written.rebuilt,
         }
 
     write = functools.partial(_tool, session, annotations=WRITE)
@@ -353,7 +354,10 @@ def write_tools(session: Session) -> list[Tool]:
             "reconciled with what exists: a repeat is a no-op (`duplicate`), a page on the "
             "same subject is superseded, an overlapping page is named. Refused (nothing "
             "written) when the page has errors, such as a secret. The project is rebuilt "
-            "after the write, so search and read find the page at once (`build`). With "
+            "after the write, so search and read find the page at once (`rebuilt` true); "
+            "when the rebuild could not run (another build holds the lock, a build error), "
+            "the page is stored all the same, `rebuilt` is false and `build.reason` says why: "
+            "do not store it again. With "
             '[writes] agent_status = "draft" the page lands as a draft (`status`), which '
             "search skips unless asked (status draft) until a person reviews it. `user`: the "
             "page goes to that user's own scope; omit it for a global page.",
@@ -364,7 +368,8 @@ def write_tools(session: Session) -> list[Tool]:
             supersede_knowledge,
             "Supersede a page",
             "Mark page OLD as superseded by page NEW. Nothing is deleted: OLD keeps its text "
-            "and stays readable, search skips it. The project is rebuilt after the write.",
+            "and stays readable, search skips it. The project is rebuilt after the write "
+            "(`rebuilt`; when false, `build.reason` says why, and the write stands).",
             SupersedeAnswer,
             text.supersede,
         ),

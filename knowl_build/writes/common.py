@@ -15,7 +15,7 @@ from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
 from knowl_build.errors import UsageError
 from knowl_build.history.git import GitFailed, GitRepo
-from knowl_build.history.pages import IdentityMissing, commit_paths
+from knowl_build.history.pages import IdentityMissing, check_identity, commit_paths
 from knowl_build.model import Page
 from knowl_build.names import normalize_owner, valid_user
 from knowl_build.pageref import GLOBAL, Named, pick, writable
@@ -31,6 +31,7 @@ __all__ = [
     "WriteRefused",
     "answer_diagnostics",
     "commit",
+    "commit_repo",
     "quoted_timestamp",
     "utc_now",
     "write_changes",
@@ -139,11 +140,22 @@ class Tree:
         return write_changes(self.root, self.config.knowledge_dir, changes)
 
 
-def commit(root: Path, paths: list[str], message: str) -> str:
-
+def commit_repo(root: Path) -> GitRepo:
+    """The repository `--commit` commits to, checked before a write writes anything: without
+    a git repository or an identity to commit as, the write stops (exit 2) having written
+    nothing, rather than failing once the files are on disk."""
     repo = GitRepo.find(root)
     if repo is None:
         raise UsageError("--commit needs a git repository")
+    try:
+        check_identity(repo)
+    except IdentityMissing as exc:
+        raise UsageError(str(exc)) from None
+    return repo
+
+
+def commit(root: Path, paths: list[str], message: str) -> str:
+    repo = commit_repo(root)
     try:
         return commit_paths(repo, paths, message)
     except IdentityMissing as exc:

@@ -9,7 +9,14 @@ from knowl_build.config import Config
 from knowl_build.model import DRAFT, Page
 from knowl_build.pageref import check_ref
 from knowl_build.pipeline.analysis import Analysis
-from knowl_build.writes.common import Tree, commit, quoted_timestamp, supersede_change, utc_now
+from knowl_build.writes.common import (
+    Tree,
+    commit,
+    commit_repo,
+    quoted_timestamp,
+    supersede_change,
+    utc_now,
+)
 from knowl_build.writes.edit import EditError, FrontmatterEditor
 from knowl_build.writes.pagefile import Change, WriteRefused
 
@@ -33,6 +40,8 @@ def supersede(
     write (global pages and their own); any other answers as a page that does not exist."""
     # Names are checked before anything is read (or cached): a bad one writes nothing at all.
     old_ref, new_ref = check_ref(old_ref), check_ref(new_ref)
+    if do_commit:
+        commit_repo(root)
     tree = Tree.load(root, config, user)
     old = tree.page(old_ref)
     new = tree.page(new_ref)
@@ -98,6 +107,8 @@ def review(
     """A person has re-read the pages: validation date now, fingerprints refreshed. Only
     pages `user` may write (global pages and their own) are found."""
     refs = [check_ref(ref) for ref in refs]
+    if do_commit:
+        commit_repo(root)
     tree = Tree.load(root, config, user)
     layer = tree.analysis.layer
     now = quoted_timestamp(utc_now())

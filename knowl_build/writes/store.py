@@ -21,7 +21,13 @@ from knowl_build.names import valid_user
 from knowl_build.pageref import check_ref
 from knowl_build.resolve import GLOBAL, place
 from knowl_build.secrets.scanner import redact
-from knowl_build.writes.common import Tree, answer_diagnostics, commit, supersede_change
+from knowl_build.writes.common import (
+    Tree,
+    answer_diagnostics,
+    commit,
+    commit_repo,
+    supersede_change,
+)
 from knowl_build.writes.newpage import page_text, target_path
 from knowl_build.writes.pagefile import Change
 from knowl_build.writes.reconcile import (
@@ -213,6 +219,8 @@ def store(root: Path, config: Config, request: Request, *, do_commit: bool = Fal
     check_confidence(request.confidence)
     if request.supersedes is not None:
         check_ref(request.supersedes)
+    if do_commit:
+        commit_repo(root)
     tree = Tree.load(root, config, request.user)
     outcome = plan(tree, request)
     if outcome.action != "inserted":
