@@ -43,14 +43,20 @@ def owner_problem(name: str) -> str | None:
             return f"it contains the invisible or control character U+{ord(char):04X}"
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:
         return f"it is longer than {MAX_NAME_BYTES} bytes in UTF-8"
+    if holds_secret(name):
+        return "it holds a secret"
+    return None
+
+
+def holds_secret(name: str) -> bool:
+    """Whether `name` (a user's, a page's path under its scope folder) holds what the one
+    redaction hides. A name is printed in paths, answers, findings, the artifact and the
+    site: it must never be a secret, so a name that holds one names nothing."""
     # The scanner loads for a name to check, not with the module (start-up time of a reader
     # asked for no user).
     from knowl_build.secrets.scanner import redact
 
-    if redact(name) != name:
-        # A name is printed in paths, answers and findings: it must never be a secret.
-        return "it holds a secret"
-    return None
+    return redact(name) != name
 
 
 def normalize_owner(name: str) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from knowl_build.config import EXACT, OBSIDIAN
 from knowl_build.model import Page
-from knowl_build.names import owner_problem
+from knowl_build.names import holds_secret, owner_problem
 
 GLOBAL = "global"
 
@@ -39,21 +39,32 @@ class Place:
 
 def place(path: str, knowledge_dir: str) -> Place | None:
     """Identity and scope from a page's path; None when it is outside global/ and user/<o>/,
-    or when <o> is not a valid user name (see `misplaced` for why)."""
+    when <o> is not a valid user name, or when the path under the scope folder holds a secret
+    (see `misplaced` for why).
+
+    A page's id and path are its name in every answer, the artifact, its URL on the site and
+    the graph: a name that holds what the one redaction hides (`names.holds_secret`) is no
+    page, as a user folder named so is no scope. Redacting the name instead would give
+    several pages one name, `[redacted]`, that nothing can look up."""
     inner = path[len(knowledge_dir) + 1 : -3]  # strip "knowledge/" and ".md"
     parts = inner.split("/")
     if len(parts) >= 2 and parts[0] == "global":
-        return Place(GLOBAL, None, nfc(parts[-1]), nfc("/".join(parts[1:])))
+        rel = nfc("/".join(parts[1:]))
+        if holds_secret(rel):
+            return None
+        return Place(GLOBAL, None, nfc(parts[-1]), rel)
     if len(parts) >= 3 and parts[0] == "user":
         owner = nfc(parts[1])
-        if owner_problem(owner) is not None:
+        rel = nfc("/".join(parts[2:]))
+        if owner_problem(owner) is not None or holds_secret(rel):
             return None
-        return Place(f"user:{owner}", owner, nfc(parts[-1]), nfc("/".join(parts[2:])))
+        return Place(f"user:{owner}", owner, nfc(parts[-1]), rel)
     return None
 
 
 def misplaced(path: str, knowledge_dir: str) -> tuple[str, str]:
-    """KB004's message and hint for a page that `place` gives no scope."""
+    """KB004's message and hint for a page that `place` gives no scope. The message quotes
+    the path: a finding redacts it where it is made."""
     parts = path[len(knowledge_dir) + 1 :].split("/")
     if len(parts) >= 3 and parts[0] == "user":
         owner = nfc(parts[1])
@@ -64,6 +75,15 @@ def misplaced(path: str, knowledge_dir: str) -> tuple[str, str]:
                 f"valid user name: {problem}",
                 "rename the folder to the user's name",
             )
+    inner = path[len(knowledge_dir) + 1 : -3].split("/")
+    rel = inner[1:] if inner[0] == GLOBAL else inner[2:] if inner[0] == "user" else []
+    if rel and holds_secret(nfc("/".join(rel))):
+        return (
+            f"page {_visible(path)} is no page: its name holds a secret, and a page's name "
+            "is printed in every answer, the artifact and the site",
+            "rename the file (or folder); if the secret is real, rotate it: git history "
+            "keeps the old name",
+        )
     return (
         f"page '{path}' is outside {knowledge_dir}/global/ and {knowledge_dir}/user/<owner>/",
         "move it under global/ or user/<owner>/",

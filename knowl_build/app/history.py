@@ -9,7 +9,7 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from knowl_build.app.project import Project
 from knowl_build.artifacts.schema import ShowAnswer
@@ -76,7 +76,12 @@ def timeline(project: Project, ref: str, user: str | None = None) -> dict[str, A
     """Every committed version of the page, newest first, following renames: only the
     versions `user` could read when they were made (the global scope or their own), so a
     page's past in another user's folder is neither listed nor diffed against. `notices`
-    says which versions git could not read (they are left out, never guessed)."""
+    says which versions git could not read (they are left out, never guessed).
+
+    What git keeps of a page's past was never checked (KB401 reads the working tree only):
+    a secret removed since is still in an old version, and an old path may have been one.
+    Every text a version gives (its path, summary and diff) passes the one redaction; the
+    commit's author and subject did where history read them (`history.records.Commit`)."""
     root, config = project.root, project.config
     user, ref = valid_user(user), check_ref(ref)
     repo = _git(root)
@@ -92,12 +97,13 @@ def timeline(project: Project, ref: str, user: str | None = None) -> dict[str, A
         parsed = parse_page(version.data, config.security, scanner) if text is not None else None
         body = text[split(text).body_offset :] if text is not None else ""
         bodies.append(body)
+        summary = parsed.fields.summary if parsed else None
         rows.append(
             {
                 **version.commit.to_json(),
-                "path": version.path,
+                "path": redact(version.path),
                 "status": parsed.fields.status if parsed else None,
-                "summary": parsed.fields.summary if parsed else None,
+                "summary": redact(summary) if summary is not None else None,
             }
         )
     for i, row in enumerate(rows):
@@ -105,12 +111,14 @@ def timeline(project: Project, ref: str, user: str | None = None) -> dict[str, A
         if older is None:
             row["diff"] = ""
         else:
-            row["diff"] = "".join(
-                difflib.unified_diff(
-                    older.splitlines(keepends=True),
-                    bodies[i].splitlines(keepends=True),
-                    fromfile=f"a/{rows[i + 1]['path']}",
-                    tofile=f"b/{row['path']}",
+            row["diff"] = redact(
+                "".join(
+                    difflib.unified_diff(
+                        older.splitlines(keepends=True),
+                        bodies[i].splitlines(keepends=True),
+                        fromfile=f"a/{rows[i + 1]['path']}",
+                        tofile=f"b/{row['path']}",
+                    )
                 )
             )
     where = place(path, config.knowledge_dir)
@@ -119,11 +127,23 @@ def timeline(project: Project, ref: str, user: str | None = None) -> dict[str, A
     return {"page": where.id, "scope": where.scope, "versions": rows, "notices": notices}
 
 
+def _redacted(value: Any) -> Any:
+    """`value` (JSON data) with every string redacted."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    return value
+
+
 def show_at(project: Project, ref: str, rev: str, user: str | None = None) -> ShowAnswer:
     """The page as it was at `rev`, rendered against the semantic layer as it was at `rev`.
 
     The project's tree at `rev` is exported to a temporary folder and built there; the answer
-    is `knowl show`'s, plus the commit it was read at."""
+    is `knowl show`'s, plus the commit it was read at. As the timeline's, every text of it
+    passes the one redaction: no check ever stopped a secret in a past version."""
     root, config = project.root, project.config
     user, ref = valid_user(user), check_ref(ref)
     repo = _git(root)
@@ -142,6 +162,6 @@ def show_at(project: Project, ref: str, rev: str, user: str | None = None) -> Sh
         with Reader.open(result.folder) as reader:
             answer = reader.show(ref, user=user)
         answer["at"] = {"rev": rev, "commit": commit}
-        return answer
+        return cast(ShowAnswer, _redacted(answer))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from knowl_build.errors import KnowlError
+from knowl_build.secrets.scanner import redact
 
 
 def _env() -> dict[str, str]:
@@ -152,10 +153,13 @@ class GitRepo:
         return bool(out.strip(b"\0"))
 
     def remote_url(self) -> str | None:
+        """`origin`'s URL, redacted (it may carry a token, and the repository's name that a
+        build takes from it is in every answer)."""
         try:
-            return self.run("config", "--get", "remote.origin.url").decode().strip() or None
+            url = self.run("config", "--get", "remote.origin.url").decode().strip()
         except GitFailed:
             return None
+        return redact(url) or None
 
     def changed_files(self) -> set[str] | None:
         """Project-relative paths that differ from HEAD, untracked ones included.

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from knowl_build import clock
+from knowl_build.secrets.scanner import redact
 
 WORKING_TREE = "working-tree"
 SHALLOW = "shallow history"  # why a claim is unknown: the clone is shallow
@@ -26,10 +27,22 @@ def _date(time: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Commit:
+    """A commit as history records it. Whoever pushes a commit chooses its author name and
+    subject, and both reach the timeline, the drift of `show`, the artifact's records and the
+    site: what looks like a secret in them is replaced where a commit is made (read from
+    `git log` or from the replay cache), with the one redaction every message passes."""
+
     sha: str
     time: int  # committer time, seconds since the epoch
     author: str
     subject: str
+
+    def __post_init__(self) -> None:
+        author, subject = redact(self.author), redact(self.subject)
+        if author is not self.author:
+            object.__setattr__(self, "author", author)
+        if subject is not self.subject:
+            object.__setattr__(self, "subject", subject)
 
     @property
     def date(self) -> str:

@@ -229,7 +229,8 @@ class _Replay:
 
 # 2: entities record unknown_past; the key holds the shallow boundary. 3: every version's
 # fingerprint, renames, every kind's definition text (dbt fingerprints cover agg and params).
-REPLAY_FORMAT = 3
+# 4: commit authors and subjects redacted (a cache of 3 may hold a secret in one).
+REPLAY_FORMAT = 4
 
 
 def _cache_key(config: Config, dbt: DbtProject | None, boundary: str | None) -> str:

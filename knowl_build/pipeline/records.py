@@ -29,6 +29,7 @@ from knowl_build.index.writer import IndexDocument
 from knowl_build.model import Page
 from knowl_build.pipeline.analysis import Analysis
 from knowl_build.render import render_body
+from knowl_build.secrets.scanner import redact
 from knowl_build.semantic.layer import SemanticLayer
 
 if TYPE_CHECKING:
@@ -158,7 +159,8 @@ def entity_records(analysis: Analysis) -> Entities:
                 source=entity.source,
                 member=entity.member,
                 definition=entity.definition,
-                file=entity.path,
+                # A semantic file's name is no identity here, only where to look: redacted.
+                file=redact(entity.path),
                 line=entity.line,
                 fingerprint=entity.fingerprint,
                 introduced_in=_commit(history, record.introduced_in) if record else None,

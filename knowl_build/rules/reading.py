@@ -34,7 +34,10 @@ MISPLACED_PAGE = Rule(
       `knowledge/user/` whose name is not a valid user name (the one rule that `--user`
       follows too: no `/`, `\\` or `:`, no leading `.`, no control or invisible
       characters, no surrounding white space, not too long) gives no scope either: its
-      pages are KB004, and the message says what is wrong with the name.""",
+      pages are KB004, and the message says what is wrong with the name. So is a page whose
+      path under its scope folder holds a secret (what KB401 finds): a page's name is printed
+      in every answer, the artifact and the site, so a name that is a secret names no page;
+      the finding shows the path redacted.""",
 )
 
 NOT_TEXT = Rule(

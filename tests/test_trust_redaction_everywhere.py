@@ -1,0 +1,209 @@
+"""Issue 21, item 3: redaction reaches every output, not only findings.
+
+- git metadata (a commit's author and subject, a page's past paths and text) is redacted
+  where history reads it, so the timeline, `show`, the artifact and the site never print it;
+- a page whose name holds a secret is no page (KB004), so no answer, artifact file or site
+  page names it; a semantic file's name is redacted where it enters the artifact;
+
+Each test runs on a real git repository and searches every file of the artifact and of the
+site (names included, compressed files decompressed) and the whole output of each command for
+the keys: their start and their end, in any case (the index holds terms lowercased).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from knowl_build.resolve import place
+from knowl_build.secrets.patterns import REDACTED
+from knowl_build.secrets.scanner import SecretScanner
+from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, current_build, invoke, records
+
+AWS = "AKIA" + "Q7ZP3M9X2K4W8T6R"
+AWS_OLD = "AKIA" + "J5N8B2V6C4X1Z9L3"
+GITHUB = "ghp_" + "k3Jz9QmX" * 4 + "2vLp"
+SLACK = "xoxb-" + "2847561930-AbCdEfGhIjKl"
+OPENAI = "sk-" + "projA1b2C3d4E5f6G7h8I9j0K1l2"
+KEYS = (AWS, AWS_OLD, GITHUB, SLACK, OPENAI)
+
+ORDERS = "semantics/shop/orders.yaml"
+
+
+def test_the_keys_are_secrets() -> None:
+    scanner = SecretScanner()
+    for key in KEYS:
+        assert [(m.start, m.end) for m in scanner.scan(f"x {key} y")] == [(2, 2 + len(key))]
+
+
+def assert_clean(text: str, where: str = "output") -> None:
+    """No key in `text`: neither its first nor its last 12 characters, in any case."""
+    folded = text.casefold()
+    for key in KEYS:
+        for part in (key[:12], key[-12:]):
+            assert part.casefold() not in folded, f"{where}: {part!r} of a key leaked"
+
+
+def tree_text(folder: Path) -> str:
+    """Every file name and byte under `folder` (gzip members decompressed), as text."""
+    parts = []
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file()]
+    assert files, f"{folder} is empty"
+    for path in files:
+        parts.append(path.relative_to(folder).as_posix())
+        data = path.read_bytes()
+        if path.name.endswith(".gz"):
+            data = gzip.decompress(data)
+        parts.append(data.decode("latin-1"))
+    return "\n".join(parts)
+
+
+def assert_tree_clean(folder: Path) -> None:
+    assert_clean(tree_text(folder), str(folder))
+
+
+def run(proj: Project, args: list[str], code: int = 0) -> str:
+    """A command's whole output (stdout and stderr), checked to hold no key."""
+    result = invoke([*args, "--repo", str(proj.root)], code=code)
+    out = result.stdout + result.stderr
+    assert_clean(out, " ".join(args))
+    return result.stdout
+
+
+def commit_as(proj: Project, subject: str, author: str) -> str:
+    """Commit everything with `subject`, as `author` (the name a pusher chose)."""
+    proj.run_git("add", "-A")
+    proj.run_git("commit", "-q", "-m", subject, "--author", f"{author} <who@example.invalid>")
+    proj.ticks += 1
+    return proj.run_git("rev-parse", "HEAD").strip()
+
+
+def bound_page(body: str) -> str:
+    return (
+        "---\nsummary: Revenue\nsl_refs: [shop_pg.orders.total_revenue]\n"
+        f'meta:\n  bound_fingerprints:\n    shop_pg.orders.total_revenue: "{FP_SUM_AMOUNT}"\n---\n'
+        f"# Revenue\n\n{body}\n\nIt is `<< sl:shop_pg.orders.total_revenue.expr >>`.\n"
+    )
+
+
+# --- item 3: git metadata ---------------------------------------------------------------------
+
+
+def test_commit_subject_with_key_redacted_in_timeline_show_records_site(
+    project: Callable[..., Project],
+) -> None:
+    proj = project(
+        {
+            **SEMANTICS,
+            "knowl.toml": "[rules]\nKB202 = 'off'\n",
+            # A key the page held once: removed since, it is still in git's history.
+            "knowledge/global/rev.md": bound_page(f"Revenue, loaded with {AWS_OLD}."),
+        },
+        commit=False,
+    )
+    first = commit_as(proj, f"Add revenue, deploy key {AWS}", f"Mallory {GITHUB}")
+    proj.write(
+        {
+            ORDERS: SEMANTICS[ORDERS].replace('expr: "sum(amount)"', 'expr: "sum(net_amount)"'),
+            "knowledge/global/rev.md": bound_page("Revenue, net of refunds."),
+        }
+    )
+    second = commit_as(proj, f"Net revenue {SLACK}", f"Eve {OPENAI}")
+
+    run(proj, ["build", "--allow-errors", "--site", "--format", "json"])
+    folder = current_build(proj.root)
+    assert_tree_clean(folder)
+    assert_tree_clean(proj.root / ".knowl" / "site")
+    # The records keep the commit, its metadata redacted; so do the entities and the drift.
+    (rev,) = records(folder)
+    assert rev["last_commit"]["commit"] == second
+    assert (rev["last_commit"]["author"], rev["last_commit"]["subject"]) == (
+        f"Eve {REDACTED}",
+        f"Net revenue {REDACTED}",
+    )
+    assert rev["drift"][0]["changed_in"]["subject"] == f"Net revenue {REDACTED}"
+    entities = json.loads((folder / "entities.json").read_bytes())["entities"]
+    revenue = next(e for e in entities if e["name"] == "shop_pg.orders.total_revenue")
+    assert revenue["introduced_in"]["subject"] == f"Add revenue, deploy key {REDACTED}"
+    assert revenue["introduced_in"]["author"] == f"Mallory {REDACTED}"
+
+    timeline = json.loads(run(proj, ["timeline", "rev", "--json"]))
+    assert [v["commit"] for v in timeline["versions"]] == [second, first]
+    assert [(v["author"], v["subject"]) for v in timeline["versions"]] == [
+        (f"Eve {REDACTED}", f"Net revenue {REDACTED}"),
+        (f"Mallory {REDACTED}", f"Add revenue, deploy key {REDACTED}"),
+    ]
+    assert f"-Revenue, loaded with {REDACTED}." in timeline["versions"][0]["diff"]
+    assert f"Net revenue {REDACTED}" in run(proj, ["timeline", "rev"])
+
+    show = json.loads(run(proj, ["show", "rev", "--json"]))
+    assert show["drift"][0]["changed_in"]["subject"] == f"Net revenue {REDACTED}"
+    for args in (
+        ["show", "rev"],
+        ["show", "rev", "--at", first, "--json"],
+        ["check", "--format", "json"],
+        ["stale", "--json"],
+        ["search", "revenue", "--json"],
+        ["traverse", "rev", "--json"],
+        ["graph"],
+        ["graph", "--format", "dot"],
+        ["site", "--full"],
+    ):
+        run(proj, args)
+    assert_tree_clean(proj.root / ".knowl" / "site")
+
+
+# --- item 3: names ----------------------------------------------------------------------------
+
+
+def test_page_file_named_after_key_redacted_in_search_and_stale(
+    project: Callable[..., Project],
+) -> None:
+    zebra = "# Zebra {}\n\nzebra crossing notes\n"
+    proj = project(
+        {
+            **SEMANTICS,
+            f"semantics/shop/{OPENAI}.yaml": SEMANTICS[ORDERS]
+            .replace("name: orders", "name: refunds")
+            .replace("fct_orders", "fct_refunds"),
+            f"knowledge/global/{AWS}.md": zebra.format("runbook"),
+            f"knowledge/global/{GITHUB}/notes.md": zebra.format("notes"),
+            f"knowledge/user/alice/{SLACK}.md": zebra.format("mine"),
+            "knowledge/global/plain.md": zebra.format("plain"),
+        }
+    )
+    assert place(f"knowledge/global/{AWS}.md", "knowledge") is None
+    assert place(f"knowledge/global/{GITHUB}/notes.md", "knowledge") is None
+    assert place(f"knowledge/user/alice/{SLACK}.md", "knowledge") is None
+
+    check = json.loads(run(proj, ["check", "--format", "json"], code=1))
+    refused = [d for d in check["diagnostics"] if d["code"] == "KB004"]
+    assert sorted(d["path"] for d in refused) == [
+        f"knowledge/global/{REDACTED}.md",
+        f"knowledge/global/{REDACTED}/notes.md",
+        f"knowledge/user/alice/{REDACTED}.md",
+    ]
+    assert all("its name holds a secret" in d["message"] for d in refused)
+
+    run(proj, ["build", "--allow-errors", "--site"])
+    folder = current_build(proj.root)
+    assert_tree_clean(folder)
+    assert_tree_clean(proj.root / ".knowl" / "site")
+    assert [r["path"] for r in records(folder)] == ["knowledge/global/plain.md"]
+    entities = json.loads((folder / "entities.json").read_bytes())["entities"]
+    assert {e["file"] for e in entities if e["name"].startswith("shop_pg.refunds")} == {
+        f"semantics/shop/{REDACTED}.yaml"
+    }
+
+    search = json.loads(run(proj, ["search", "zebra", "--json"]))
+    assert [hit["page"] for hit in search["hits"]] == ["plain"]
+    mine = json.loads(run(proj, ["search", "zebra", "--user", "alice", "--json"]))
+    assert [hit["page"] for hit in mine["hits"]] == ["plain"]
+    stale = json.loads(run(proj, ["stale", "--json"]))
+    assert [p["page"] for p in stale["pages"]] == ["plain"]
+    for args in (["search", "zebra"], ["stale"], ["graph", "--format", "graphml"]):
+        run(proj, args)
+    run(proj, ["show", AWS], code=1)
+    run(proj, ["timeline", AWS], code=1)
