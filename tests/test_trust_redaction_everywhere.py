@@ -1,9 +1,10 @@
-"""Issue 21, item 3: redaction reaches every output, not only findings.
+"""Issue 21, items 3 and 4: redaction reaches every output, not only findings.
 
 - git metadata (a commit's author and subject, a page's past paths and text) is redacted
   where history reads it, so the timeline, `show`, the artifact and the site never print it;
 - a page whose name holds a secret is no page (KB004), so no answer, artifact file or site
   page names it; a semantic file's name is redacted where it enters the artifact;
+- every field of an MCP resource error, and the server's log line, is redacted.
 
 Each test runs on a real git repository and searches every file of the artifact and of the
 site (names included, compressed files decompressed) and the whole output of each command for
@@ -12,10 +13,16 @@ the keys: their start and their end, in any case (the index holds terms lowercas
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from knowl_build.resolve import place
 from knowl_build.secrets.patterns import REDACTED
@@ -207,3 +214,78 @@ def test_page_file_named_after_key_redacted_in_search_and_stale(
         run(proj, args)
     run(proj, ["show", AWS], code=1)
     run(proj, ["timeline", AWS], code=1)
+
+
+# --- item 4: MCP resource errors --------------------------------------------------------------
+
+
+def _percent_encoded(text: str) -> str:
+    return "".join(f"%{ord(char):02X}" for char in text)
+
+
+def test_mcp_resource_error_redacts_every_field_and_log(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.shared.exceptions import MCPError
+
+    proj = project({"knowledge/global/plain.md": "# Plain\n\nplain words\n"})
+    invoke(["build", "--repo", str(proj.root), "-q"])
+    uris = [
+        f"knowl://page/global/{AWS}",
+        f"knowl://page/global/{_percent_encoded(AWS)}",
+        f"knowl://nope/{AWS}",
+        f"knowl://nope/{GITHUB}/{_percent_encoded(SLACK)}",
+        f"knowl://entity/{GITHUB}",
+        f"knowl://page/user:{SLACK}/plain",
+        f"knowl://page/{OPENAI}/plain",
+        f"knowl://page/global/{'a' * 5000}{AWS}",
+    ]
+    env = {
+        k: os.environ[k]
+        for k in ("PATH", "HOME", "SOURCE_DATE_EPOCH", "KNOWL_EMBEDDINGS", "XDG_CACHE_HOME")
+        if k in os.environ
+    }
+    env["COLUMNS"] = "10000"  # the SDK's log lines are not wrapped: a key is never cut in two
+    log_path = tmp_path / "server.log"
+
+    async def body() -> tuple[list[dict[str, Any]], str]:
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "knowl_build", "mcp", "--artifact", str(current_build(proj.root))],
+            env=env,
+        )
+        errors = []
+        with log_path.open("w", encoding="utf-8") as log:
+            async with (
+                stdio_client(params, errlog=log) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                for uri in uris:
+                    with pytest.raises(MCPError) as caught:
+                        await session.read_resource(uri)
+                    error = caught.value.error
+                    errors.append(
+                        {"code": error.code, "message": error.message, "data": error.data}
+                    )
+                page = await session.read_resource("knowl://page/global/plain")
+        return errors, page.model_dump_json()
+
+    errors, page = asyncio.run(body())
+    assert "plain words" in page  # the server still answers
+    assert len(errors) == len(uris)
+    for uri, error in zip(uris, errors, strict=True):
+        shown = json.dumps(error)
+        assert_clean(shown, uri[:60])
+        assert REDACTED in error["data"]["uri"] or len(uri) > 5000, error
+        assert "Traceback" not in shown and "\n" not in error["message"]
+        assert len(error["data"]["uri"]) <= 300
+    assert errors[2]["message"] == f"Unknown resource: knowl://nope/{REDACTED}"
+    log = log_path.read_text(encoding="utf-8")
+    assert_clean(log, "the server's log")
+    assert_clean("".join(log.split()), "the server's log, unwrapped")
+    assert log.count("failed") >= len(uris) and "Traceback" not in log
+    assert f"Resource 'knowl://nope/{REDACTED}' failed" in log

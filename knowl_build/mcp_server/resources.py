@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
@@ -29,10 +29,12 @@ from knowl_build.errors import ArtifactError, KnowlError, UsageError
 from knowl_build.mcp_server.session import Session
 from knowl_build.mcp_server.shapes import MAX_ENTITY_CHARS, MAX_NAME_CHARS_PAGE
 from knowl_build.mcp_server.text import one_line
+from knowl_build.secrets.scanner import redact
 
 PAGE_TEMPLATE = "knowl://page/{scope}/{id}"
 ENTITY_TEMPLATE = "knowl://entity/{entity}"
 LIST_PAGE = 100  # resources per answer of resources/list
+SHOWN_URI_CHARS = 300  # of a URI an error or the log repeats
 
 
 def page_uri(scope: str, name: str) -> str:
@@ -56,6 +58,16 @@ def page_ref(scope: str, name: str) -> str:
     if scope.startswith("user:") and len(scope) > len("user:"):
         return f"user:{scope.removeprefix('user:')}:{name}"
     raise UsageError("a page resource's scope is `global` or `user:<owner>`")
+
+
+def shown_uri(uri: str) -> str:
+    """A resource URI as an error or the log may repeat it: a URI is the caller's text, so a
+    secret in it, written as is or percent-encoded (the form the templates read it in), is
+    replaced, and the rest is one printable line of bounded length."""
+    decoded = unquote(uri)
+    text = uri if redact(decoded) == decoded else decoded
+    shown = one_line(redact(text))
+    return shown if len(shown) <= SHOWN_URI_CHARS else shown[: SHOWN_URI_CHARS - 1] + "…"
 
 
 def resource_error(exc: KnowlError) -> ResourceError:

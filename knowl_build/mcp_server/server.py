@@ -3,21 +3,31 @@ versioned as the package."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from typing import Any
 
 import anyio.to_thread
 from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import (
+    ResourceError,
+    ResourceNotFoundError,
+    ToolError,
+    UnexpectedResourceError,
+)
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     CallToolResult,
     InputRequiredResult,
     ListResourcesResult,
     PaginatedRequestParams,
 )
+from pydantic.networks import AnyUrl
 
 from knowl_build import __version__
 from knowl_build.errors import KnowlError
@@ -28,6 +38,7 @@ from knowl_build.mcp_server.tools import read_tools, write_tools
 from knowl_build.secrets.scanner import redact
 
 NAME = "knowl-build"
+_log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """\
 This server answers from a team's knowledge base: Markdown pages about business metrics and
@@ -52,6 +63,29 @@ class KnowlServer(MCPServer[Any]):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             raise type(exc)(one_line(redact(str(exc)))) from exc.__cause__
+
+    async def read_resource(
+        self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        # The SDK's error for a resource repeats the URI as given: in the message of an
+        # unknown one, in the error's data and in its log line. A URI is the caller's text:
+        # every field of the error, and the log line, carries it redacted (`shown_uri`).
+        # Raised as the protocol error itself, which the SDK passes on without a word.
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceError as exc:
+            raw, shown = str(uri), resources.shown_uri(str(uri))
+            if isinstance(exc, UnexpectedResourceError):
+                # A fault of knowl's: its type and redacted message, never its traceback.
+                cause = exc.__cause__ or exc
+                why = one_line(redact(str(cause).replace(raw, shown)))
+                _log.error("Resource %r failed: %s: %s", shown, type(cause).__name__, why)
+                message = f"Error reading resource {shown}"
+            else:
+                message = one_line(redact(str(exc).replace(raw, shown)))
+                _log.info("Resource %r failed: %r", shown, message)
+            code = INVALID_PARAMS if isinstance(exc, ResourceNotFoundError) else INTERNAL_ERROR
+            raise MCPError(code=code, message=message, data={"uri": shown}) from None
 
     async def _handle_list_resources(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
