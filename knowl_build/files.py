@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -15,7 +16,10 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = False) -> None:
     An existing file keeps its permission bits; a new one gets the usual mode (0666 less the
     umask), not the private mode of a temporary file. With `durable`, the data reaches the
     disk before the rename (for pages, which are the user's own work)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file where a folder of the path should be
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
     try:
         mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:

@@ -15,7 +15,7 @@ import os
 import re
 import subprocess
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import networkx as nx
@@ -252,3 +252,85 @@ def test_site_out_dir_inside_hooks_refused(project: Callable[..., Project], tmp_
     _one_line_error(result, "the site folder must be outside the git directory")
     assert not out.exists()
     _git_works(proj)
+
+
+# --- mounting a small file system (items 10 and 11) ------------------------------------------
+
+
+@pytest.fixture
+def tmpfs() -> Iterator[Callable[..., Path]]:
+    """`tmpfs(folder, size, *options)` mounts a tmpfs there (root only; the test is skipped
+    with the reason otherwise); every one mounted is unmounted when the test ends."""
+    mounted: list[Path] = []
+
+    def mount(folder: Path, size: str = "1m", *options: str) -> Path:
+        if os.geteuid() != 0:
+            pytest.skip("mounting a tmpfs needs root")
+        folder.mkdir(parents=True, exist_ok=True)
+        opts = ",".join([f"size={size}", "mode=0755", *options])
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(folder)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in reversed(mounted):
+        if subprocess.run(["umount", str(folder)], check=False).returncode != 0:
+            subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+# --- 10. a bad output path is one line, for every command that takes one -----------------------
+
+OUTPUT_COMMANDS = {
+    "build --out": (["build", "--out"], "out"),
+    "site --out": (["site", "--out"], "out"),
+    "check --sarif": (["check", "--sarif"], "knowl.sarif"),
+    "build --sarif": (["build", "--sarif"], "knowl.sarif"),
+}
+
+
+@pytest.mark.parametrize("command", list(OUTPUT_COMMANDS))
+def test_every_bad_out_is_one_line(
+    project: Callable[..., Project],
+    tmp_path: Path,
+    tmpfs: Callable[..., Path],
+    command: str,
+) -> None:
+    args, name = OUTPUT_COMMANDS[command]
+    proj = project(PAGES)
+    invoke(["build", "--repo", str(proj.root)])  # the site renders the current build
+    (tmp_path / "a-file").write_text("in the way\n")
+    (tmp_path / "a-folder").mkdir()
+    in_the_way = tmp_path / ("a-folder" if name.endswith(".sarif") else "a-file")
+    if os.geteuid() == 0:
+        read_only = tmpfs(tmp_path / "read-only", "64k", "ro")
+    else:
+        read_only = tmp_path / "read-only"
+        read_only.mkdir()
+        read_only.chmod(0o555)
+    bad = [
+        in_the_way,  # a file where a folder goes, a folder where a file goes
+        tmp_path / "a-file" / name,  # a file on the way
+        read_only / name,
+        tmp_path / ("x" * 300),  # a name longer than any file system's
+        tmp_path / ("x" * 300) / name,
+        tmp_path / ("deep/" * 1000) / name,  # a path longer than the system's
+    ]
+    if os.path.isdir("/proc/self"):
+        bad.append(Path("/proc") / f"knowl-{name}")
+    try:
+        for path in bad:
+            result = invoke([*args, str(path), "--repo", str(proj.root)], code=2)
+            _one_line_error(result, path.name)
+            assert "internal error" not in result.stderr and "Usage:" not in result.stderr
+        assert not list(read_only.iterdir())
+        assert (tmp_path / "a-file").read_text() == "in the way\n"
+    finally:
+        if os.geteuid() != 0:
+            read_only.chmod(0o755)

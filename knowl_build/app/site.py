@@ -13,7 +13,7 @@ from pathlib import Path
 
 from knowl_build.app.project import Locator, Project
 from knowl_build.artifacts import publication
-from knowl_build.artifacts.folders import git_problem
+from knowl_build.artifacts.folders import git_problem, make_out_dir, output_errors
 from knowl_build.config import Config
 from knowl_build.diagnostics import EXIT_OK
 from knowl_build.errors import UsageError
@@ -24,6 +24,7 @@ from knowl_build.site.build import SiteResult
 from knowl_build.site.output import is_site_folder
 
 DEFAULT_OUT = ".knowl/site"
+SITE_FOLDER = "site folder"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +108,14 @@ def build_site(locator: Locator, options: SiteOptions = SiteOptions()) -> SiteOu
         out = project.root / DEFAULT_OUT
     else:
         raise UsageError("--out is needed outside a project (where to write the site)")
-    check_out(out, project, folder)
-    view = ArtifactView.open(folder)
-    try:
-        result = site_build.build(view, out, settings(project, options.full))
-    finally:
-        view.close()
+    # A site folder that cannot be made or written, or a disk that fills up, is one line
+    # (exit 2), never an internal error; each file is written whole or not at all.
+    with output_errors(out, SITE_FOLDER, writing=True):
+        check_out(out, project, folder)
+        make_out_dir(out, SITE_FOLDER)
+        view = ArtifactView.open(folder)
+        try:
+            result = site_build.build(view, out, settings(project, options.full))
+        finally:
+            view.close()
     return SiteOutcome(folder, result)

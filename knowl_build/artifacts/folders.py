@@ -116,46 +116,49 @@ def _within(path: Path, folder: Path) -> bool:
     return False
 
 
-def make_out_dir(out_dir: Path) -> None:
+def make_out_dir(out_dir: Path, what: str = "output folder") -> None:
     """Create the output folder (and its parents); OutputFolderError when it cannot be
-    made, is not a folder, or cannot be written."""
+    made, is not a folder, or cannot be written. `what` names it in the message."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise OutputFolderError(f"output folder {out_dir} is not a folder") from None
+        raise OutputFolderError(f"{what} {out_dir} is not a folder") from None
     except OSError as exc:
-        raise OutputFolderError(
-            f"output folder {out_dir} cannot be created ({os_reason(exc)})"
-        ) from None
+        raise OutputFolderError(f"{what} {out_dir} cannot be created ({os_reason(exc)})") from None
     if not out_dir.is_dir():
-        raise OutputFolderError(f"output folder {out_dir} is not a folder")
+        raise OutputFolderError(f"{what} {out_dir} is not a folder")
+    # os.access sees a read-only mount even for root, whom permission bits do not stop.
     if not os.access(out_dir, os.W_OK | os.X_OK):
-        raise OutputFolderError(f"output folder {out_dir} cannot be written")
+        raise OutputFolderError(f"{what} {out_dir} cannot be written")
 
 
 def os_reason(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
 
 
-def output_failure(out_dir: Path, exc: OSError, *, writing: bool = False) -> KnowlError | None:
+def output_failure(
+    out_dir: Path, exc: OSError, *, writing: bool = False, what: str = "output folder"
+) -> KnowlError | None:
     """The one-line error for an OSError on a file of the output folder; None for another
     file's. `writing`: the failed code wrote only the output folder, so an error without a
     file name (a full disk) is the output folder's too."""
     if any(_inside(out_dir, n) for n in (exc.filename, exc.filename2)) or (
         writing and exc.filename is None
     ):
-        return OutputFolderError(f"output folder {out_dir} cannot be used ({os_reason(exc)})")
+        return OutputFolderError(f"{what} {out_dir} cannot be used ({os_reason(exc)})")
     return None
 
 
 @contextlib.contextmanager
-def output_errors(out_dir: Path) -> Iterator[None]:
+def output_errors(
+    out_dir: Path, what: str = "output folder", *, writing: bool = False
+) -> Iterator[None]:
     """Turn an OSError on a file of the output folder into a one-line error naming the
     folder (not an internal error); any other OSError goes on up."""
     try:
         yield
     except OSError as exc:
-        failure = output_failure(out_dir, exc)
+        failure = output_failure(out_dir, exc, writing=writing, what=what)
         if failure is None:
             raise
         raise failure from None

@@ -119,7 +119,9 @@ def check(
 @click.option("--full", is_flag=True, help="Rebuild everything and always publish a new folder.")
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    # Not file_okay=False: click's usage error is four lines; the build says it in one.
+    type=click.Path(path_type=Path),
+    metavar="DIRECTORY",
     default=None,
     help="Output folder (default: out_dir from the configuration, .knowl/build).",
 )

@@ -30,7 +30,9 @@ def site_summary(outcome: Any, quiet: int) -> None:
 @ARTIFACT_OPTION
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    # Not file_okay=False: click's usage error is four lines; the site says it in one.
+    type=click.Path(path_type=Path),
+    metavar="DIRECTORY",
     default=None,
     help="The site folder (default: .knowl/site in the project).",
 )
