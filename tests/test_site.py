@@ -86,7 +86,8 @@ def hostile_files() -> dict[str, str]:
         "<script>alert(1)</script>\n\n"
         '<iframe src="javascript:alert(1)"></iframe>\n\n'
         "[a](javascript:alert(1)) [b](JaVaScRiPt:alert(1)) [c](vbscript:msgbox(1)) "
-        "[d](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==) "
+        # A short payload: a long base64 word is a secret (KB401), whose page the site leaves out.
+        "[d](data:text/html;base64,PHNjcmlwdD4=) "
         "[e](&#106;avascript:alert(1)) [f](java\tscript:alert(1)) <javascript:alert(1)>\n\n"
         "![img](javascript:alert(1)) ![img2](x.png) ![img3](https://example.org/i.png)\n\n"
         "[ref link][r]\n\n[r]: javascript:alert(1)\n\n"

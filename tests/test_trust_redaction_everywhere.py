@@ -1,10 +1,12 @@
-"""Issue 21, items 3 and 4: redaction reaches every output, not only findings.
+"""Issue 21, items 3-5: redaction reaches every output, not only findings.
 
 - git metadata (a commit's author and subject, a page's past paths and text) is redacted
   where history reads it, so the timeline, `show`, the artifact and the site never print it;
 - a page whose name holds a secret is no page (KB004), so no answer, artifact file or site
   page names it; a semantic file's name is redacted where it enters the artifact;
-- every field of an MCP resource error, and the server's log line, is redacted.
+- every field of an MCP resource error, and the server's log line, is redacted;
+- the site never publishes a page with a secret finding (KB401), even after
+  `knowl build --allow-errors`.
 
 Each test runs on a real git repository and searches every file of the artifact and of the
 site (names included, compressed files decompressed) and the whole output of each command for
@@ -289,3 +291,84 @@ def test_mcp_resource_error_redacts_every_field_and_log(
     assert_clean("".join(log.split()), "the server's log, unwrapped")
     assert log.count("failed") >= len(uris) and "Traceback" not in log
     assert f"Resource 'knowl://nope/{REDACTED}' failed" in log
+
+
+# --- item 5: the site -------------------------------------------------------------------------
+
+
+def _site_files(site: Path, ext: str) -> list[str]:
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob(f"*{ext}"))
+
+
+def _leak(secret: bool) -> str:
+    """A caveat page that another page links to, refs and is superseded by; with `secret`,
+    a key in its title, summary, tag, category-like text and body."""
+    if not secret:
+        return (
+            "---\nsummary: How to deploy\nusage_mode: caveat\ntags: [ops]\ncategory: skill\n"
+            "sl_refs: [shop_pg.orders.total_revenue]\n---\n# Deploy runbook\n\nDeploy notes.\n"
+        )
+    return (
+        f"---\ntitle: Deploy runbook {GITHUB}\nsummary: Deploy with {SLACK}\n"
+        f"usage_mode: caveat\ntags: [ops, {OPENAI}]\ncategory: skill\n"
+        "sl_refs: [shop_pg.orders.total_revenue]\n---\n"
+        f"# Deploy runbook\n\nThe key is {AWS}; zebraword.\n"
+    )
+
+
+def test_site_never_publishes_flagged_secret(project: Callable[..., Project]) -> None:
+    proj = project(
+        {
+            **SEMANTICS,
+            "knowl.toml": "[rules]\nKB202 = 'off'\n",
+            "knowledge/global/leak.md": _leak(secret=False),
+            "knowledge/global/other.md": (
+                "---\nsummary: Revenue notes\nrefs: [leak]\n"
+                "sl_refs: [shop_pg.orders.total_revenue]\n---\n"
+                "# Revenue notes\n\nBefore deploying, see [[leak]] and ![[leak]].\n"
+            ),
+            "knowledge/global/old.md": (
+                "---\nsummary: The old runbook\nstatus: superseded\nsuperseded_by: leak\n---\n"
+                "# Old runbook\n\nGone.\n"
+            ),
+        }
+    )
+    site = proj.root / ".knowl" / "site"
+    run(proj, ["build", "--site"])
+    assert "pages/leak.html" in _site_files(site, ".html")
+    assert "leak.html" in (site / "pages" / "other.html").read_text(encoding="utf-8")
+
+    proj.write({"knowledge/global/leak.md": _leak(secret=True)}).commit("Keys in the runbook")
+    run(proj, ["build", "--site"], code=1)  # refused: the last good artifact and site stay
+    assert "pages/leak.html" in _site_files(site, ".html")
+    assert_tree_clean(site)
+    result = invoke(["build", "--repo", str(proj.root), "--allow-errors", "--site"])
+    assert_clean(result.stdout + result.stderr)
+    assert "1 page(s) left out, they hold a secret (KB401): leak" in result.stderr
+
+    # The artifact holds the page as written (the reader answers from it)...
+    folder = current_build(proj.root)
+    diagnostics = json.loads((folder / "diagnostics.json").read_bytes())["diagnostics"]
+    assert {d["path"] for d in diagnostics if d["code"] == "KB401"} == {"knowledge/global/leak.md"}
+    assert "knowledge/global/leak.md" in {r["path"] for r in records(folder)}
+    # ...but no file of the site holds anything of it: not its file, not a link, a node, a
+    # search result, a tag, a caveat, nor a word only it holds.
+    for out in (site, proj.root / "elsewhere"):
+        if out != site:
+            run(proj, ["site", "--out", str(out)])
+        assert_tree_clean(out)
+        text = tree_text(out)
+        assert "zebraword" not in text
+        assert "Deploy runbook" not in text and "Deploy with" not in text
+        assert "pages/leak.html" not in _site_files(out, ".html")
+        assert not any("leak" in name for name in _site_files(out, ".json"))
+        assert "page:global:leak" not in text and "leak.html" not in text
+        # Only the page with the secret had tags and a category.
+        assert not [p for p in out.glob("*/*.html") if p.parent.name in ("tags", "categories")]
+        stale = (out / "stale.html").read_text(encoding="utf-8")
+        assert '<h2 id="withheld">Left out of this site</h2>' in stale
+        assert "<li><code>leak</code></li>" in stale
+        other = (out / "pages" / "other.html").read_text(encoding="utf-8")
+        assert '<span class="wikilink unresolved">leak</span>' in other
+        assert (out / "pages" / "old.html").is_file()
+        assert "Revenue notes" in text  # the other pages are all there

@@ -8,7 +8,8 @@
 5. write the search shards and the graph data (site/search.py, site/graph.py).
 
 It reads the artifact only (no git, no source tree), as the reader does, and only its global
-pages: no file of the site holds anything of a user's page.
+pages: no file of the site holds anything of a user's page, nor of a page with a secret
+finding (KB401), which the review queue names by its id only.
 """
 
 from __future__ import annotations
@@ -180,6 +181,11 @@ def build(view: ArtifactView, out: Path, settings: Settings = Settings()) -> Sit
         folder.removed,
     )
     result.notices += _collisions(data)
+    if data.withheld_ids:
+        result.notices.append(
+            f"site: {len(data.withheld_ids)} page(s) left out, they hold a secret (KB401): "
+            + ", ".join(data.withheld_ids)
+        )
     _data_files(view, out, data, result)
     result.seconds = time.perf_counter() - started
     return result
@@ -210,6 +216,6 @@ def _collisions(data: model.SiteData) -> list[str]:
 def _data_files(view: ArtifactView, out: Path, data: model.SiteData, result: SiteResult) -> None:
     """The search shards and the graph data (search.py and graph.py), of the same pages."""
     pages = [(page.href, page.entry) for page in data.pages]
-    written = search.write(view, out, pages).merge(graph.write(view, out))
+    written = search.write(view, out, pages).merge(graph.write(view, out, data.withheld))
     result.data_written = len(written.written)
     result.data_removed = len(written.removed)

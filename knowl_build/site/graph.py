@@ -19,20 +19,22 @@ connected first (graph.js fetches a few): a node's file stays ~1 kB at 10,000 pa
 ~10 MB, and a rebuild rewrites only the files of the nodes whose neighbourhood changed. What is
 drawn stays small at any size; the page says how much more there is.
 
-Only global pages and the semantic layer's entities are nodes: an edge to or from any other
-page is dropped, with the page, before anything is counted or written.
+Only the site's pages (global ones, less those that hold a secret: model.withheld) and the
+semantic layer's entities are nodes: an edge to or from any other page is dropped, with the
+page, before anything is counted or written.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Container
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from knowl_build.artifacts.schema import EntityNode, PageNode
 from knowl_build.reader.view import ArtifactView, page_node, visible
-from knowl_build.site import urls
+from knowl_build.site import model, urls
 from knowl_build.site.datafiles import Folder, Written, encode
 
 FOLDER = "graph"
@@ -68,12 +70,17 @@ class _Graph:
         return (-self.degree(node), node)
 
 
-def _nodes(view: ArtifactView) -> dict[str, _Node]:
+def _nodes(view: ArtifactView, withheld: Container[str]) -> dict[str, _Node]:
     nodes: dict[str, _Node] = {}
     for node in view.graph.nodes.values():
         if isinstance(node, PageNode):
             entry = view.entry_of(node)
-            if entry is None or not visible(entry, None) or page_node(entry) != node.id:
+            if (
+                entry is None
+                or not visible(entry, None)
+                or entry.key in withheld
+                or page_node(entry) != node.id
+            ):
                 continue
             name = urls.page_name(entry)
             nodes[node.id] = _Node(
@@ -97,8 +104,8 @@ def _nodes(view: ArtifactView) -> dict[str, _Node]:
     return nodes
 
 
-def _graph(view: ArtifactView) -> _Graph:
-    nodes = _nodes(view)
+def _graph(view: ArtifactView, withheld: Container[str]) -> _Graph:
+    nodes = _nodes(view, withheld)
     adjacent: dict[str, set[str]] = defaultdict(set)
     edges: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for source, targets in view.graph.out_edges.items():
@@ -138,9 +145,10 @@ def _document(graph: _Graph, chosen: list[str], total: int) -> dict[str, Any]:
     return {"nodes": nodes, "edges": edges, "total": total}
 
 
-def write(view: ArtifactView, out_dir: Path) -> Written:
-    """Write `<out_dir>/graph/`: every node's neighbourhood and the overview."""
-    graph = _graph(view)
+def write(view: ArtifactView, out_dir: Path, withheld: Container[str] | None = None) -> Written:
+    """Write `<out_dir>/graph/`: every node's neighbourhood and the overview. `withheld`: the
+    pages left out of the site (model.withheld, read again when not given)."""
+    graph = _graph(view, model.withheld(view) if withheld is None else withheld)
     folder = Folder(out_dir / FOLDER, out_dir)
     for node_id in sorted(graph.nodes):
         document = _document(graph, _neighbourhood(graph, node_id), graph.degree(node_id))

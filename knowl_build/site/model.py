@@ -3,8 +3,12 @@ to each (in context), tags, categories, caveats, the entities and who uses them.
 
 Everything here is about global pages only. A user's page is dropped with its catalog entry,
 before anything is counted or linked: its id, title, text, links and tags never reach a
-template. The templates get plain data (dicts, lists, strings) built by the `*_context`
-functions, which is also what an output file's inputs digest is computed from.
+template. So is a global page with a secret finding (KB401 in the artifact's
+diagnostics.json, which `knowl build --allow-errors` publishes with the page as written):
+the site is published wherever the build goes, so such a page is left out whole, and the
+review queue names it by its id only (`withheld`). The templates get plain data (dicts,
+lists, strings) built by the `*_context` functions, which is also what an output file's
+inputs digest is computed from.
 """
 
 from __future__ import annotations
@@ -22,12 +26,14 @@ from knowl_build.artifacts.records import members
 from knowl_build.artifacts.schema import (
     CatalogEntry,
     CommitInfo,
+    DiagnosticsFile,
     Entity,
     PageRecord,
     decode,
 )
 from knowl_build.errors import ArtifactError
 from knowl_build.reader.view import CAVEAT, GLOBAL, ArtifactView, page_node, visible
+from knowl_build.secrets.scanner import redact
 from knowl_build.site import urls
 from knowl_build.site.markup import Headings
 from knowl_build.site.snippets import snippet
@@ -38,6 +44,8 @@ RECENT = 15
 # Caveats a page shows, those about most of its entities first; its entity pages list all.
 CAVEATS_SHOWN = 10
 INDEX_LIST_CAP = 500  # pages and entities listed on the home page; more: search
+DIAGNOSTICS = "diagnostics.json"
+SECRET = "KB401"  # the secret rule's code (rules/security.py; the site imports no rule)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +94,10 @@ class SiteData:
     members: dict[str, list[str]] = field(default_factory=dict)  # source entity -> members
     # Each page as lists show it, made once (the sandbox lets no template change it).
     items: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The global pages left out because they hold a secret: their keys, and their ids as
+    # the review queue lists them.
+    withheld: frozenset[str] = frozenset()
+    withheld_ids: list[str] = field(default_factory=list)
 
     def item(self, page: Page) -> dict[str, Any]:
         return self.items[page.key]
@@ -115,14 +127,34 @@ def _records(view: ArtifactView) -> Iterable[tuple[int, bytes]]:
         raise ArtifactError(f"{view.folder}: {exc}") from None
 
 
+def withheld(view: ArtifactView) -> frozenset[str]:
+    """The keys (paths) of the global pages the site leaves out: each page that a secret
+    finding (KB401) names in the artifact's diagnostics.json. A file that cannot be read
+    stops the site (an ArtifactError): without it no page could be known to be clean."""
+    try:
+        data = (view.folder / DIAGNOSTICS).read_bytes()
+    except OSError as exc:
+        raise ArtifactError(
+            f"{view.folder}: {DIAGNOSTICS} cannot be read ({exc.strerror})"
+        ) from None
+    try:
+        found = decode(DIAGNOSTICS, data, DiagnosticsFile)
+    except ArtifactError as exc:
+        raise ArtifactError(f"{view.folder}: {exc}") from None
+    paths = {d.path for d in found.diagnostics if d.code == SECRET}
+    return frozenset(e.key for e in view.pages if e.key in paths and visible(e, None))
+
+
 def gather(view: ArtifactView) -> SiteData:
-    """Every global page with its record, and what the pages say of each other."""
-    entries = {e.offset: e for e in view.pages if visible(e, None)}
+    """Every global page with its record, and what the pages say of each other; the pages
+    that hold a secret are left out (`withheld`) before anything is counted or linked."""
+    left_out = withheld(view)
+    entries = {e.offset: e for e in view.pages if visible(e, None) and e.key not in left_out}
     pages: list[Page] = []
     for offset, line in _records(view):
         entry = entries.get(offset)
         if entry is None:
-            continue  # a user's page: not on the site
+            continue  # a user's page, or one that holds a secret: not on the site
         record = decode(RECORDS, line, PageRecord)
         if record.path != entry.key or record.scope != GLOBAL:
             raise ArtifactError(f"{view.folder}: {RECORDS} does not match catalog.json")
@@ -139,7 +171,13 @@ def gather(view: ArtifactView) -> SiteData:
         )
     pages.sort(key=lambda p: (p.entry.id, p.entry.key))
     data = SiteData(
-        view, pages, {p.key: p for p in pages}, items={p.key: page_item(p) for p in pages}
+        view,
+        pages,
+        {p.key: p for p in pages},
+        items={p.key: page_item(p) for p in pages},
+        withheld=left_out,
+        # An id is a name, never a secret (resolve.place); redacted all the same.
+        withheld_ids=sorted({redact(view.by_key[key].id) for key in left_out}),
     )
     _links(data)
     _supersession(data)
@@ -458,7 +496,7 @@ def stale_context(data: SiteData) -> dict[str, Any]:
             }
         )
     rows.sort(key=lambda r: (r["freshness"] == FRESH, r["freshness"], r["title"].casefold()))
-    return {"pages": rows}
+    return {"pages": rows, "withheld": data.withheld_ids}
 
 
 def _date(info: CommitInfo | None) -> str | None:
