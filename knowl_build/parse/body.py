@@ -4,6 +4,12 @@ Code is text: links inside CommonMark code (fenced and indented blocks, code spa
 links. markdown-it-py finds the block structure; code spans are found with CommonMark's
 backtick-run rule on the raw lines of each inline region, so positions stay exact.
 Directives are found everywhere, code included, because that is where expressions are shown.
+
+Suppressions are HTML comments that Markdown renders as comments (issue 21): an HTML block that
+starts with `<!--` (CommonMark's kind 2: the comments it holds one after another), or inline
+raw HTML, as markdown-it-py's own tokens say. The same text shown in code, in a link's title
+or destination, in an image's description, after a backslash (`\\<!--`) or inside another HTML
+block is text, and suppresses nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
+from markdown_it.rules_inline import html_inline as _html_inline
+from markdown_it.token import Token
 
 from knowl_build.model import Directive, Heading, Link, Span, Suppression, TextIndex
 
@@ -30,6 +39,26 @@ _BACKTICKS = re.compile(r"`+")
 _BLOCK_MARKS = ("`", "~", "#", "\t", "=", "-", "\n ", "    ")
 
 _md = MarkdownIt("commonmark").disable(["inline", "text_join"], ignoreInvalid=True)
+
+# The inline parser, for the few inline regions that may hold a suppression: its raw HTML rule
+# also says where each comment it takes starts and ends in the region's text. Only a comment
+# of that text counts; an image's description is parsed as a text of its own, and is shown
+# as plain text (a comment there is dropped, not rendered).
+_inline_md = MarkdownIt("commonmark")
+_COMMENTS = "knowl-comments"
+_SOURCE = "knowl-source"
+
+
+def _noting_comments(state: StateInline, silent: bool) -> bool:
+    start = state.pos
+    if not _html_inline(state, silent):
+        return False
+    if not silent and state.src is state.env.get(_SOURCE) and state.src.startswith("<!--", start):
+        state.env[_COMMENTS].append((start, state.pos))
+    return True
+
+
+_inline_md.inline.ruler.at("html_inline", _noting_comments)
 
 
 @contextmanager
@@ -78,18 +107,133 @@ def suppression(
     match: re.Match[str], base: int, index: TextIndex, *, frontmatter: bool = False
 ) -> Suppression:
     """A suppression comment from its match (`base`: offset of the matched text)."""
+    start = base + match.start() + (match.group(0).find("#") if frontmatter else 0)
+    return _suppression(match, start, base + match.end(), index, frontmatter=frontmatter)
+
+
+def _suppression(
+    match: re.Match[str], start: int, end: int, index: TextIndex, *, frontmatter: bool = False
+) -> Suppression:
+    """The suppression `match` says, the comment spanning offsets `start` to `end`."""
     kind, rest = match.group(1), match.group(2)
     words = [w for w in re.split(r"[\s,]+", rest.split("--", 1)[0]) if w]
     # Words that are not rule codes make a suppression that matches nothing (KB011), never
     # one that silently hides every code.
     codes = tuple(w.upper() if _CODE_TOKEN.fullmatch(w) else w for w in words)
-    start = base + match.start() + (match.group(0).find("#") if frontmatter else 0)
     return Suppression(
         next_line=kind == "disable-next-line",
         codes=codes,
-        span=_span(index, start, base + match.end()),
+        span=_span(index, start, end),
         whole_file=frontmatter and kind == "disable",
     )
+
+
+def _block_comments(content: str) -> Iterator[tuple[int, int]]:
+    """The comments of an HTML block of CommonMark's kind 2 (it starts with `<!--`), one
+    after another with only white space between them: (start, end) in `content`."""
+    pos = 0
+    while True:
+        while pos < len(content) and content[pos] in " \t\n":
+            pos += 1
+        if not content.startswith("<!--", pos):
+            return
+        if content.startswith("<!-->", pos):
+            end = pos + 5
+        elif content.startswith("<!--->", pos):
+            end = pos + 6
+        else:
+            close = content.find("-->", pos + 4)
+            if close == -1:
+                return  # never closed: a comment to the end, which no suppression is
+            end = close + 3
+        yield pos, end
+        pos = end
+
+
+def _inline_comments(content: str, env: dict[str, object]) -> list[tuple[int, int]]:
+    """The comments markdown-it takes as inline raw HTML in `content`: (start, end)."""
+    found: list[tuple[int, int]] = []
+    env[_SOURCE], env[_COMMENTS] = content, found
+    try:
+        _inline_md.inline.parse(content, _inline_md, env, [])
+    finally:
+        del env[_SOURCE], env[_COMMENTS]
+    return found
+
+
+class _Lines:
+    """From a token's content (its lines without their container's markers and indentation,
+    as markdown-it gives them) back to offsets in the body."""
+
+    def __init__(self, normalized: str, starts: list[int]) -> None:
+        self.lines = normalized.split("\n")
+        self.starts = starts
+
+    def mapper(self, content: str, first: int) -> _Mapper:
+        """How `content`, whose first line is body line `first`, maps onto the body."""
+        mapper = _Mapper()
+        pos = 0
+        for number, line in enumerate(content.split("\n"), first):
+            mapper.starts.append(pos)
+            pos += len(line) + 1
+            source = self.lines[number].rstrip(" \t") if number < len(self.lines) else ""
+            text = line.rstrip(" \t")
+            core = text.lstrip(" ")  # markdown-it pads a tab it splits with spaces
+            at = -1
+            if core:
+                at = len(source) - len(core) if source.endswith(core) else source.rfind(core)
+            pad = len(text) - len(core)
+            mapper.shifts.append(self.starts[number] + at - pad if at >= 0 else None)
+        return mapper
+
+
+class _Mapper:
+    """Each line of a token's content: where it starts in the content, and the body offset
+    of its column 0 (None when that line is not found in the body)."""
+
+    __slots__ = ("shifts", "starts")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.shifts: list[int | None] = []
+
+    def offset(self, at: int) -> int | None:
+        """The body offset of the content's character `at`."""
+        line = bisect.bisect_right(self.starts, at) - 1
+        shift = self.shifts[line]
+        return None if shift is None else shift + at - self.starts[line]
+
+
+def _comment_suppressions(
+    tokens: list[Token],
+    env: dict[str, object],
+    lines: _Lines,
+    body_offset: int,
+    index: TextIndex,
+) -> list[Suppression]:
+    """Each suppression that is a real comment: in an HTML block of comments, or inline."""
+    found: list[Suppression] = []
+    for token in tokens:
+        if token.map is None or "knowl:" not in token.content:
+            continue
+        if token.type == "html_block" and token.content.lstrip(" ").startswith("<!--"):
+            comments = list(_block_comments(token.content))
+        elif token.type == "inline" and "<!--" in token.content:
+            comments = _inline_comments(token.content, env)
+        else:
+            continue
+        mapper: _Mapper | None = None
+        for start, end in comments:
+            match = SUPPRESSION.match(token.content, start, end)
+            if match is None or match.end() != end:
+                continue
+            if mapper is None:
+                mapper = lines.mapper(token.content, token.map[0])
+            at, last = mapper.offset(start), mapper.offset(end - 1)
+            if at is None or last is None:
+                continue  # not found where markdown-it read it: no suppression
+            found.append(_suppression(match, body_offset + at, body_offset + last + 1, index))
+    return found
 
 
 def _code_spans(text: str, base: int, out: list[tuple[int, int]]) -> None:
@@ -214,10 +358,13 @@ def scan_body(text: str, body_offset: int, index: TextIndex) -> BodyScan:
     spans: list[tuple[int, int]] = []  # body offsets of code spans
     headings: list[Heading] = []
     h1: str | None = None
-    # Only code and headings matter here; a body without these characters has neither.
+    suppressions: list[Suppression] = []
+    # Only code, headings and comments matter here; a body without these characters has
+    # none of them (every comment holds a `-`).
     if body[:1] in (" ", "\t") or any(mark in body for mark in _BLOCK_MARKS):
         with _collector_paused():
-            tokens = _md.parse(normalized)
+            env: dict[str, object] = {}  # link reference definitions, for the inline parse
+            tokens = _md.parse(normalized, env)
             for pos, token in enumerate(tokens):
                 if token.map is None:
                     continue
@@ -235,6 +382,10 @@ def scan_body(text: str, body_offset: int, index: TextIndex) -> BodyScan:
                     headings.append(Heading(level, title, first_line + token.map[0]))
                     if h1 is None and level == 1 and token.markup == "#":
                         h1 = title or None
+            if "knowl:" in body:
+                suppressions = _comment_suppressions(
+                    tokens, env, _Lines(normalized, lines_start), body_offset, index
+                )
 
     span_starts, span_ends = _disjoint(spans)
     links: list[Link] = []
@@ -265,14 +416,6 @@ def scan_body(text: str, body_offset: int, index: TextIndex) -> BodyScan:
                     span=_span(index, start, end),
                 )
             )
-    suppressions: list[Suppression] = []
-    if "knowl:" in body:
-        for match in SUPPRESSION.finditer(body):
-            start = match.start()
-            line = _line_of(lines_start, start)
-            if line in excluded_lines or _inside(span_starts, span_ends, start):
-                continue  # code is text: a comment shown in code suppresses nothing
-            suppressions.append(suppression(match, body_offset, index))
     blocks: list[str] = []
     if "^" in body:
         for match in BLOCK_ID.finditer(body):

@@ -31,8 +31,9 @@ from knowl_build.model import ParsedPage
 from knowl_build.trust import NO_KEY, MachineKey, Sealer, machine_key, read_cache_file
 
 # 5: every line sealed; 6: block ids; 7: bound fingerprints of any hex length; 8: pages
-# encoded by msgspec from the model's own types (decoding one is several times faster)
-CACHE_FORMAT = 8
+# encoded by msgspec from the model's own types (decoding one is several times faster);
+# 9: only real comments are suppressions (a cached page may hold one that is not)
+CACHE_FORMAT = 9
 
 
 def ensure_knowl_dir(root: Path) -> Path:

@@ -21,7 +21,9 @@ from knowl_build.pipeline.discover import shown_path
 from knowl_build.pipeline.inputs import read_inputs
 from knowl_build.trust import Sealer, read_sealed
 
-MEMO_FORMAT = 3  # 3: dbt fingerprints cover what a definition computes; drift names its change
+# 3: dbt fingerprints cover what a definition computes; drift names its change; 4: only real
+# comments are suppressions (a memo may hold the findings that one that is not hid)
+MEMO_FORMAT = 4
 
 
 @dataclass(frozen=True, slots=True)

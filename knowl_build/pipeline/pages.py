@@ -4,10 +4,12 @@ the page's content."""
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import multiprocessing
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -51,6 +53,7 @@ def parse_page(data: bytes, config: SecurityConfig, scanner: SecretScanner) -> P
     findings: list[Finding] = []
     fields = Fields()
     frontmatter: dict[str, object] = {}
+    comments: list[tuple[int, int]] = []  # where YAML says the frontmatter's comments are
 
     if parts.unclosed:
         findings.append(
@@ -78,6 +81,8 @@ def parse_page(data: bytes, config: SecurityConfig, scanner: SecretScanner) -> P
             findings.extend(security.check_unparsed(parts.frontmatter, locate, config, scanner))
         else:
             root = composed.root
+            if "knowl:" in parts.frontmatter:
+                comments = security.comment_spans(root, parts.frontmatter)
             # Comments hold no data but are committed with the file: scanned whatever the
             # frontmatter holds (a mapping, another value that is KB001, or only comments).
             findings.extend(
@@ -124,9 +129,12 @@ def parse_page(data: bytes, config: SecurityConfig, scanner: SecretScanner) -> P
     scan = scan_body(text, parts.body_offset, index)
     suppressions = list(scan.suppressions)
     if parts.frontmatter is not None and "knowl:" in parts.frontmatter:
+        # Only a real YAML comment suppresses: not the same text inside a key or a value, nor
+        # frontmatter that is not YAML (KB001), whose comments nobody can tell.
         suppressions[:0] = [
             suppression(match, parts.fm_offset, index, frontmatter=True)
             for match in FM_SUPPRESSION.finditer(parts.frontmatter)
+            if _in_a_comment(match.start() + match.group(0).find("#"), comments)
         ]
     return ParsedPage(
         frontmatter=frontmatter,
@@ -140,6 +148,12 @@ def parse_page(data: bytes, config: SecurityConfig, scanner: SecretScanner) -> P
         findings=tuple(sorted(findings, key=lambda f: (f.line, f.column, f.code))),
         suppressions=tuple(suppressions),
     )
+
+
+def _in_a_comment(offset: int, comments: list[tuple[int, int]]) -> bool:
+    """Whether `offset` lies in one of `comments` (sorted, disjoint (start, end) pairs)."""
+    at = bisect.bisect_right(comments, (offset, sys.maxsize)) - 1
+    return at >= 0 and offset < comments[at][1]
 
 
 def _allowed(finding: Finding, allowed: frozenset[str]) -> bool:

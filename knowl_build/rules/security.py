@@ -158,6 +158,12 @@ def _comments(root: YNode | None, fm_text: str) -> Iterator[tuple[int, str]]:
         yield match.start(), match.group()
 
 
+def comment_spans(root: YNode | None, fm_text: str) -> list[tuple[int, int]]:
+    """Where each comment of the frontmatter starts and ends: a `# knowl: disable` is a
+    suppression only there, not inside a key or value (a quoted or block scalar)."""
+    return [(offset, offset + len(comment)) for offset, comment in _comments(root, fm_text)]
+
+
 def check_comments(
     root: YNode | None,
     fm_text: str,
