@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+
+# A full disk, or a full quota: the errors a write may end with on any file system.
+FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+
 
 class KnowlError(Exception):
     """Base of every error that ends a run with a one-line message and exit code 2.
@@ -43,3 +48,19 @@ class AmbiguousPage(KnowlError):
     an id): the answer lists them with their paths, and the caller names one by its path."""
 
     exit_code = 1
+
+
+class NoSpace(KnowlError):
+    """A write found no space left. knowl writes beside a file and renames it into place, so
+    what was being replaced is still whole; the run stops, and runs again once there is room."""
+
+
+def no_space(exc: BaseException) -> NoSpace | None:
+    """The one-line error of an OSError that says the disk or quota is full; else None."""
+    if not isinstance(exc, OSError) or exc.errno not in FULL:
+        return None
+    reason = exc.strerror or "No space left on device"
+    what = f"{exc.filename}: cannot be written" if exc.filename is not None else "a write failed"
+    return NoSpace(
+        f"{what} ({reason}); nothing was half written: free some space and run the command again"
+    )

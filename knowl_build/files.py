@@ -36,7 +36,11 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = False) -> None:
                 handle.flush()
                 os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:
+            # A failed write (a full disk) names no file: name the one it was for, so the
+            # caller can tell whose folder failed.
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise

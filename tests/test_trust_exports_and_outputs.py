@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import re
 import subprocess
@@ -285,6 +287,22 @@ def tmpfs() -> Iterator[Callable[..., Path]]:
             subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
+def _fill(ballast: Path, leave: int) -> None:
+    """Fill the file system of `ballast` up, then give back `leave` bytes of it."""
+    fd = os.open(ballast, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        block = b"\0" * 65536
+        while block:
+            try:
+                os.write(fd, block)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+                block = block[: len(block) // 2]
+    finally:
+        os.close(fd)
+    os.truncate(ballast, max(ballast.stat().st_size - leave, 0))
+
+
 # --- 10. a bad output path is one line, for every command that takes one -----------------------
 
 OUTPUT_COMMANDS = {
@@ -334,3 +352,143 @@ def test_every_bad_out_is_one_line(
     finally:
         if os.geteuid() != 0:
             read_only.chmod(0o755)
+
+
+# --- 11. a full disk loses nothing ----------------------------------------------------------
+
+# Enough pages that a build needs far more room than any of the gaps left below.
+MANY = {
+    f"knowledge/global/topic-{n}.md": (
+        f"---\nsummary: Topic {n} explains revenue figure {n}\n---\n# Topic {n}\n"
+        + " ".join(f"word{n}x{m}" for m in range(200))
+        + "\n"
+    )
+    for n in range(30)
+}
+GAPS = [0, 4096, 16384, 40960]  # bytes left free: each fails a different write
+
+
+def _names(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+def _search_ids(proj: Project, text: str) -> set[str]:
+    result = invoke(["search", text, "--repo", str(proj.root), "--json", "--limit", "100"])
+    return {hit["page"] for hit in json.loads(result.stdout)["hits"]}
+
+
+def test_disk_full_build_loses_nothing(
+    project: Callable[..., Project], tmpfs: Callable[..., Path]
+) -> None:
+    proj = project({**PAGES, **MANY})
+    out = tmpfs(proj.root / ".knowl" / "build", "2m")
+    invoke(["build", "--repo", str(proj.root)])
+    good = (out / "CURRENT").read_text()
+    before = _search_ids(proj, "revenue")
+    assert "topic-3" in before
+    proj.write({"knowledge/global/added.md": "---\nsummary: Added revenue page\n---\n# Added\n"})
+    proj.commit("add a page")
+    ballast = out / "ballast"
+    for gap in GAPS:
+        _fill(ballast, gap)
+        result = invoke(["build", "--repo", str(proj.root)], code=2)
+        _one_line_error(result, "No space left on device")
+        assert "internal error" not in result.stderr
+        # The last good build is still current and answers; nothing half made is left.
+        assert (out / "CURRENT").read_text() == good
+        assert _search_ids(proj, "revenue") == before
+        invoke(["verify", "--repo", str(proj.root)])
+        assert _names(out) == {".knowl-out", "CURRENT", good.strip(), "ballast"}, gap
+    ballast.unlink()
+    invoke(["build", "--repo", str(proj.root)])
+    assert (out / "CURRENT").read_text() != good
+    assert _search_ids(proj, "revenue") == before | {"added"}
+    invoke(["verify", "--repo", str(proj.root)])
+
+
+def test_disk_full_site_loses_nothing(
+    project: Callable[..., Project], tmpfs: Callable[..., Path]
+) -> None:
+    proj = project({**PAGES, **MANY})
+    site = tmpfs(proj.root / ".knowl" / "site", "2m")
+    invoke(["build", "--repo", str(proj.root)])
+    invoke(["site", "--repo", str(proj.root)])
+    before = _search_ids(proj, "revenue")
+    assert (site / "pages" / "topic-3.html").is_file()
+    # A change that renders every file again: the title of the site.
+    proj.write({"knowl.toml": KB202_OFF + "[site]\ntitle = 'Renamed knowledge'\n"})
+    proj.write({"knowledge/global/added.md": "---\nsummary: Added revenue page\n---\n# Added\n"})
+    proj.commit("add a page, rename the site")
+    invoke(["build", "--repo", str(proj.root)])
+    ballast = site / "ballast"
+    for gap in GAPS:
+        _fill(ballast, gap)
+        result = invoke(["site", "--repo", str(proj.root)], code=2)
+        _one_line_error(result, f"site folder {site}", "No space left on device")
+        # Every file is whole (an old one or a new one), no temporary file is left, and the
+        # artifact the site is made from still answers.
+        for path in site.rglob("*"):
+            assert not path.name.endswith(".tmp"), path
+            if path.suffix == ".html":
+                assert path.read_text(encoding="utf-8").rstrip().endswith("</html>"), path
+            elif path.suffix == ".json":
+                json.loads(path.read_text(encoding="utf-8"))
+        assert _search_ids(proj, "revenue") == before | {"added"}
+    ballast.unlink()
+    invoke(["site", "--repo", str(proj.root)])
+    assert (site / "pages" / "added.html").is_file()
+    for path in site.rglob("*.html"):
+        assert "Renamed knowledge" in path.read_text(encoding="utf-8"), path
+    assert not [p for p in site.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_disk_full_store_loses_nothing(tmp_path: Path, tmpfs: Callable[..., Path]) -> None:
+    # The project itself on a small disk: the page's own folder is what fills up.
+    disk = tmpfs(tmp_path / "disk", "4m")
+    proj = Project(disk / "kb").write({**PAGES, **MANY})
+    proj.commit("initial")
+    invoke(["build", "--repo", str(proj.root)])
+    before = _search_ids(proj, "revenue")
+    pages = _listing(proj.root / "knowledge")
+    store = ["store", "--repo", str(proj.root), "--category", "fact", "--title", "Refunds"]
+    store += ["--content", "Refunds lower net revenue."]
+    for gap in (0, 2048):
+        _fill(disk / "ballast", gap)
+        result = invoke(store, code=2)
+        _one_line_error(
+            result,
+            "knowledge/global/refunds.md: cannot be written (No space left on device)",
+            "nothing was written",
+        )
+        assert _listing(proj.root / "knowledge") == pages  # no page, no temporary file
+        assert _search_ids(proj, "revenue") == before
+    (disk / "ballast").unlink()
+    invoke(store)
+    assert _search_ids(proj, "revenue") == before | {"refunds"}
+    assert proj.run_git("status", "--porcelain") == "?? knowledge/global/refunds.md\n"
+
+
+def test_disk_full_anywhere_is_one_line(
+    project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A full disk that no folder's handler names (here: a write that fails in the middle of
+    # a check) still ends the run in one line and exit 2, in the one place errors become
+    # exit codes, and in the SARIF log asked for.
+    from knowl_build.app import checking
+
+    proj = project(PAGES)
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(checking, "check", full)
+    sarif = tmp_path / "knowl.sarif"
+    result = invoke(["check", "--repo", str(proj.root), "--sarif", str(sarif)], code=2)
+    assert result.stderr == (
+        "knowl: error: a write failed (No space left on device); nothing was half "
+        "written: free some space and run the command again\n"
+    )
+    (run,) = json.loads(sarif.read_text())["runs"]
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    assert "No space left on device" in notes[0]["message"]["text"]
+    assert "internal error" not in notes[0]["message"]["text"]

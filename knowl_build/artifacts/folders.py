@@ -215,10 +215,23 @@ def out_token(out_dir: Path, *, create: bool = False) -> str | None:
 
 
 def write_marker(path: Path, token: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".marker.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(token + "\n")
-    os.replace(tmp, path)
+    write_beside(path, (token + "\n").encode("ascii"), ".marker.")
+
+
+def write_beside(path: Path, data: bytes, prefix: str) -> None:
+    """`data` written to a temporary file named `prefix...` beside `path`, then renamed
+    into place; a failed write (a full disk) leaves neither the file nor the temporary one."""
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # a full disk names no file
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
 
 
 def made_by_knowl(folder: Path, token: str | None) -> bool:

@@ -15,6 +15,7 @@ from knowl_build.artifacts.folders import (
     out_token,
     read_regular,
     read_small,
+    write_beside,
     write_marker,
 )
 from knowl_build.artifacts.layout import (
@@ -161,7 +162,11 @@ def staging_folder(out_dir: Path) -> Path:
     token = out_token(out_dir, create=True)
     assert token is not None
     folder = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
-    write_marker(folder / BUILD_MARKER, token)
+    try:
+        write_marker(folder / BUILD_MARKER, token)
+    except BaseException:  # a full disk: no unmarked folder is left behind
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     return folder
 
 
@@ -181,13 +186,10 @@ def publish(out_dir: Path, staging: Path, build_id: str, sealer: Sealer | None =
         name = f"{build_id}.{n}"
     final = out_dir / name
     os.rename(staging, final)
-    fd, tmp = tempfile.mkstemp(prefix=".CURRENT.", dir=out_dir)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(name + "\n")
     try:
-        os.replace(tmp, out_dir / CURRENT)  # whatever CURRENT was (garbage, a link), but...
+        # Whatever CURRENT was (garbage, a link) is replaced, but...
+        write_beside(out_dir / CURRENT, (name + "\n").encode("utf-8"), ".CURRENT.")
     except IsADirectoryError:  # ...a folder is not knowl's to remove
-        os.unlink(tmp)
         raise ArtifactError(
             f"{out_dir / CURRENT} is a folder, not knowl's pointer file; move it away"
         ) from None

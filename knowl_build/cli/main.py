@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import click
 
 from knowl_build import __version__, process
-from knowl_build.errors import ArtifactError, KnowlError, UsageError
+from knowl_build.errors import ArtifactError, KnowlError, UsageError, no_space
 from knowl_build.vocabulary import EXIT_USAGE
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -188,6 +188,10 @@ class KnowlGroup(click.Group):
             click.echo("knowl: interrupted", err=True)
             ctx.exit(130)
         except Exception as exc:  # the last line of defence: no traceback unless -v
+            full = no_space(exc)  # a full disk wherever it struck (a cache, a log)
+            if full is not None:
+                say(f"knowl: error: {full}")
+                ctx.exit(full.exit_code)
             if settings(ctx).verbose:
                 import traceback  # only for -v (start-up time)
 
@@ -306,11 +310,11 @@ def sarif_on_failure(fmt: str, sarif_file: Path | None) -> Iterator[None]:
         from knowl_build.config import Config
         from knowl_build.output import sarif
 
-        message = (
-            str(exc)
-            if isinstance(exc, KnowlError)
-            else f"internal error: {type(exc).__name__}: {exc}"
-        )
+        full = no_space(exc)
+        if isinstance(exc, KnowlError) or full is not None:
+            message = str(full or exc)
+        else:
+            message = f"internal error: {type(exc).__name__}: {exc}"
         from knowl_build.files import atomic_write
 
         log = sarif.render([], rule_table(Config()), failure=redact(message))

@@ -42,7 +42,7 @@ def ensure_knowl_dir(root: Path) -> Path:
     folder.mkdir(exist_ok=True)
     ignore = folder / ".gitignore"
     if not ignore.exists() and not ignore.is_symlink():  # never write through a link
-        ignore.write_text("*\n", encoding="utf-8")
+        atomic_write(ignore, b"*\n")  # whole or not at all: an empty one would stay empty
     return folder
 
 
@@ -213,8 +213,7 @@ class ParseCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.valid_file and stale <= len(self.used) // 2:
                 if self.new:
-                    with self.path.open("ab") as handle:
-                        handle.write(self._lines(self.new.items()))
+                    _append_whole(self.path, self._lines(self.new.items()))
                 return
             if not self.new and not stale and self.valid_file:
                 return
@@ -246,3 +245,20 @@ def encode_page(page: ParsedPage) -> bytes:
 def decode_page(data: bytes | memoryview) -> ParsedPage:
     """What `encode_page` encoded (msgspec.DecodeError for anything else)."""
     return _DECODER.decode(data)
+
+
+def _append_whole(path: Path, data: bytes) -> None:
+    """Append `data` to `path`, all of it or nothing: a write cut short (a full disk) is
+    taken back, so the file never ends in half an entry."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        rest = memoryview(data)
+        try:
+            while rest:
+                rest = rest[os.write(fd, rest) :]
+        except OSError:
+            os.ftruncate(fd, size)
+            raise
+    finally:
+        os.close(fd)

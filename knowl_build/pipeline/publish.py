@@ -169,7 +169,11 @@ def build(
         staging: Path | None = None
         if not incremental:
             staging = publication.staging_folder(out_dir)
-            apart = write_apart(staging / "index", config.index_memory_mb)
+            try:
+                apart = write_apart(staging / "index", config.index_memory_mb)
+            except BaseException:
+                _discard(None, staging)
+                raise
 
         def index_pages(pages: list[Page], layer: SemanticLayer) -> None:
             if apart is not None:

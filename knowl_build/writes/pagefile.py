@@ -17,7 +17,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from knowl_build.errors import KnowlError
+from knowl_build.errors import FULL, KnowlError, NoSpace
 from knowl_build.resolve import place
 
 BOM = b"\xef\xbb\xbf"
@@ -206,9 +206,9 @@ def _stage(targets: list[tuple[str, Path, bytes]]) -> list[Path]:
             for folder in reversed(made):
                 with contextlib.suppress(OSError):
                     folder.rmdir()
-            raise WriteRefused(
-                f"{path}: cannot be written ({_reason(exc)}); nothing was written"
-            ) from None
+            message = f"{path}: cannot be written ({_reason(exc)}); nothing was written"
+            # A full disk is no refusal by the rules (exit 1) but a run that could not go on.
+            raise (NoSpace if exc.errno in FULL else WriteRefused)(message) from None
     return staged
 
 
