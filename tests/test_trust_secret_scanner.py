@@ -32,7 +32,10 @@ _KINDS: tuple[tuple[str, str], ...] = (
     ("Slack token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
     (
         "named secret",
-        r"(?i:\b(?:bearer|api[_-]?key|access[_-]?token|secret|password)\b\s*[:=]?\s*[A-Za-z0-9_\-./+=]{16,})",
+        # SPEC 9's `\s*[:=]?\s*`, except that with neither white space nor a separator the
+        # value may not start with `-./+` (a slug such as `api-key-rotation-policy`).
+        r"(?i:\b(?:bearer|api[_-]?key|access[_-]?token|secret|password)\b"
+        r"(?:\s*[:=]\s*|\s+|(?![-./+]))[A-Za-z0-9_\-./+=]{16,})",
     ),
     ("high-entropy string", r"\b[A-Za-z0-9_-]{32,}\b"),
 )
@@ -904,3 +907,21 @@ def test_store_refuses_a_secret_conflict_scope_key_without_echo(
     assert not (proj.root / "knowledge" / "global" / "database-engine.md").exists()
     as_json = invoke([*args, "--json"], code=1)
     assert GITHUB not in as_json.output and json.loads(as_json.stdout)["action"] == "refused"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("api-key-rotation-policy-for-services", False),
+        ("password-reset-procedure-for-customers", False),
+        ("knowledge/global/access-token-lifetime-rules.md", False),
+        ("secret.santa.list.for.the.team", False),
+        ("password: hunter2hunter2hunter2x", True),
+        ("api_key=ABCDEFGHIJKLMNOPQRST", True),
+        ("api-key ABCDEFGHIJKLMNOPQRST", True),
+        ("Bearer abcdefghijklmnopqrstuvwxyz", True),
+        ("secret=-abcdefghijklmnopqrstuvwxyz", True),
+    ],
+)
+def test_named_secret_is_a_key_and_its_value_not_a_slug(text: str, secret: bool) -> None:
+    assert bool(_SCANNER.scan(text)) is secret

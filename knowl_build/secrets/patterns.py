@@ -47,11 +47,13 @@ SLACK = re.compile(r"xox[abprs]-(?<!\wxox[abprs]-)[A-Za-z0-9-]{10}")
 # takes for an `s`) so that the engine can skip to it, then the boundary before it is checked.
 # `\s*[:=]?\s*` is read once, greedily: whitespace given back can only start the value on
 # whitespace, so the two cases left are a separator after the whitespace or none, where a
-# `=` may still be the value's first character.
+# `=` may still be the value's first character. With neither whitespace nor a separator, a
+# value that starts with `-`, `.`, `/` or `+` goes on the keyword's word: a slug or a file
+# name (`api-key-rotation-policy.md`, `password-reset-procedure`), not a key and its value.
 NAMED = re.compile(
     r"[bBaAsSpP\u017f](?<!\w[bBaAsSpP\u017f])(?i:(?<=b)earer|(?<=a)pi[_-]?key"
     r"|(?<=a)ccess[_-]?token|(?<=s)ecret|(?<=p)assword)"
-    r"(?i:\b\s*+(?:[:=]\s*+[A-Za-z0-9_\-./+=]{16}|[A-Za-z0-9_\-./+=]{16}))"
+    r"(?i:\b\s*+(?:[:=]\s*+[A-Za-z0-9_\-./+=]{16}|(?:(?<=\s)|(?![-./+]))[A-Za-z0-9_\-./+=]{16}))"
 )
 # Where each token ends: the first character out of its class (or the end of the text).
 NOT_OPENAI = re.compile(r"[^A-Za-z0-9_-]")
