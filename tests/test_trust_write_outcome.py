@@ -4,7 +4,9 @@ The write and the rebuild that makes it readable are two steps. Once a write has
 whatever stops its rebuild (another build holding the build lock, a build that fails) is a
 successful answer saying the build was not refreshed and why (exit 0, `"rebuilt": false`);
 only a write that wrote nothing may fail. An agent told "failed" retries, and a retry of a
-page that was written all the same writes it twice. Real git repositories in temp folders;
+page that was written all the same writes it twice. The same for `--commit`: a commit git
+refuses after the write (a hook, a held index lock) is a success saying `not committed` and
+why, with the index as it was; a write that changed no byte has nothing to commit. Real git repositories in temp folders;
 the lock is held by real builds racing the writes, or by the test as knowl's lock module
 holds it; MCP calls go through the official SDK's client over stdio.
 """
@@ -310,6 +312,216 @@ def test_a_build_that_fails_after_the_write_reports_what_it_wrote(
     assert current_name(_out(proj)) == current  # a failed build replaces nothing
 
 
+# --- a commit git refuses after the write ---------------------------------------------------
+
+# A pre-commit hook that rejects every commit, saying why (with a secret in its words), and one
+# that says nothing at all (git then says nothing either).
+HOOK_SAYS = "#!/bin/sh\necho 'pre-commit: AKIAABCDEFGHIJKLMNOP is not allowed here' >&2\nexit 1\n"
+SILENT_HOOK = "#!/bin/sh\nexit 1\n"
+DEPLOY = "knowledge/global/deploy.md"
+NOTHING = "nothing to commit: no file was written"
+
+
+def _reject_commits(proj: Project, script: str) -> None:
+    hook = proj.root / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(script)
+    hook.chmod(0o755)
+
+
+def _stage_own_work(proj: Project) -> None:
+    """The user's own staged work, which a commit made for a write must leave as it is: a
+    file of theirs, and an edit of deploy.md staged while the working tree holds another."""
+    proj.write({"notes.txt": "mine\n", DEPLOY: str(BASE[DEPLOY]) + "Staged line.\n"})
+    proj.run_git("add", "notes.txt", DEPLOY)
+    proj.write({DEPLOY: str(BASE[DEPLOY]) + "Working line.\n"})
+
+
+def _git_state(proj: Project) -> tuple[str, str]:
+    """HEAD and the index as git lists it (mode, blob, stage, path of every entry)."""
+    return proj.run_git("rev-parse", "HEAD"), proj.run_git("ls-files", "-s")
+
+
+@pytest.mark.parametrize(
+    ("hook", "said"),
+    [(HOOK_SAYS, "pre-commit: [redacted] is not allowed here"), (SILENT_HOOK, "no message")],
+    ids=["hook-says-why", "silent-hook"],
+)
+def test_commit_rejected_by_a_hook_after_the_write_is_success_not_committed(
+    tmp_path: Path, hook: str, said: str
+) -> None:
+    """store, review and supersede `--commit` in a repository whose pre-commit hook rejects
+    every commit: each exits 0 with its write on disk and rebuilt, says `not committed:` and
+    git's one redacted line, and leaves HEAD and the index exactly as they were (the user's
+    own staged work included)."""
+    proj = _project(tmp_path)
+    _stage_own_work(proj)
+    state = _git_state(proj)
+    _reject_commits(proj, hook)
+    title, content, path = _page(0, "k")
+    repo = ["--repo", str(proj.root), "--commit"]
+    stored = invoke(["store", *repo, "--category", "fact", "--title", title, "--content", content,
+                     "--json"])  # fmt: skip
+    reviewed = invoke(["review", "deploy", *repo, "--json"])
+    superseded = invoke(["supersede", "deploy", "kappak0-sigmak0", *repo, "--json"])
+    text = invoke(["store", *repo, "--category", "fact", "--title", "Kappak1 sigmak1",
+                   "--content", "Kappak1 omegak1."])  # fmt: skip
+    for result in (stored, reviewed, superseded, text):
+        assert "not committed: git commit failed: " in result.stderr, result.stderr
+        assert said in result.stderr and "AKIAABCDEFGHIJKLMNOP" not in result.output
+        assert "rebuilt: build " in result.stderr, result.stderr
+    for result in (stored, reviewed, superseded):
+        answer = json.loads(result.stdout)
+        assert (answer["committed"], answer["commit"]["status"]) == (False, "failed"), answer
+        assert answer["commit"]["commits"] == []
+        reason = answer["commit"]["reason"]
+        assert reason.startswith("git commit failed: ") and said in reason, reason
+        assert answer["rebuilt"] is True and answer["build"]["status"] == "published"
+    assert json.loads(stored.stdout)["path"] == path
+    assert json.loads(reviewed.stdout)["paths"] == [DEPLOY]
+    assert json.loads(superseded.stdout)["paths"] == [DEPLOY]
+    _assert_wrote_exactly(proj.root, path, title, content)
+    deploy = (proj.root / DEPLOY).read_text()
+    assert "last_validated_at" in deploy and "superseded_by: kappak0-sigmak0" in deploy
+    assert "Working line." in deploy
+    assert _git_state(proj) == state  # nothing committed, nothing staged for the writes
+    assert proj.run_git("show", f":{DEPLOY}").endswith("Staged line.\n")
+
+
+def test_commit_while_another_git_process_holds_the_index_lock_is_success_not_committed(
+    tmp_path: Path,
+) -> None:
+    """With `.git/index.lock` held, store and review `--commit` exit 0, wrote and rebuilt,
+    and say git could not stage the files; once the lock is gone, the index is as it was."""
+    proj = _project(tmp_path)
+    _stage_own_work(proj)
+    state = _git_state(proj)
+    lock = proj.root / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    title, content, path = _page(0, "i")
+    repo = ["--repo", str(proj.root), "--commit"]
+    stored = invoke(["store", *repo, "--category", "fact", "--title", title, "--content", content,
+                     "--json"])  # fmt: skip
+    reviewed = invoke(["review", "deploy", *repo])
+    lock.unlink()
+    answer = json.loads(stored.stdout)
+    assert (answer["action"], answer["committed"], answer["rebuilt"]) == ("inserted", False, True)
+    reason = answer["commit"]["reason"]
+    assert reason.startswith("git add failed: ") and "index.lock" in reason, reason
+    for result in (stored, reviewed):
+        assert "not committed: git add failed: " in result.stderr, result.stderr
+        assert "index.lock" in result.stderr
+    _assert_wrote_exactly(proj.root, path, title, content)
+    assert "last_validated_at" in (proj.root / DEPLOY).read_text()
+    assert _git_state(proj) == state
+
+
+def test_a_commit_that_is_made_answers_committed_true_with_its_id(tmp_path: Path) -> None:
+    """store, review and supersede `--commit --json`: `committed` true and the commit's id;
+    the user's own staged file stays staged, out of the write's commit."""
+    proj = _project(tmp_path)
+    proj.write({"notes.txt": "mine\n"})
+    proj.run_git("add", "notes.txt")
+    title, content, _ = _page(0, "y")
+    repo = ["--repo", str(proj.root), "--commit", "--json"]
+    store = ["store", "--category", "fact", "--title", title, "--content", content]
+    for command, subject in (
+        (store, f"Store fact: {title}"),
+        (["review", "deploy"], "Review deploy"),
+        (["supersede", "deploy", "kappay0-sigmay0"], "Supersede deploy with kappay0-sigmay0"),
+    ):
+        result = invoke([*command, *repo])
+        answer = json.loads(result.stdout)
+        head = proj.run_git("rev-parse", "HEAD").strip()
+        assert answer["committed"] is True
+        assert answer["commit"] == {"status": "committed", "commits": [head], "reason": None}
+        assert f"committed: {head[:12]}" in result.stderr
+        assert proj.run_git("log", "-1", "--format=%s").strip() == subject
+    assert proj.run_git("diff", "--cached", "--name-only") == "notes.txt\n"
+    assert proj.run_git("status", "--porcelain") == "A  notes.txt\n"
+    without = json.loads(invoke([*store, "--repo", str(proj.root), "--json"]).stdout)
+    assert (without["commit"], without["committed"]) == (None, False)  # no --commit asked
+
+
+def test_review_that_changes_no_byte_writes_and_commits_nothing(tmp_path: Path) -> None:
+    """With SOURCE_DATE_EPOCH pinned (as the tests pin it), a second review of a page changes
+    no byte: exit 0, `unchanged` and `nothing to commit`, never an empty `git commit failed:`;
+    nothing is written, committed or rebuilt. A repeated store is the same; a repeated
+    supersede is a refusal that writes nothing (exit 1)."""
+    proj = _project(tmp_path)
+    repo = ["--repo", str(proj.root), "--commit"]
+    first = json.loads(invoke(["review", "deploy", *repo, "--json"]).stdout)
+    assert first["committed"] is True and first["pages"][0]["changed"] is True
+    head, page = proj.run_git("rev-parse", "HEAD"), (proj.root / DEPLOY).read_bytes()
+
+    again = invoke(["review", "deploy", *repo, "--json"])
+    assert json.loads(again.stdout) == {
+        "pages": [{"page": "deploy", "path": DEPLOY, "status": "active", "changed": False}],
+        "paths": [],
+        "build": None,
+        "rebuilt": False,
+        "commit": {"status": "nothing", "commits": [], "reason": NOTHING},
+        "committed": False,
+    }
+    text = invoke(["review", "deploy", *repo])
+    for result in (again, text):
+        assert f"unchanged: {DEPLOY} (already reviewed; nothing written)" in result.stderr
+        assert NOTHING in result.stderr
+        assert "git commit failed" not in result.stderr and "rebuilt" not in result.stderr
+    assert text.stdout == ""  # no diff: nothing changed
+    assert (proj.run_git("rev-parse", "HEAD"), (proj.root / DEPLOY).read_bytes()) == (head, page)
+
+    title, content, _ = _page(0, "n")
+    store = ["store", *repo, "--category", "fact", "--title", title, "--content", content, "--json"]
+    invoke(store)
+    duplicate = json.loads(invoke(store).stdout)
+    assert duplicate["action"] == "duplicate"
+    assert duplicate["commit"]["status"] == "nothing" and duplicate["committed"] is False
+    invoke(["supersede", "deploy", "kappan0-sigman0", *repo])
+    head = proj.run_git("rev-parse", "HEAD")
+    refused = invoke(["supersede", "deploy", "kappan0-sigman0", *repo], code=1)
+    assert "is superseded, not active" in refused.stderr
+    assert proj.run_git("rev-parse", "HEAD") == head
+    assert "nothing to commit" in proj.run_git("status")
+
+
+def test_a_commit_with_nothing_for_git_to_commit_is_nothing_and_leaves_the_index(
+    tmp_path: Path,
+) -> None:
+    """Files whose bytes are HEAD's (a write that put back what was committed) give git
+    nothing to commit: no commit, status `nothing`, and the user's staged version stays."""
+    from knowl_build.history.git import GitRepo
+    from knowl_build.writes.common import commit
+
+    proj = _project(tmp_path)
+    proj.write({DEPLOY: str(BASE[DEPLOY]) + "Staged line.\n"})
+    proj.run_git("add", DEPLOY)
+    proj.write({DEPLOY: str(BASE[DEPLOY])})  # the working tree holds HEAD's bytes again
+    state = _git_state(proj)
+    repo = GitRepo.find(proj.root)
+    assert repo is not None
+    done = commit(repo, [([DEPLOY], "Nothing")])
+    assert (done.status, done.commits, done.committed) == ("nothing", (), False)
+    assert done.reason == "nothing to commit: the files hold what HEAD holds"
+    assert _git_state(proj) == state
+
+
+def test_fix_apply_commit_rejected_by_a_hook_is_success_not_committed(tmp_path: Path) -> None:
+    """`fix --apply --commit`: the fix is written (exit 0) and `not committed:` says why."""
+    from tests.test_fix import PAGE, TEXT, removed_measure
+
+    proj = Project(tmp_path / "fix").write({**BASE, PAGE: TEXT})
+    proj.commit("start")
+    removed_measure(proj)
+    state = _git_state(proj)
+    _reject_commits(proj, SILENT_HOOK)
+    result = invoke(["fix", "--repo", str(proj.root), "--apply", "--commit"])
+    assert "wrote 1 file(s)" in result.stderr
+    assert "not committed: git commit failed: no message" in result.stderr, result.stderr
+    assert "total_revenue" not in (proj.root / PAGE).read_text()
+    assert _git_state(proj) == state
+
+
 # --- the MCP server ---------------------------------------------------------------------------
 
 # A server whose builds stop inside the build lock with a full output folder (the writes read
@@ -464,3 +676,37 @@ def test_mcp_store_whose_build_fails_reports_what_it_wrote(tmp_path: Path) -> No
         assert build["status"] == "failed" and "No space left on device" in build["reason"]
     assert set(_tree(proj.root)) == set(before) | written
     assert current_name(_out(proj)) == current
+
+
+def test_mcp_writes_where_commits_would_fail_answer_committed_false_and_leave_git_alone(
+    tmp_path: Path,
+) -> None:
+    """The server's writes are never committed: in a repository whose hook rejects commits
+    and whose index another git process holds, store_knowledge and supersede_knowledge are
+    no tool error, answer `committed` false (`commit` null), and HEAD and the index stay."""
+    proj = _project(tmp_path)
+    _stage_own_work(proj)
+    state = _git_state(proj)
+    _reject_commits(proj, HOOK_SAYS)
+    lock = proj.root / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    calls = _mcp_stores("g")[:1]
+
+    async def body(session: Any) -> list[Any]:
+        stored = await session.call_tool("store_knowledge", calls[0][0])
+        superseded = await session.call_tool(
+            "supersede_knowledge", {"old": "deploy", "new": "kappag0-sigmag0"}
+        )
+        return [stored, superseded]
+
+    results = _serve(proj.root, body)
+    lock.unlink()
+    assert _check_mcp_answers(proj.root, calls, results[:1]) == {calls[0][1]}
+    for result in results:
+        assert not result.is_error, result.content
+        answer = result.structured_content
+        assert (answer["committed"], answer["commit"]) == (False, None), answer
+        assert answer["rebuilt"] is True, answer
+        assert "ommit" not in result.content[0].text
+    assert results[1].structured_content["paths"] == [DEPLOY]
+    assert _git_state(proj) == state

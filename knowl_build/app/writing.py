@@ -8,6 +8,9 @@ A write and the rebuild that makes it readable are two steps. Only a write that 
 fails; once files are written, whatever stops the rebuild (another build holding the lock, a
 build error) is part of a successful answer (`rebuilt` false, and why), decided here once for
 every front end. A caller that retried a write it was told had failed would write it twice.
+The same holds for `--commit`: a commit git refuses once the files are written (a hook, a
+held index lock) is a successful answer saying the files are not committed and why
+(`committed` false), and a write that changed no file has nothing to commit.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from knowl_build.pipeline.analysis import analyse
 from knowl_build.secrets.scanner import redact
 from knowl_build.writes import fix as fixes
 from knowl_build.writes import governance
-from knowl_build.writes.common import commit
+from knowl_build.writes.common import NOTHING_WRITTEN, Committed, commit, commit_repo
 from knowl_build.writes.pagefile import Change
 from knowl_build.writes.request import Request
 from knowl_build.writes.store import Outcome
@@ -154,6 +157,16 @@ def _republish(project: Project) -> Republished:
     return Republished(result.status, result.build_id)
 
 
+def _after(build: Republished | None, commit: Committed | None) -> dict[str, Any]:
+    """What every write answers after writing: the build and the commit that followed it."""
+    return {
+        "build": build.to_json() if build is not None else None,
+        "rebuilt": build is not None and build.rebuilt,
+        "commit": commit.to_json() if commit is not None else None,
+        "committed": commit is not None and commit.committed,
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class Stored:
     outcome: Outcome
@@ -166,12 +179,17 @@ class Stored:
         """Whether the build was refreshed after the write (search finds the page now)."""
         return self.build is not None and self.build.rebuilt
 
+    @property
+    def commit(self) -> Committed | None:
+        """What `--commit` did (None without it, or for a refused write)."""
+        return self.outcome.commit
+
     def to_json(self) -> dict[str, Any]:
-        """The store answer, with the page's status and the build that made it readable."""
+        """The store answer, with the page's status, the build that made it readable and
+        the commit."""
         answer = self.outcome.to_json()
         answer["status"] = self.status
-        answer["build"] = self.build.to_json() if self.build is not None else None
-        answer["rebuilt"] = self.rebuilt
+        answer.update(_after(self.build, self.commit))
         return answer
 
 
@@ -197,14 +215,52 @@ def store(
 
 @dataclass(frozen=True, slots=True)
 class Written:
+    """What `supersede` or `review` wrote: the files changed, then the commit (None without
+    `--commit`) and the build (None when nothing was written or no rebuild was asked)."""
+
     changes: list[Change]
-    commits: list[str] = field(default_factory=list)
-    build: Republished | None = None  # None: no rebuild was asked
+    commit: Committed | None = None
+    build: Republished | None = None
 
     @property
     def rebuilt(self) -> bool:
         """Whether the build was refreshed after the write (search finds the change now)."""
         return self.build is not None and self.build.rebuilt
+
+    @property
+    def committed(self) -> bool:
+        return self.commit is not None and self.commit.committed
+
+    def after(self) -> dict[str, Any]:
+        """The answer's common part: the files written, the build and the commit."""
+        return {"paths": [redact(c.path) for c in self.changes], **_after(self.build, self.commit)}
+
+
+@dataclass(frozen=True, slots=True)
+class Superseded(Written):
+    old: str = ""  # the pages as asked
+    new: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"superseded": redact(self.old), "superseded_by": redact(self.new), **self.after()}
+
+
+@dataclass(frozen=True, slots=True)
+class Review(Written):
+    pages: list[governance.Reviewed] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        # Page names come from file names, which a secret may have reached.
+        pages = [
+            {
+                "page": redact(p.page),
+                "path": redact(p.path),
+                "status": p.status,
+                "changed": p.changed,
+            }
+            for p in self.pages
+        ]
+        return {"pages": pages, **self.after()}
 
 
 def supersede(
@@ -215,13 +271,13 @@ def supersede(
     user: str | None = None,
     do_commit: bool = False,
     rebuild: bool = True,
-) -> Written:
+) -> Superseded:
     """Mark OLD superseded by NEW (SPEC 7.2); a refusal is exit 1 (WriteRefused)."""
     result = governance.supersede(
         project.root, project.config, old, new, user=valid_user(user), do_commit=do_commit
     )
     build = republish(project) if rebuild and result.changes else None
-    return Written(result.changes, result.commits, build)
+    return Superseded(result.changes, result.commit, build, old, new)
 
 
 def review(
@@ -232,9 +288,10 @@ def review(
     force: bool = False,
     do_commit: bool = False,
     rebuild: bool = True,
-) -> Written:
+) -> Review:
     """A person re-read the pages (SPEC 7.3): validation date now, fingerprints refreshed, an
-    agent's draft promoted to active."""
+    agent's draft promoted to active. A page the review leaves byte for byte as it was is
+    neither written nor committed."""
     result = governance.review(
         project.root,
         project.config,
@@ -244,7 +301,7 @@ def review(
         do_commit=do_commit,
     )
     build = republish(project) if rebuild and result.changes else None
-    return Written(result.changes, result.commits, build)
+    return Review(result.changes, result.commit, build, result.reviewed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,19 +310,23 @@ class Fixed:
     written: list[str]  # with apply: the paths written
     applied: bool
     exit_status: int
+    commit: Committed | None = None  # with apply and --commit: what the commits did
 
 
 def fix(
     project: Project, *, user: str | None = None, apply: bool = False, do_commit: bool = False
 ) -> Fixed:
     """Proposals for what is fixable (SPEC 7.4), written with `apply`: exit 1 when proposals
-    (or refusals) are left unwritten, 0 otherwise."""
+    (or refusals) are left unwritten, 0 otherwise (a commit git refuses included)."""
     plan = fixes.plan(analyse(project.root, project.config), user=valid_user(user))
     if not apply:
         status = EXIT_FINDINGS if plan.proposals or plan.refused else EXIT_OK
         return Fixed(plan, [], False, status)
+    repo = commit_repo(project.root) if do_commit else None
     written = fixes.apply(project.root, plan)
-    if do_commit:
-        for proposal, path in zip(plan.proposals, written, strict=True):
-            commit(project.root, [path], f"Fix {Path(proposal.path).stem}")
-    return Fixed(plan, written, True, EXIT_OK)
+    committed = None
+    if repo is not None:
+        messages = [f"Fix {Path(proposal.path).stem}" for proposal in plan.proposals]
+        commits = [([path], message) for path, message in zip(written, messages, strict=True)]
+        committed = commit(repo, commits) if commits else NOTHING_WRITTEN
+    return Fixed(plan, written, True, EXIT_OK, committed)

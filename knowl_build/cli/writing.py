@@ -37,15 +37,38 @@ def _print_build(build: Any) -> None:
     if build is None:
         return
     if build.rebuilt:
-        click.echo(f"rebuilt: build {build.build_id} is current", err=True)
+        say(f"rebuilt: build {build.build_id} is current")
     else:
-        click.echo(f"not rebuilt: {build.reason}", err=True)
+        say(f"not rebuilt: {build.reason}")
+
+
+def _print_commit(commit: Any) -> None:
+    """What `--commit` did, on stderr: a commit git refused is a line, not a failure (the
+    files are written; the command still exits 0)."""
+    if commit is None:
+        return
+    if commit.commits:
+        say(f"committed: {', '.join(sha[:12] for sha in commit.commits)}")
+    if commit.status == "failed":
+        say(f"not committed: {commit.reason}; the files are written, commit them with git")
+    elif commit.status == "nothing":
+        say(str(commit.reason))
 
 
 def _print_changes(changes: list[Any], as_json: bool) -> None:
     """Each write prints its diff (on stderr when stdout holds JSON)."""
     for change in changes:
         click.echo(change.diff(), nl=False, err=as_json)
+
+
+def _print_written(written: Any, as_json: bool) -> None:
+    """A supersede or a review: the diffs, the JSON answer with --json, the commit, the
+    build."""
+    _print_changes(written.changes, as_json)
+    if as_json:
+        emit_json(written.to_json())
+    _print_commit(written.commit)
+    _print_build(written.build)
 
 
 def _scope_pair(text: str) -> tuple[str, str]:
@@ -166,6 +189,7 @@ def store(
         from knowl_build.output import text
 
         text.store_outcome(stored.outcome, text.console(sys.stderr))
+    _print_commit(stored.commit)
     _print_build(stored.build)
     ctx.exit(stored.exit_status)
 
@@ -176,10 +200,17 @@ def store(
 @USER_OPTION
 @click.option("--commit", "do_commit", is_flag=True, help="Commit exactly the file written.")
 @NO_BUILD_OPTION
+@JSON_OPTION
 @global_options
 @click.pass_context
 def supersede(
-    ctx: click.Context, old: str, new: str, user: str | None, do_commit: bool, no_build: bool
+    ctx: click.Context,
+    old: str,
+    new: str,
+    user: str | None,
+    do_commit: bool,
+    no_build: bool,
+    as_json: bool,
 ) -> None:
     """Mark OLD as superseded by NEW (status and superseded_by). Nothing is deleted.
 
@@ -200,8 +231,7 @@ def supersede(
         do_commit=do_commit,
         rebuild=not no_build,
     )
-    _print_changes(written.changes, False)
-    _print_build(written.build)
+    _print_written(written, as_json)
 
 
 @cli.command()
@@ -210,6 +240,7 @@ def supersede(
 @click.option("--force", is_flag=True, help="Review frozen pages too.")
 @click.option("--commit", "do_commit", is_flag=True, help="Commit each page written.")
 @NO_BUILD_OPTION
+@JSON_OPTION
 @global_options
 @click.pass_context
 def review(
@@ -219,10 +250,12 @@ def review(
     force: bool,
     do_commit: bool,
     no_build: bool,
+    as_json: bool,
 ) -> None:
     """Record that a person re-read the pages against the live definitions: sets
     meta.last_validated_at to now, refreshes meta.bound_fingerprints and promotes an agent's
-    draft (status: draft) to active.
+    draft (status: draft) to active. A page the review leaves byte for byte as it was (reviewed
+    again within the same second) is not written, so there is nothing to commit.
 
     \b
     Examples:
@@ -239,8 +272,10 @@ def review(
         do_commit=do_commit,
         rebuild=not no_build,
     )
-    _print_changes(written.changes, False)
-    _print_build(written.build)
+    for page in written.pages:
+        if not page.changed:
+            say(f"unchanged: {page.path} (already reviewed; nothing written)")
+    _print_written(written, as_json)
 
 
 @cli.command()
@@ -276,6 +311,7 @@ def fix(ctx: click.Context, apply_: bool, do_commit: bool, user: str | None) -> 
     if not found.quiet:
         if fixed.applied:
             click.echo(f"wrote {len(fixed.written)} file(s)", err=True)
+            _print_commit(fixed.commit)
         else:
             click.echo(
                 f"{len(fixed.plan.proposals)} proposal(s); run knowl fix --apply to write them",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from knowl_build.history.git import GitFailed, GitRepo, first_line, run_git
+from knowl_build.history.git import GitFailed, GitRepo, first_line, git_process, run_git
 from knowl_build.history.log import GitHistory, _Change, _parse_log, _rename_problem
 from knowl_build.history.records import Commit
 
@@ -168,9 +168,58 @@ def check_identity(repo: GitRepo) -> None:
         ) from None
 
 
-def commit_paths(repo: GitRepo, paths: list[str], message: str) -> str:
-    """Commit exactly `paths` (project-relative), whatever else is staged; return the id."""
+class CommitFailed(GitFailed):
+    """Git made no commit (a hook rejected it, another git process holds the index); the
+    message is one line, and the index is as it was before the commit was tried."""
+
+
+def commit_paths(repo: GitRepo, paths: list[str], message: str) -> str | None:
+    """Commit exactly `paths` (project-relative), whatever else is staged; return the id, or
+    None when they hold what HEAD holds (nothing to commit).
+
+    When git makes no commit, CommitFailed, with the index entries of `paths` put back as
+    they were: a commit that did not happen leaves nothing staged that the user did not stage
+    (the files stay written, for the user to commit)."""
     check_identity(repo)
-    repo.command("add", "--", *paths)
-    repo.command("commit", "-q", "--only", "-m", message, "--", *paths)
+    before = repo.command("ls-files", "-s", "-z", "--full-name", "--", *paths)
+    _step(repo, "add", "--", *paths)  # nothing is staged when it fails
+    try:
+        changed = _staged(repo, paths)
+        if changed:
+            _step(repo, "commit", "-q", "--only", "-m", message, "--", *paths)
+    except GitFailed as exc:
+        _restage(repo, paths, before, exc)
+        raise
+    if not changed:
+        _restage(repo, paths, before, None)
+        return None
     return repo.command("rev-parse", "HEAD").decode().strip()
+
+
+def _step(repo: GitRepo, *args: str) -> None:
+    try:
+        repo.command(*args)
+    except GitFailed as exc:
+        # A hook that rejects a commit may say nothing at all; git then says nothing either.
+        said = first_line(exc) if str(exc).strip() else "no message (a hook may have refused it)"
+        raise CommitFailed(f"git {args[0]} failed: {said}") from None
+
+
+def _staged(repo: GitRepo, paths: list[str]) -> bool:
+    """Whether the index holds, for `paths`, anything HEAD does not (an unborn HEAD: any)."""
+    code, _, err = git_process(["diff", "--cached", "--quiet", "--", *paths], repo.project)
+    if code not in (0, 1):
+        raise CommitFailed(f"git diff failed: {first_line(err)}")
+    return code == 1
+
+
+def _restage(repo: GitRepo, paths: list[str], before: bytes, failure: GitFailed | None) -> None:
+    """The index entries of `paths` as `before` (`git ls-files -s -z --full-name`) lists
+    them: each entry removed, then the ones listed put back."""
+    try:
+        repo.command("update-index", "--force-remove", "--", *paths)
+        if before:
+            repo.command("update-index", "-z", "--index-info", stdin=before)
+    except GitFailed as exc:
+        left = f"git left {', '.join(paths)} staged ({first_line(exc)})"
+        raise CommitFailed(left if failure is None else f"{failure}; {left}") from None

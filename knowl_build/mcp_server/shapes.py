@@ -111,6 +111,14 @@ class BuildAfterWrite(TypedDict):
     reason: str | None  # why the page is not readable yet (every status but published, no-op)
 
 
+class CommitAfterWrite(TypedDict):
+    """What a commit after a write did (the server's writes are not committed: always null)."""
+
+    status: str  # committed | nothing | failed
+    commits: list[str]
+    reason: str | None  # nothing, failed: why not (failed: git's line, redacted)
+
+
 class StoreAnswer(TypedDict):
     action: str  # inserted | duplicate | refused
     page: str | None
@@ -121,6 +129,8 @@ class StoreAnswer(TypedDict):
     status: str  # the written page's status: active, or draft for an agent's page
     build: BuildAfterWrite | None
     rebuilt: bool  # the build was refreshed after the write; false: `build.reason` says why
+    commit: CommitAfterWrite | None
+    committed: bool  # the write was committed (the server never commits: false)
 
 
 class SupersedeAnswer(TypedDict):
@@ -129,6 +139,8 @@ class SupersedeAnswer(TypedDict):
     paths: list[str]
     build: BuildAfterWrite | None
     rebuilt: bool
+    commit: CommitAfterWrite | None
+    committed: bool
 
 
 class TimelineVersion(TypedDict):

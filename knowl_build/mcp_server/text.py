@@ -160,6 +160,14 @@ def _build(answer: StoreAnswer | SupersedeAnswer) -> str:
     return f" Not searchable yet{why}. The write stands; do not repeat it."
 
 
+def _commit(answer: StoreAnswer | SupersedeAnswer) -> str:
+    """A commit git refused after the write: the write stands all the same."""
+    commit = answer["commit"]
+    if commit is None or commit["status"] != "failed":
+        return ""
+    return f" Not committed: {printable(commit['reason'] or 'no reason given')}."
+
+
 def store(answer: StoreAnswer) -> str:
     action = answer["action"]
     if action == "refused":
@@ -173,7 +181,7 @@ def store(answer: StoreAnswer) -> str:
         text += f" It supersedes {_short(answer['superseded'], 60)}."
     if answer["overlapping"]:
         text += f" It overlaps {_short(answer['overlapping'], 60)}."
-    return text + _build(answer)
+    return text + _commit(answer) + _build(answer)
 
 
 def supersede(answer: SupersedeAnswer) -> str:
@@ -181,4 +189,4 @@ def supersede(answer: SupersedeAnswer) -> str:
         f"{_short(answer['superseded'], 60)} is superseded by "
         f"{_short(answer['superseded_by'], 60)} ({len(answer['paths'])} file(s) changed)."
     )
-    return text + _build(answer)
+    return text + _commit(answer) + _build(answer)

@@ -30,7 +30,6 @@ from knowl_build.errors import KnowlError, UsageError
 from knowl_build.mcp_server import text
 from knowl_build.mcp_server.session import Session
 from knowl_build.mcp_server.shapes import (
-    BuildAfterWrite,
     Category,
     CategoryFilter,
     Cursor,
@@ -336,14 +335,7 @@ def write_tools(session: Session) -> list[Tool]:
         written = writing.supersede(
             session.locator.project(), old, new, user=session.reader_user(user)
         )
-        build = written.build.to_json() if written.build is not None else None
-        return {
-            "superseded": old,
-            "superseded_by": new,
-            "paths": [change.path for change in written.changes],
-            "build": cast(BuildAfterWrite | None, build),
-            "rebuilt": written.rebuilt,
-        }
+        return cast(SupersedeAnswer, written.to_json())
 
     write = functools.partial(_tool, session, annotations=WRITE)
     return [

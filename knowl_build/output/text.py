@@ -440,8 +440,6 @@ def store_outcome(outcome: Any, out: Console) -> None:
             )
     if outcome.message:
         out.print(_text(f"  {outcome.message}", style="dim" if outcome.action != "refused" else ""))
-    if outcome.commit:
-        out.print(_text(f"  committed {outcome.commit[:12]}", style="dim"))
 
 
 def conflict_table(groups: list[dict[str, Any]], out: Console) -> None:

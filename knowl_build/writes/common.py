@@ -14,18 +14,21 @@ from knowl_build import clock
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
 from knowl_build.errors import UsageError
-from knowl_build.history.git import GitFailed, GitRepo
+from knowl_build.history.git import GitFailed, GitRepo, first_line
 from knowl_build.history.pages import IdentityMissing, check_identity, commit_paths
 from knowl_build.model import Page
 from knowl_build.names import normalize_owner, valid_user
 from knowl_build.pageref import GLOBAL, Named, pick, writable
 from knowl_build.pipeline.analysis import Analysis, analyse
 from knowl_build.pipeline.inputs import Inputs, read_inputs
+from knowl_build.secrets.scanner import redact
 from knowl_build.writes.edit import EditError, FrontmatterEditor
 from knowl_build.writes.pagefile import Change, PageBytes, WriteRefused, write_changes
 
 __all__ = [
+    "NOTHING_WRITTEN",
     "Change",
+    "Committed",
     "PageBytes",
     "Tree",
     "WriteRefused",
@@ -154,14 +157,49 @@ def commit_repo(root: Path) -> GitRepo:
     return repo
 
 
-def commit(root: Path, paths: list[str], message: str) -> str:
-    repo = commit_repo(root)
-    try:
-        return commit_paths(repo, paths, message)
-    except IdentityMissing as exc:
-        raise UsageError(str(exc)) from None
-    except GitFailed as exc:
-        raise UsageError(f"git commit failed: {exc}") from None
+# What `--commit` did, once the write was on disk.
+COMMITTED, NOTHING, NOT_COMMITTED = "committed", "nothing", "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """What `--commit` did after the write. A commit git refuses once the files are written
+    (a hook rejects it, another git process holds the index) does not undo the write: the
+    answer is a success that says the files are not committed and why (a redacted line)."""
+
+    status: str  # committed | nothing (no file changed) | failed
+    commits: tuple[str, ...] = ()
+    reason: str | None = None  # nothing, failed: why no commit (or not every commit) was made
+
+    @property
+    def committed(self) -> bool:
+        return self.status == COMMITTED
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "commits": list(self.commits), "reason": self.reason}
+
+
+# A write that wrote nothing (a duplicate, a review that changed no byte) commits nothing.
+NOTHING_WRITTEN = Committed(NOTHING, (), "nothing to commit: no file was written")
+
+
+def commit(repo: GitRepo, commits: list[tuple[list[str], str]]) -> Committed:
+    """Commit each `(paths, message)` to `repo` (from `commit_repo`, before the write) in
+    turn, stopping at the first that git refuses; the index is as it was for every commit not
+    made (see history.pages.commit_paths). The files are on disk already: nothing here
+    raises, whatever git answers."""
+    made: list[str] = []
+    for paths, message in commits:
+        try:
+            sha = commit_paths(repo, paths, message)
+        except GitFailed as exc:
+            # A hook's message may quote anything in the files: one redacted line only.
+            return Committed(NOT_COMMITTED, tuple(made), redact(first_line(exc)))
+        if sha is not None:
+            made.append(sha)
+    if not made:
+        return Committed(NOTHING, (), "nothing to commit: the files hold what HEAD holds")
+    return Committed(COMMITTED, tuple(made))
 
 
 def answer_diagnostics(diagnostics: list[Diagnostic]) -> list[dict[str, Any]]:

@@ -10,6 +10,8 @@ from knowl_build.model import DRAFT, Page
 from knowl_build.pageref import check_ref
 from knowl_build.pipeline.analysis import Analysis
 from knowl_build.writes.common import (
+    NOTHING_WRITTEN,
+    Committed,
     Tree,
     commit,
     commit_repo,
@@ -21,10 +23,22 @@ from knowl_build.writes.edit import EditError, FrontmatterEditor
 from knowl_build.writes.pagefile import Change, WriteRefused
 
 
+@dataclass(frozen=True, slots=True)
+class Reviewed:
+    """A page `review` found: its id, file and status after the review, and whether the
+    review changed its bytes (not when reviewed again within the same second)."""
+
+    page: str
+    path: str
+    status: str
+    changed: bool
+
+
 @dataclass(slots=True)
 class WriteResult:
-    changes: list[Change] = field(default_factory=list)
-    commits: list[str] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)  # only changes that change bytes
+    commit: Committed | None = None  # None: no --commit
+    reviewed: list[Reviewed] = field(default_factory=list)  # review: each page, in order
 
 
 def supersede(
@@ -40,8 +54,7 @@ def supersede(
     write (global pages and their own); any other answers as a page that does not exist."""
     # Names are checked before anything is read (or cached): a bad one writes nothing at all.
     old_ref, new_ref = check_ref(old_ref), check_ref(new_ref)
-    if do_commit:
-        commit_repo(root)
+    repo = commit_repo(root) if do_commit else None
     tree = Tree.load(root, config, user)
     old = tree.page(old_ref)
     new = tree.page(new_ref)
@@ -74,8 +87,8 @@ def supersede(
         raise WriteRefused(f"{old.path}: {errors[0].message}")
     result = WriteResult([change])
     written = tree.write(result.changes)
-    if do_commit:
-        result.commits.append(commit(root, written, f"Supersede {old.id} with {new.id}"))
+    if repo is not None:
+        result.commit = commit(repo, [(written, f"Supersede {old.id} with {new.id}")])
     return result
 
 
@@ -107,13 +120,13 @@ def review(
     """A person has re-read the pages: validation date now, fingerprints refreshed. Only
     pages `user` may write (global pages and their own) are found."""
     refs = [check_ref(ref) for ref in refs]
-    if do_commit:
-        commit_repo(root)
+    repo = commit_repo(root) if do_commit else None
     tree = Tree.load(root, config, user)
     layer = tree.analysis.layer
     now = quoted_timestamp(utc_now())
     changes = []
     refused = []
+    reviewed: list[Reviewed] = []
     for ref in refs:
         page = tree.page(ref)
         errors = tree.errors_for(tree.analysis, page.path)
@@ -150,12 +163,21 @@ def review(
         except EditError as exc:
             refused.append(f"{page.path}: {exc}")
             continue
-        changes.append((page, Change.edit(page.path, source, editor.result())))
+        change = Change.edit(page.path, source, editor.result())
+        # A review that changes no byte (reviewed again within the second, or with
+        # SOURCE_DATE_EPOCH pinned) writes nothing, so it has nothing to commit either.
+        changed = change.data() != source.data
+        if changed:
+            changes.append((page, change))
+        status = "active" if fields.status == DRAFT else fields.status
+        reviewed.append(Reviewed(page.id, page.path, status, changed))
     if refused:
         raise WriteRefused("review refused, nothing was written: " + "; ".join(refused))
-    result = WriteResult([change for _, change in changes])
+    result = WriteResult([change for _, change in changes], reviewed=reviewed)
     written = tree.write(result.changes)
-    if do_commit:
-        for (page, _), path in zip(changes, written, strict=True):
-            result.commits.append(commit(root, [path], f"Review {page.id}"))
+    if repo is not None:
+        # One commit per page written; a review that wrote nothing has nothing to commit.
+        messages = [f"Review {page.id}" for page, _ in changes]
+        commits = [([path], message) for path, message in zip(written, messages, strict=True)]
+        result.commit = commit(repo, commits) if commits else NOTHING_WRITTEN
     return result

@@ -22,6 +22,8 @@ from knowl_build.pageref import check_ref
 from knowl_build.resolve import GLOBAL, place
 from knowl_build.secrets.scanner import redact
 from knowl_build.writes.common import (
+    NOTHING_WRITTEN,
+    Committed,
     Tree,
     answer_diagnostics,
     commit,
@@ -54,7 +56,7 @@ class Outcome:
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
     message: str = ""
-    commit: str | None = None
+    commit: Committed | None = None  # None: no --commit, or the write was refused
 
     def to_json(self) -> dict[str, Any]:
         # Page names come from titles and file names, which a secret may have reached.
@@ -219,15 +221,16 @@ def store(root: Path, config: Config, request: Request, *, do_commit: bool = Fal
     check_confidence(request.confidence)
     if request.supersedes is not None:
         check_ref(request.supersedes)
-    if do_commit:
-        commit_repo(root)
+    repo = commit_repo(root) if do_commit else None
     tree = Tree.load(root, config, request.user)
     outcome = plan(tree, request)
     if outcome.action != "inserted":
         if outcome.action == "refused":
             outcome.changes = []
+        elif repo is not None:
+            outcome.commit = NOTHING_WRITTEN
         return outcome
     written = tree.write(outcome.changes)
-    if do_commit:
-        outcome.commit = commit(root, written, f"Store {request.category}: {request.title}")
+    if repo is not None:
+        outcome.commit = commit(repo, [(written, f"Store {request.category}: {request.title}")])
     return outcome
