@@ -8,6 +8,7 @@ one source per 200 pages, and commits it in a few commits so history exists.
 from __future__ import annotations
 
 import os
+import posixpath
 import random
 import subprocess
 from pathlib import Path
@@ -111,13 +112,26 @@ def page_path(i: int) -> str:
     return f"knowledge/global/area{i % 50}/page{i}.md"
 
 
-def page_text(i: int, pages: int, sources: int, rng: random.Random) -> str:
+def markdown_link(i: int, j: int) -> str:
+    """A relative Markdown link from page `i` to global page `j`, as a documentation site
+    writes it."""
+    here = posixpath.dirname(page_path(i))
+    return f"[page {j}]({posixpath.relpath(page_path(j), here)})"
+
+
+def page_text(
+    i: int, pages: int, sources: int, rng: random.Random, markdown_links: bool = False
+) -> str:
     src = i % sources
     entity = f"conn{src % 2}.src{src}"
     globals_ = [j for j in (rng.randrange(pages) for _ in range(6)) if j % 10 != 9][:3]
     words = prose(rng, 12)
     body_words = [prose(rng, 95) for _ in range(3)]  # with the rest, a body of ~300 words
-    links = " ".join(f"[[page{j}]]" for j in globals_)
+    # With markdown_links, every other link is a relative Markdown link to the same page.
+    links = " ".join(
+        markdown_link(i, j) if markdown_links and n % 2 else f"[[page{j}]]"
+        for n, j in enumerate(globals_)
+    )
     return (
         "---\n"
         f"title: Page {i} about {rng.choice(WORDS)}\n"
@@ -136,9 +150,12 @@ def page_text(i: int, pages: int, sources: int, rng: random.Random) -> str:
     )
 
 
-def make_corpus(root: Path, pages: int, commits: int = 4, seed: int = 7) -> None:
+def make_corpus(
+    root: Path, pages: int, commits: int = 4, seed: int = 7, markdown_links: bool = False
+) -> None:
     """Write the corpus and commit it: one big commit, then `commits - 1` small ones that each
-    edit a few pages (and, every 25th, one measure's expression)."""
+    edit a few pages (and, every 25th, one measure's expression). With `markdown_links`,
+    every other link between pages is a relative Markdown link instead of a wiki link."""
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
     git(root, "init", "-q", "-b", "main")
@@ -151,7 +168,7 @@ def make_corpus(root: Path, pages: int, commits: int = 4, seed: int = 7) -> None
     for i in range(pages):
         path = root / page_path(i)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(page_text(i, pages, sources, rng))
+        path.write_text(page_text(i, pages, sources, rng, markdown_links))
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "corpus", date="2026-01-01T12:00:00+00:00")
     per_commit = max(1, pages // 500)

@@ -39,6 +39,7 @@ from corpus import make_corpus, page_path
 from embeddings_bench import bench_embeddings
 from goals import print_goals
 from hints_bench import bench_hints, print_hints
+from links_bench import BASELINE, bench_links, print_links
 from reader_bench import bench_reader
 from secrets_bench import bench_secrets, print_secrets
 from site_bench import bench_site, print_site
@@ -118,13 +119,15 @@ def main() -> None:
             "hints",
             "embeddings",
             "site",
+            "links",
             "goals",
             "all",
         ],
         default="all",
         help="all = check, build, reader, agent, secrets, body, hints and site; goals = "
-        "check, build and reader with the table of issue 16's goals; embeddings needs the "
-        "extra",
+        "check, build and reader with the table of issue 16's goals; links = knowl check "
+        "beside the revision before Markdown links (bench/links_bench.py); embeddings needs "
+        "the extra",
     )
     parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
@@ -144,6 +147,17 @@ def main() -> None:
             return
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="knowl-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    if args.suite == "links":  # its own corpora: every other link a Markdown link
+        try:
+            links = bench_links(args.sizes, args.repeats, args.commits, BASELINE, workdir)
+        finally:
+            if args.keep is None:
+                shutil.rmtree(workdir, ignore_errors=True)
+        runs = (
+            f"{args.repeats} runs a side; python {sys.version.split()[0]}, {os.cpu_count()} cores"
+        )
+        print_links(links, f"({runs}, {args.commits} commits)", BASELINE)
+        return
     rows, builds, readers, semantic, agents, sites = [], [], [], [], [], []
     try:
         for n in args.sizes:
