@@ -27,6 +27,16 @@ MAX_CAVEATS = 10_000
 EXACT = "exact"
 OBSIDIAN = "obsidian"
 RESOLUTIONS = (EXACT, OBSIDIAN)
+# [links] url_*: the bounds each key of the URL check accepts (config_loader checks them).
+URL_BOUNDS: dict[str, tuple[float, float]] = {
+    "url_timeout": (0.01, 300.0),
+    "url_concurrency": (1, 64),
+    "url_per_host": (0.01, 100.0),
+    "url_retries": (0, 10),
+    "url_cache_hours": (0.0, 24.0 * 366),
+    "url_max": (1, 100_000),
+    "url_max_per_host": (1, 100_000),
+}
 # [writes] agent_status: `draft` holds an agent's page for a person's review.
 AGENT_STATUSES = ("active", "draft")
 # Frontmatter keys Obsidian owns: not KB006 when links resolve as Obsidian does.
@@ -107,6 +117,18 @@ class Config:
     dbt_connection: str | None = None  # [semantics.dbt] connection
     agent_status: str = "active"  # [writes] agent_status: how an agent's new page lands
     link_resolution: str = EXACT  # [links] resolution
+    # [links] check_urls and url_*: the external URL check (`knowl check --check-urls`, the
+    # only network use). Not in `to_json`: a build never checks URLs, so no artifact
+    # depends on them.
+    check_urls: bool = False
+    url_timeout: float = 10.0  # seconds, each request
+    url_concurrency: int = 8  # hosts asked at once
+    url_per_host: float = 2.0  # requests per second to one host, at most
+    url_retries: int = 2  # more tries after a 5xx, a 429 or no answer
+    url_cache_hours: float = 24.0  # age of a cached answer that makes it be asked again
+    url_allow_private: bool = False  # loopback and private addresses may be asked
+    url_max: int = 1000  # URLs asked per run
+    url_max_per_host: int = 100  # URLs asked per host and run
     frontmatter_allow: tuple[str, ...] = ()  # [frontmatter] allow, as written
     # [site]: the static site (`knowl site`); not in `to_json`, as the artifact does not
     # depend on it (a new title must not make the next build a new publication).
@@ -338,6 +360,76 @@ SCHEMA: tuple[Option, ...] = (
         "a bare name to the page of that name whose path is shortest, path-qualified names by "
         "the end of the path, `aliases` as names, nested headings and `^block` ids checked "
         "([Links](concepts/pages.md#link-resolution)).",
+    ),
+    Option(
+        "links.check_urls",
+        "boolean",
+        _default("check_urls"),
+        "Check every `http://` and `https://` link target on each `knowl check` (as "
+        "`--check-urls` does; `--no-check-urls` turns it off for one run): a target that "
+        "answers 404, 410, another 4xx but 401, 403 and 429, a 5xx after its retries, no "
+        "answer, or a redirect off http(s) is [KB110](rules.md#kb110). `knowl build` never "
+        "checks URLs. Addresses that are not public, URLs holding credentials and "
+        "documentation hosts (`example.com`, `.test`, ...) are never asked "
+        "([Checking external URLs](ci.md#external-urls)).",
+    ),
+    Option(
+        "links.url_timeout",
+        "number (seconds), 0.01 to 300",
+        _default("url_timeout"),
+        "How long one request to a URL may take, from connecting to the status line: past "
+        "it, the URL has no answer (a timeout), which is retried.",
+    ),
+    Option(
+        "links.url_concurrency",
+        "integer >= 1, at most 64",
+        _default("url_concurrency"),
+        "How many hosts the URL check asks at once; one host's URLs are asked one after another.",
+    ),
+    Option(
+        "links.url_per_host",
+        "number (requests per second), 0.01 to 100",
+        _default("url_per_host"),
+        "The most requests per second the URL check makes to one host, retries and "
+        "redirects included.",
+    ),
+    Option(
+        "links.url_retries",
+        "integer >= 0, at most 10",
+        _default("url_retries"),
+        "How many more times a URL is asked after a 5xx answer, a 429 (after its "
+        "`Retry-After`, when that is at most 10 seconds) or no answer, waiting longer each "
+        "time.",
+    ),
+    Option(
+        "links.url_cache_hours",
+        "number (hours), 0 to 8784",
+        _default("url_cache_hours"),
+        "How long a URL's answer is reused from `.knowl/cache/urls.json` before the URL is "
+        "asked again; `0` asks every time. Only answers are kept (the status and when), "
+        "sealed like knowl's other caches; no answer, a 5xx and a 429 are never kept.",
+    ),
+    Option(
+        "links.url_allow_private",
+        "boolean",
+        _default("url_allow_private"),
+        "Let the URL check ask loopback and private addresses (`127.0.0.1`, `10.0.0.0/8`, "
+        "`fc00::/7`, ...), such as an intranet's. Link-local, metadata, multicast and "
+        "unspecified addresses are never asked ([Security model](security.md)).",
+    ),
+    Option(
+        "links.url_max",
+        "integer >= 1, at most 100000",
+        _default("url_max"),
+        "The most URLs one run asks (cached answers do not count); the others are not "
+        "checked, and a notice says how many.",
+    ),
+    Option(
+        "links.url_max_per_host",
+        "integer >= 1, at most 100000",
+        _default("url_max_per_host"),
+        "The most URLs of one host one run asks; the others are not checked, and a notice "
+        "says how many.",
     ),
     Option(
         "frontmatter.allow",

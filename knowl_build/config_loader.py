@@ -21,6 +21,7 @@ from knowl_build.config import (
     RESOLUTIONS,
     RULE_CODE,
     SCHEMA,
+    URL_BOUNDS,
     Config,
     SearchConfig,
     SecurityConfig,
@@ -212,6 +213,7 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         raise links.error(
             "resolution", f"must be one of {', '.join(RESOLUTIONS)}, got {resolution!r}"
         )
+    urls = _url_settings(links)
     frontmatter = _Reader(source, top.table_of("frontmatter"), "frontmatter.")
     allow = frontmatter.string_list("allow")
     if any(not key.strip() for key in allow):
@@ -276,6 +278,7 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         peer_paths=peers.string_list("paths"),
         agent_status=agent_status,
         link_resolution=resolution,
+        **urls,
         frontmatter_allow=allow,
         site_title=site_title,
         site_base_url=site_base_url,
@@ -283,6 +286,24 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         index_memory_mb=index_memory_mb,
         source=source,
     )
+
+
+def _url_settings(links: _Reader) -> dict[str, Any]:
+    """[links] check_urls and the url_* keys, each number inside its bounds (URL_BOUNDS)."""
+    settings: dict[str, Any] = {
+        "check_urls": links.get("check_urls", bool, DEFAULTS.check_urls),
+        "url_allow_private": links.get("url_allow_private", bool, DEFAULTS.url_allow_private),
+    }
+    for key, (low, high) in URL_BOUNDS.items():
+        default = getattr(DEFAULTS, key)
+        if isinstance(default, int):
+            settings[key] = links.positive_int(key, default, int(low), int(high))
+            continue
+        value = links.get(key, (int, float), default)
+        if not (math.isfinite(value) and low <= value <= high):
+            raise links.error(key, f"must be a number from {low:g} to {high:g}, got {value}")
+        settings[key] = float(value)
+    return settings
 
 
 def _base_url(site: _Reader, url: str) -> str:

@@ -51,6 +51,15 @@ CASES: dict[str, tuple[str, object, object]] = {
     "peers.paths": ("peer_paths", ["../other"], ("../other",)),
     "writes.agent_status": ("agent_status", "draft", "draft"),
     "links.resolution": ("link_resolution", "obsidian", "obsidian"),
+    "links.check_urls": ("check_urls", True, True),
+    "links.url_timeout": ("url_timeout", 3, 3.0),
+    "links.url_concurrency": ("url_concurrency", 2, 2),
+    "links.url_per_host": ("url_per_host", 0.5, 0.5),
+    "links.url_retries": ("url_retries", 0, 0),
+    "links.url_cache_hours": ("url_cache_hours", 0, 0.0),
+    "links.url_allow_private": ("url_allow_private", True, True),
+    "links.url_max": ("url_max", 50, 50),
+    "links.url_max_per_host": ("url_max_per_host", 5, 5),
     "frontmatter.allow": ("frontmatter_allow", ["cssclasses"], ("cssclasses",)),
     "semantics.dbt.project_dir": ("dbt_project_dir", "analytics_dbt", "analytics_dbt"),
     "semantics.dbt.connection": ("dbt_connection", "shop_dbt", "shop_dbt"),
@@ -226,11 +235,26 @@ def test_integer_bounds_are_those_the_kind_names(option: Option) -> None:
         )
 
 
+@pytest.mark.parametrize("option", [o for o in SCHEMA if o.kind.startswith("number")], ids=key_of)
+def test_number_bounds_are_those_the_kind_names(option: Option) -> None:
+    match = re.fullmatch(r"number \([a-z ]+\), ([0-9.]+) to ([0-9.]+)", option.kind)
+    assert match, f"{option.key}: kind {option.kind!r} names no bounds"
+    setting = operator.attrgetter(CASES[option.key][0])
+    for bound in (float(match.group(1)), float(match.group(2))):
+        assert setting(load(table_for(option.key, bound))) == bound
+    for outside in (float(match.group(1)) - 0.001, float(match.group(2)) + 1, float("nan")):
+        assert refusal(table_for(option.key, outside)) == (
+            f"{SOURCE}: '{option.key}': must be a number from {match.group(1)} to "
+            f"{match.group(2)}, got {outside}"
+        )
+
+
 # The first word of a kind, a value of the wrong type for it, and how the refusal ends.
 WRONG = {
     "folder": (3, "expected a string, got int"),
     "string": (3, "expected a string, got int"),
     "integer": ("ninety", "expected an integer, got str"),
+    "number": ("ten", "expected an integer or a number, got str"),
     "boolean": (1, "expected a boolean, got int"),
     "list": ([1], "expected a list of strings"),
     "table": (3, "expected a table, got int"),
