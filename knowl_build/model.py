@@ -53,13 +53,40 @@ class Located(NamedTuple):
     span: Span
 
 
+# The forms of a Link.
+WIKI = "wiki"
+MARKDOWN = "markdown"
+
+
 class Link(NamedTuple):
-    """A wiki-link or embed in a body. `target` is the page part ("" for `[[#Heading]]`)."""
+    """A link or embed in a body.
+
+    A wiki-link (`form` WIKI), `[[target#heading|alias]]` or `![[…]]`: `target` is the page
+    part ("" for `[[#Heading]]`). A Markdown link or image (`form` MARKDOWN), `[text](dest)`,
+    `[text][label]` with `[label]: dest`, `![alt](dest)`: `target` is the destination's path
+    as CommonMark reads it (angle brackets removed, escapes and entities resolved) and then
+    `%`-decoded, without its `?query` and `#fragment`; `heading` is the decoded fragment
+    ("" target: `[x](#local)`, the page itself). `destination` is the destination exactly as
+    written and `at` its offset in the page's text (in the definition, for a reference-style
+    link), so `knowl fix` can rewrite it in place; `text` is the link's text, plain."""
 
     raw: str
     target: str
     heading: str | None
     embed: bool
+    span: Span
+    form: str = WIKI
+    destination: str = ""
+    at: int = -1
+    text: str = ""
+
+
+class UrlRef(NamedTuple):
+    """An `http://` or `https://` target of a Markdown link, image or autolink in a body: the
+    URL as CommonMark reads it (angle brackets removed, backslash escapes and entities
+    resolved, nothing percent-encoded), and the span of the link that holds it."""
+
+    url: str
     span: Span
 
 
@@ -158,6 +185,7 @@ class ParsedPage:
     text_ok: bool = True  # False: KB007, the file is not UTF-8 text
     suppressions: tuple[Suppression, ...] = ()
     blocks: tuple[str, ...] = ()  # Obsidian block ids (`^id` ending a line), outside code
+    urls: tuple[UrlRef, ...] = ()  # http(s) targets of Markdown links, images, autolinks
 
 
 @dataclass(frozen=True, slots=True)
