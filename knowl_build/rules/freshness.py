@@ -52,10 +52,12 @@ DEFINITION_CHANGED = Rule(
     code="KB203",
     name="definition-changed",
     default="warning",
-    summary="an `sl_refs` entity changed after `last_validated_at`",
+    summary="an `sl_refs` entity without a bound fingerprint changed after `last_validated_at`",
     doc="""An entity the page is about was changed by a commit dated after the page was
       last validated. The finding names each such commit and what changed: the definition
-      before and after, or the lines that differ (a join's `on`, a metric's window).""",
+      before and after, or the lines that differ (a join's `on`, a metric's window).
+      Only for entities the page binds no fingerprint for: a bound entity is compared by its
+      fingerprint (KB201), so one change is one finding.""",
 )
 
 AFFECTED_PATH_CHANGED = Rule(
@@ -268,9 +270,13 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
                 "stale",
             )
 
-    # KB203: an sl_refs entity changed after the page was last validated.
+    # KB203: an sl_refs entity changed after the page was last validated. An entity the page
+    # binds a fingerprint for is KB201's alone: one change, one finding.
+    bound_names = {bound.entity for bound in fields.bound_fingerprints}
     if history is not None and validated is not None and validated_at is not None:
         for ref in fields.sl_refs:
+            if ref.value in bound_names:
+                continue
             record = history.entities.get(ref.value)
             live = entities.get(ref.value)
             if live is None or record is None or record.changed_in is None:
