@@ -127,6 +127,10 @@ class History:
     page_commits: dict[str, list[str]]  # project-relative path -> commit ids, newest first
     boundary: str | None = None  # a shallow clone's oldest first-parent commit
     unknown: str | None = None  # SHALLOW or INCOMPLETE: part of the history is not known
+    # new name -> the entities renamed to it, built on the first lineage() asked
+    _renamed_from: dict[str, list[str]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def renamed(self, name: str, live: Container[str]) -> tuple[str, str | None] | None:
         """The live entity `name` was renamed to (following renames of renames), and the
@@ -144,6 +148,50 @@ class History:
             seen.add(name)
             record = self.entities.get(name)
         return None
+
+    def lineage(self, name: str) -> EntityHistory | None:
+        """The entity's record with the versions of the entities renamed to it before its
+        own, oldest first (a rename that kept the definition is no version), so a change made
+        with a rename, or before it, is a change of the new name; its record when it was not
+        renamed from one. None for an entity history does not know."""
+        record = self.entities.get(name)
+        if record is None:
+            return None
+        if self._renamed_from is None:
+            self._renamed_from = {}
+            for old, past in sorted(self.entities.items()):
+                if past.renamed_to is not None:
+                    self._renamed_from.setdefault(past.renamed_to, []).append(old)
+        chain, seen = [record], {name}
+        while True:
+            # The entity renamed to this one is the one removed in the commit that added it.
+            current = chain[-1]
+            olds = [
+                old
+                for old in self._renamed_from.get(name, [])
+                if old not in seen and self.entities[old].removed_in == current.introduced_in
+            ]
+            if len(olds) != 1 or current.introduced_in is None:
+                break
+            name = olds[0]
+            seen.add(name)
+            chain.append(self.entities[name])
+        if len(chain) == 1:
+            return record
+        versions: list[tuple[str | None, str]] = []
+        for past in reversed(chain):
+            for ref, fingerprint in past.versions:
+                if not versions or versions[-1][1] != fingerprint:
+                    versions.append((ref, fingerprint))
+        first = chain[-1]
+        changed = next((ref for ref, _ in reversed(versions[1:])), record.changed_in)
+        return replace(
+            record,
+            introduced_in=first.introduced_in,
+            changed_in=changed,
+            unknown_past=any(past.unknown_past for past in chain),
+            versions=versions,
+        )
 
     def commit_json(self, ref: str | None) -> dict[str, object] | None:
         if ref is None:

@@ -38,6 +38,8 @@ from knowl_build.semantic.dbt import DbtProject, read_dbt_file
 from knowl_build.semantic.layer import FileRead, SemanticLayer, combine
 from knowl_build.trust import MachineKey, Sealer, machine_key, read_sealed
 
+SOURCE = "source"  # the kind of a source (its members are named `<source>.<member>`)
+
 
 @dataclass(frozen=True, slots=True)
 class _State:
@@ -119,7 +121,9 @@ def _apply(
     come from that version or from this one, and an entity gone may have gone in either.
 
     An entity removed by `ref` while one entity of its kind and fingerprint was added by it
-    was renamed (`renamed_to`): a model or measure rename keeps the definition."""
+    was renamed (`renamed_to`): a model or measure rename keeps the definition; so was a
+    member of a source renamed by it, when the new source has a member of its name and kind
+    (its definition may have changed in the same commit)."""
     added: list[str] = []
     for name, now in after.items():
         record = entities.get(name)
@@ -167,9 +171,33 @@ def _apply(
 def _renames(
     removed: list[str], added: list[str], entities: dict[str, EntityHistory]
 ) -> dict[str, str]:
-    """Removed entity -> the added one it became: the only added entity of its kind and
+    """Removed entity -> the added one it became. A source: the only added source of its
+    fingerprint, else the only one with its member set (its members' names and kinds: a dbt
+    model or a Canonic source renamed while its own definition changed). A member of a renamed
+    source: the member of its name and kind in the new source, even when its definition
+    changed in the same commit. Any other entity: the only added entity of its kind and
     fingerprint (of several, the only one with its member name, else in its source). An
     added entity two removed ones could have become is neither's."""
+    found = _same_shape(removed, added, entities)
+    sources = _renamed_sources(removed, added, entities, found)
+    now = set(added)
+    for old in removed:
+        parent, _, member = old.rpartition(".")
+        if parent not in sources:
+            continue
+        new = f"{sources[parent]}.{member}"
+        if new in now and entities[new].kind == entities[old].kind:
+            found[old] = new
+    found.update(sources)
+    targets = list(found.values())
+    return {old: new for old, new in found.items() if targets.count(new) == 1}
+
+
+def _same_shape(
+    removed: list[str], added: list[str], entities: dict[str, EntityHistory]
+) -> dict[str, str]:
+    """Removed entity -> the only added entity of its kind and fingerprint (of several, the
+    only one with its member name, else in its source)."""
     by_shape: dict[tuple[str, str], list[str]] = {}
     for name in added:
         record = entities[name]
@@ -187,8 +215,39 @@ def _renames(
             if len(narrowed) == 1:
                 found[old] = narrowed[0]
                 break
-    targets = list(found.values())
-    return {old: new for old, new in found.items() if targets.count(new) == 1}
+    return found
+
+
+def _renamed_sources(
+    removed: list[str],
+    added: list[str],
+    entities: dict[str, EntityHistory],
+    found: dict[str, str],
+) -> dict[str, str]:
+    """Removed source -> the added source it became: the one `found` by its fingerprint, else
+    the only added source whose members (names and kinds) are the removed one's. A source two
+    removed ones could have become is neither's."""
+
+    def members(names: list[str]) -> dict[str, frozenset[tuple[str, str]]]:
+        of: dict[str, set[tuple[str, str]]] = {}
+        for name in names:
+            parent, _, member = name.rpartition(".")
+            of.setdefault(parent, set()).add((member, entities[name].kind))
+        return {parent: frozenset(kinds) for parent, kinds in of.items()}
+
+    gone, new = members(removed), members(added)
+    olds = [name for name in removed if entities[name].kind == SOURCE]
+    sources = {old: found[old] for old in olds if old in found}
+    fresh = [n for n in added if entities[n].kind == SOURCE and n not in sources.values()]
+    for old in olds:
+        shape = gone.get(old)
+        if old in sources or not shape:
+            continue
+        alike = [name for name in fresh if new.get(name) == shape]
+        if len(alike) == 1:
+            sources[old] = alike[0]
+    targets = list(sources.values())
+    return {old: new for old, new in sources.items() if targets.count(new) == 1}
 
 
 @dataclass(slots=True)
@@ -230,7 +289,8 @@ class _Replay:
 # 2: entities record unknown_past; the key holds the shallow boundary. 3: every version's
 # fingerprint, renames, every kind's definition text (dbt fingerprints cover agg and params).
 # 4: commit authors and subjects redacted (a cache of 3 may hold a secret in one).
-REPLAY_FORMAT = 4
+# 5: a renamed source's members are renames even when their definitions changed with it.
+REPLAY_FORMAT = 5
 
 
 def _cache_key(config: Config, dbt: DbtProject | None, boundary: str | None) -> str:

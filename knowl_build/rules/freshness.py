@@ -36,6 +36,9 @@ DRIFT = Rule(
       The finding shows the definition the page was written against (found in history by
       its fingerprint) and the live one, or the lines that differ when it spans lines, and
       names the first commit after the bound version that changed it, and each later one.
+      An entity renamed in history (KB101 names the new name) is compared with the entity it
+      became, so a measure whose model was renamed while it changed drifts; `knowl fix`
+      proposes the rename and the drift stays until the page is reviewed.
       Review the page, then run `knowl review`.""",
 )
 
@@ -151,11 +154,14 @@ def _commits_text(ctx: RuleContext, refs: list[str | None]) -> str:
     return ", then in ".join(texts)
 
 
-def _drift(ctx: RuleContext, name: str, bound: str, live: str) -> tuple[str, dict[str, Any]]:
+def _drift(
+    ctx: RuleContext, name: str, bound: str, live: str, renamed: str | None = None
+) -> tuple[str, dict[str, Any]]:
     """KB201's message, and its record (without the fingerprints): the definition the page
-    was written against and the live one, and the commits that changed it since."""
+    was written against and the live one, and the commits that changed it since. `renamed`:
+    the live entity `name` was renamed to, whose past (its own, then `name`'s) is searched."""
     history = ctx.git.history if ctx.git else None
-    record = history.entities.get(name) if history else None
+    record = history.lineage(renamed or name) if history else None
     old = history.definitions.get(bound) if history else None
     changes = record.changes_since(bound) if record is not None else None
     where = ""
@@ -192,7 +198,8 @@ def _drift(ctx: RuleContext, name: str, bound: str, live: str) -> tuple[str, dic
         drift["changes"] = [history.commit_json(ref) for ref in known]
     if old is not None and spans_lines(old, live):
         drift["diff"] = "\n".join(diff_lines(old, live))
-    return f"'{name}' drifted: {what}{where}", drift
+    subject = f"'{name}' (renamed to '{renamed}')" if renamed else f"'{name}'"
+    return f"{subject} drifted: {what}{where}", drift
 
 
 def _changed_after(
@@ -224,13 +231,20 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
     history = ctx.git.history if ctx.git else None
 
     # KB201: a bound fingerprint that differs from the live one (any bound entity: one left
-    # out of sl_refs is KB107 besides).
+    # out of sl_refs is KB107 besides). An entity renamed in history is compared with the live
+    # entity it became (its old name is KB101's, the change of definition KB201's).
     for bound in fields.bound_fingerprints:
         entity = entities.get(bound.entity)
+        renamed = None
+        if entity is None and history is not None:
+            found = history.renamed(bound.entity, entities)
+            if found is not None:
+                renamed = found[0]
+                entity = entities[renamed]
         fingerprint = bound.fingerprint.lower()
         if entity is None or entity.fingerprint == fingerprint:
             continue
-        message, drift = _drift(ctx, bound.entity, fingerprint, entity.fingerprinted)
+        message, drift = _drift(ctx, bound.entity, fingerprint, entity.fingerprinted, renamed)
         result.drift.append({"bound": bound.fingerprint, "live": entity.fingerprint, **drift})
         result.add(
             ctx,
@@ -277,7 +291,7 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
         for ref in fields.sl_refs:
             if ref.value in bound_names:
                 continue
-            record = history.entities.get(ref.value)
+            record = history.lineage(ref.value)  # a change made with a rename is one
             live = entities.get(ref.value)
             if live is None or record is None or record.changed_in is None:
                 continue

@@ -23,8 +23,10 @@ UNKNOWN_SL_REF = Rule(
     doc="""An `sl_refs` entry must name a semantic entity: `<connection>.<source>` or
       `<connection>.<source>.<member>`. The hint names the nearest entity. When git history
       shows the entity removed, the message names the commit; when that commit added an
-      entity of the same kind and definition (a renamed model or measure), it names the new
-      name, and `knowl fix` proposes the rename.""",
+      entity of the same kind and definition (a renamed model or measure), or the member of
+      the same name and kind in the model it renamed (even if that member changed too: KB201
+      then reports the drift against it), it names the new name, and `knowl fix` proposes
+      the rename.""",
 )
 
 UNKNOWN_REF = Rule(
