@@ -61,6 +61,7 @@ class CheckOptions:
     changed_only: bool = False
     use_cache: bool = True
     baseline: str | None = None  # a revision: report only findings new against it
+    check_urls: bool | None = None  # ask http(s) link targets (KB110); None: [links] check_urls
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,14 +78,17 @@ class CheckOutcome:
 def check(project: Project, options: CheckOptions = CheckOptions()) -> CheckOutcome:
     """`knowl check`: every finding of the project (validation covers everything; the
     options filter what is reported)."""
+    check_urls = project.config.check_urls if options.check_urls is None else options.check_urls
     result = pipeline_check.check(
         project.root,
         project.config,
         changed_only=options.changed_only,
         use_cache=options.use_cache,
+        check_urls=check_urls,
     )
-    # After the working tree's check: the base reuses the pages its parse cache now holds.
-    known = _load_baseline(project, options.baseline)
+    # After the working tree's check: the base reuses the pages its parse cache now holds,
+    # and the answers of the URLs the two share.
+    known = _load_baseline(project, options.baseline, check_urls)
     findings, compared = _reported(known, result.diagnostics)
     return CheckOutcome(
         findings,
@@ -97,8 +101,12 @@ def check(project: Project, options: CheckOptions = CheckOptions()) -> CheckOutc
     )
 
 
-def _load_baseline(project: Project, ref: str | None) -> baselines.Baseline | None:
-    return None if ref is None else baselines.load(project.root, project.config, ref)
+def _load_baseline(
+    project: Project, ref: str | None, check_urls: bool = False
+) -> baselines.Baseline | None:
+    if ref is None:
+        return None
+    return baselines.load(project.root, project.config, ref, check_urls=check_urls)
 
 
 @dataclass(frozen=True, slots=True)

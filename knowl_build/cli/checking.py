@@ -41,7 +41,17 @@ from knowl_build.diagnostics import summarize
     "validation still covers the whole project.",
 )
 @click.option(
-    "--no-cache", is_flag=True, help="Parse every page again instead of using .knowl/cache."
+    "--no-cache",
+    is_flag=True,
+    help="Parse every page (and, with --check-urls, ask every URL) again instead of using "
+    ".knowl/cache.",
+)
+@click.option(
+    "--check-urls/--no-check-urls",
+    default=None,
+    help="Also ask every http(s) link target and report dead ones as KB110 warnings "
+    "(default: [links] check_urls, off). The only use of the network; answers are cached "
+    "in .knowl/cache for [links] url_cache_hours.",
 )
 @BASELINE_OPTION
 @SARIF_OPTION
@@ -53,6 +63,7 @@ def check(
     strict: bool,
     changed_only: bool,
     no_cache: bool,
+    check_urls: bool | None,
     baseline: str | None,
     sarif_file: Path | None,
 ) -> None:
@@ -70,6 +81,7 @@ def check(
       knowl check --changed-only --strict
       knowl check --format github --sarif knowl.sarif
       knowl check --baseline origin/main
+      knowl check --check-urls
     """
     # Lazy: the application and the renderers load with the command (start-up time).
     from knowl_build.app import checking
@@ -79,7 +91,7 @@ def check(
     fmt = default_format(fmt)
     with sarif_on_failure(fmt, sarif_file):
         project = found.locator.project()
-        options = checking.CheckOptions(strict, changed_only, not no_cache, baseline)
+        options = checking.CheckOptions(strict, changed_only, not no_cache, baseline, check_urls)
         outcome = checking.check(project, options)
         rules = checking.rule_table(project.config)
         prefix = checking.repo_prefix(project.root) if fmt != "text" or sarif_file else ""

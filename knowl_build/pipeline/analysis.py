@@ -21,12 +21,14 @@ from knowl_build.pipeline.cache import CachePlace, ParseCache, cache_place
 from knowl_build.pipeline.discover import Discovery
 from knowl_build.pipeline.inputs import Inputs, read_inputs
 from knowl_build.pipeline.pages import parse_cache_key, parse_pages
+from knowl_build.pipeline.urls import check_page_urls
 from knowl_build.resolve import PageIndex
 from knowl_build.rules.context import GitFacts, RuleContext
 from knowl_build.rules.freshness import Assessment, assess, check_freshness
 from knowl_build.rules.governance import check_governance
 from knowl_build.rules.references import check_references
 from knowl_build.rules.registry import severity as severity_of
+from knowl_build.rules.urls import DEAD_URL
 from knowl_build.semantic.layer import SemanticLayer
 from knowl_build.semantic.load import load_semantic_layer
 from knowl_build.trust import MachineKey
@@ -47,6 +49,7 @@ class Analysis:
     history: History | None = None
     assessments: dict[str, Assessment] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # one line each (the URL check's)
 
 
 def load_layer(inputs: Inputs) -> SemanticLayer:
@@ -74,6 +77,7 @@ def analyse(
     inputs: Inputs | None = None,
     caches: CachePlace | None = None,
     parsed: Callable[[list[Page], SemanticLayer], None] | None = None,
+    check_urls: bool = False,
 ) -> Analysis:
     """Validate the whole project: every file is read, every reference resolved.
 
@@ -81,7 +85,8 @@ def analyse(
     written, else none); `use_cache=False` parses every page again (the history replay
     still continues from its cache). `parsed` is called with the semantic layer and the
     placed pages, batch by batch in path order, as they are parsed (a build indexes them
-    meanwhile)."""
+    meanwhile). `check_urls` asks the pages' http(s) link targets (KB110): the only use of
+    the network, which only `knowl check --check-urls` makes."""
     inputs = inputs or read_inputs(root, config)
     discovery = inputs.discovery
     layer = load_layer(inputs)
@@ -134,12 +139,18 @@ def analyse(
             )
         )
     found.extend((NO_GIT_PATH, finding) for finding in history_findings(facts))
+    urls = check_page_urls(text_pages, config, caches, use_cache=use_cache) if check_urls else None
+    if urls is not None:
+        found.extend(urls.findings)
 
     analysis = Analysis(
         root, config, discovery, layer, pages, index, facts.history if facts else None, assessments
     )
     suppressions = {p.path: p.parsed.suppressions for p in text_pages if p.parsed.suppressions}
-    analysis.diagnostics = apply_severities(found, config, suppressions)
+    # Without the URL check, a suppression of KB110 cannot be known to hide nothing.
+    unchecked = () if check_urls else (DEAD_URL.code,)
+    analysis.diagnostics = apply_severities(found, config, suppressions, unchecked)
+    analysis.notices = urls.notices if urls is not None else []
     return analysis
 
 
@@ -246,9 +257,11 @@ def apply_severities(
     found: list[tuple[str, Finding]],
     config: Config,
     suppressions: dict[str, tuple[Suppression, ...]] | None = None,
+    unchecked: tuple[str, ...] = (),
 ) -> list[Diagnostic]:
     """Findings at their configured severity ([rules], then [rules.per-path]), without those
-    an inline comment suppresses; a suppression that hid nothing is KB011."""
+    an inline comment suppresses; a suppression that hid nothing is KB011, unless it names a
+    code in `unchecked` (a check that did not run: it may hide that code's findings)."""
     suppressions = suppressions or {}
     used: set[tuple[str, int]] = set()
     diagnostics = []
@@ -265,6 +278,8 @@ def apply_severities(
         severity = severity_of(config, "KB011", path)
         for i, comment in enumerate(hiding):
             if (path, i) in used or severity == "off":
+                continue
+            if any(code in unchecked for code in comment.codes):
                 continue
             codes = " ".join(comment.codes) or "every code"
             span = comment.span

@@ -41,6 +41,7 @@ from knowl_build.pipeline.cache import cache_place
 from knowl_build.pipeline.check import check
 from knowl_build.pipeline.discover import discover
 from knowl_build.pipeline.inputs import read_file
+from knowl_build.pipeline.urlcache import URL_CACHE
 from knowl_build.rules.registry import RULES
 from knowl_build.secrets.scanner import redact
 from knowl_build.secrets.values import secret_end
@@ -171,8 +172,9 @@ class Baseline:
         return {"ref": self.ref, "commit": self.commit, "hidden": hidden}
 
 
-def load(root: Path, config: Config, ref: str) -> Baseline:
-    """The findings of the project at `ref` (UsageError when it is not a revision here)."""
+def load(root: Path, config: Config, ref: str, *, check_urls: bool = False) -> Baseline:
+    """The findings of the project at `ref` (UsageError when it is not a revision here);
+    `check_urls`: with the URL check's (KB110), so a URL dead in both is not new."""
     repo = GitRepo.find(root)
     if repo is None:
         raise UsageError("--baseline needs a git repository: it compares against a revision")
@@ -193,7 +195,7 @@ def load(root: Path, config: Config, ref: str) -> Baseline:
         except GitFailed as exc:
             raise UsageError(f"--baseline: cannot check out '{ref}': {first_line(exc)}") from None
         _share_parse_cache(root, project)
-        base = check(project, config)
+        base = check(project, config, check_urls=check_urls)
         # Before the checkout goes: the base's values are read from its files.
         values = ValueDigests()
         known = Counter(values.identities(project, config, base.diagnostics))
@@ -206,8 +208,10 @@ def _share_parse_cache(root: Path, project: Path) -> None:
     """Pages are cached by their content: most of the base's pages are the working tree's, so
     a copy of its parse cache spares parsing them again."""
     here = cache_place(root).folder
-    if here is None or not (here / PARSE_CACHE).is_file():
+    if here is None:
         return
-    there = project / ".knowl" / "cache"
-    there.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(here / PARSE_CACHE, there / PARSE_CACHE)
+    for name in (PARSE_CACHE, URL_CACHE):  # the URL check's answers too: most URLs are shared
+        if (here / name).is_file():
+            there = project / ".knowl" / "cache"
+            there.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(here / name, there / name)

@@ -100,16 +100,21 @@ def check(
     changed_only: bool = False,
     use_cache: bool = True,
     today: dt.date | None = None,
+    check_urls: bool = False,
 ) -> CheckResult:
     """`knowl check`: validate everything, write nothing but the caches (and those only when
     the project can be written: a read-only tree is checked without them, with a notice).
 
-    Validation always covers the whole project; `changed_only` filters what is reported."""
+    Validation always covers the whole project; `changed_only` filters what is reported.
+    `check_urls` asks the pages' http(s) link targets (KB110); such a run neither uses nor
+    writes the memo, whose findings would hide a URL that died since (the answers cache
+    has an age limit of its own)."""
     today = today or clock.today()
     caches = cache_place(root)
     notices = list(caches.notices)
     sealer = caches.sealer(MEMO_SEAL)
-    memo_file = caches.file(MEMO_CACHE) if use_cache and sealer is not None else None
+    remember = use_cache and sealer is not None and not check_urls
+    memo_file = caches.file(MEMO_CACHE) if remember else None
     inputs = read_inputs(root, config)
     key = inputs.fingerprint(config, today)
     git = inputs.discovery.git
@@ -128,8 +133,15 @@ def check(
         )
     else:
         analysis = analyse(
-            root, config, use_cache=use_cache, today=today, inputs=inputs, caches=caches
+            root,
+            config,
+            use_cache=use_cache,
+            today=today,
+            inputs=inputs,
+            caches=caches,
+            check_urls=check_urls,
         )
+        notices.extend(analysis.notices)
         result = CheckResult(
             analysis.diagnostics,
             len(analysis.pages),

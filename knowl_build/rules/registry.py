@@ -15,7 +15,16 @@ from typing import Protocol
 from knowl_build.config import PER_PATH, Config
 from knowl_build.errors import ConfigError
 from knowl_build.hints import did_you_mean
-from knowl_build.rules import fields, freshness, governance, reading, references, run, security
+from knowl_build.rules import (
+    fields,
+    freshness,
+    governance,
+    reading,
+    references,
+    run,
+    security,
+    urls,
+)
 from knowl_build.rules.rule import Rule
 
 __all__ = ["MODULES", "RULES", "RULES_BY_CODE", "Rule", "check_config", "collect", "severity"]
@@ -36,6 +45,7 @@ MODULES: tuple[RuleModule, ...] = (
     references,
     run,
     security,
+    urls,
 )
 
 
