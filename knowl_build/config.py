@@ -26,7 +26,8 @@ MAX_CAVEATS = 10_000
 # [links] resolution: how a wiki-link names its page (resolve.py).
 EXACT = "exact"
 OBSIDIAN = "obsidian"
-RESOLUTIONS = (EXACT, OBSIDIAN)
+DENDRON = "dendron"
+RESOLUTIONS = (EXACT, OBSIDIAN, DENDRON)
 # [links] url_*: the bounds each key of the URL check accepts (config_loader checks them).
 URL_BOUNDS: dict[str, tuple[float, float]] = {
     "url_timeout": (0.01, 300.0),
@@ -49,6 +50,53 @@ OBSIDIAN_KEYS = (
     "description",
     "image",
     "cover",
+)
+# Frontmatter keys Dendron owns (its notes, publishing, task notes, templates, tutorial and
+# the pods that write notes): not KB006 when links resolve as Dendron does. `id` is Dendron's
+# note id there, not knowl's (KB003); `title`, `tags` and `status` are knowl's fields too (a
+# `status` outside knowl's values is a task note's: see pipeline/pages.py).
+DENDRON_KEYS = (
+    "id",
+    "desc",
+    "updated",
+    "created",
+    "stub",
+    "config",
+    "traitIds",
+    "parent",
+    "children",
+    "custom",
+    "data",
+    "uri",
+    "color",
+    "image",
+    "excerpt",
+    "published",
+    "nav_order",
+    "nav_exclude",
+    "nav_exclude_children",
+    "noindex",
+    "canonicalUrl",
+    "gitNoLink",
+    "gitNotePath",
+    "has_collection",
+    "sort_by",
+    "sort_order",
+    "skipLevels",
+    "date",
+    "enableGiscus",
+    "due",
+    "priority",
+    "owner",
+    "documentId",
+    "revisionId",
+    "commentsUpdated",
+    "airtableId",
+    "pods",
+    "templateId",
+    "toc",
+    "currentStep",
+    "totalSteps",
 )
 
 
@@ -142,9 +190,9 @@ class Config:
 
     @property
     def allowed_keys(self) -> frozenset[str]:
-        """Frontmatter keys other tools own: [frontmatter] allow, and Obsidian's own keys
-        when links resolve as Obsidian does."""
-        own = OBSIDIAN_KEYS if self.link_resolution == OBSIDIAN else ()
+        """Frontmatter keys other tools own: [frontmatter] allow, and Obsidian's (Dendron's)
+        own keys when links resolve as Obsidian (Dendron) does."""
+        own = {OBSIDIAN: OBSIDIAN_KEYS, DENDRON: DENDRON_KEYS}.get(self.link_resolution, ())
         return frozenset((*self.frontmatter_allow, *own))
 
     def configured(self, code: str, path: str | None = None) -> str | None:
@@ -358,7 +406,11 @@ SCHEMA: tuple[Option, ...] = (
         "How a `[[link]]` or `refs` item names its page. `exact`: the id or the path under the "
         "scope folder, as written. `obsidian`: as Obsidian resolves links: case-insensitive, "
         "a bare name to the page of that name whose path is shortest, path-qualified names by "
-        "the end of the path, `aliases` as names, nested headings and `^block` ids checked "
+        "the end of the path, `aliases` as names, nested headings and `^block` ids checked, "
+        "headings compared as Obsidian normalises them. `dendron`: as Dendron resolves "
+        "links: `[[label|note]]` (the label first), the note's name with its dots "
+        "(`a.b.c`) case-insensitive, `dendron://vault/note`, note references with ranges and "
+        "wildcards, heading anchors by their slug, Dendron's `id` and keys allowed "
         "([Links](concepts/pages.md#link-resolution)).",
     ),
     Option(
@@ -437,7 +489,8 @@ SCHEMA: tuple[Option, ...] = (
         _default("frontmatter_allow"),
         "Frontmatter keys other tools own (`cssclasses`, `permalink`, `meta.owner` for a key "
         'inside `meta`): not [KB006](rules.md#kb006). With `links.resolution = "obsidian"`, '
-        f"Obsidian's own keys are allowed as well: `{'`, `'.join(OBSIDIAN_KEYS)}`.",
+        f"Obsidian's own keys are allowed as well: `{'`, `'.join(OBSIDIAN_KEYS)}`; with "
+        f'`"dendron"`, Dendron\'s: `{"`, `".join(DENDRON_KEYS)}`.',
     ),
     Option(
         "semantics.dbt.project_dir",

@@ -7,22 +7,27 @@ page by its path under a scope folder. Another user's pages are never visible.
 How a name matches is the project's link resolution (`[links] resolution`): `exact` matches
 the id or path as written; `obsidian` matches as Obsidian does (case-insensitively after NFC,
 a path-qualified name by the end of the page's path, `aliases` as names, and, of several
-pages of one name, the one whose path is shortest). The checker, the graph and the records
-all ask the same PageIndex, so they resolve every link alike.
+pages of one name, the one whose path is shortest); `dendron` matches as Dendron does (a
+note's name, dots and all, case-insensitively; `dendron://vault/note`; `a.b.*` names every
+note below `a.b`). The checker, the graph and the records all ask the same PageIndex, so they
+resolve every link alike.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from knowl_build.config import EXACT, OBSIDIAN
+from knowl_build.config import DENDRON, EXACT, OBSIDIAN
 from knowl_build.model import Page
 from knowl_build.names import holds_secret, owner_problem
 
 GLOBAL = "global"
+# Dendron's cross-vault links: `dendron://<vault>/<note>`.
+DENDRON_SCHEME = "dendron://"
 
 
 def nfc(text: str) -> str:
@@ -167,7 +172,8 @@ class PageIndex:
     files_by_name: dict[str, list[str]] = field(default_factory=dict)
     ids_by_scope: dict[str, list[str]] = field(default_factory=dict)
     mode: str = EXACT
-    # Obsidian mode: pages by folded name (ids, then aliases) and by every folded path tail.
+    # Obsidian and Dendron modes: pages by folded name (ids, then Obsidian's aliases) and by
+    # every folded path tail.
     names: _Names = field(default_factory=_Names)
     paths: _Names = field(default_factory=_Names)
     # (scope, id) pairs that several pages share (KB005, or pages in different folders in
@@ -198,12 +204,12 @@ class PageIndex:
             scopes_of_id[page.id].add(page.scope)
             scopes_of_rel[page.rel].add(page.scope)
         names, paths = _Names(), _Names()
-        if mode == OBSIDIAN:
+        if mode in (OBSIDIAN, DENDRON):
             for page in pages:
                 names.add(page.scope, fold(page.id), page)
                 for tail in _tails(fold(page.rel)):
                     paths.add(page.scope, tail, page)
-            for page in pages:  # an alias never outranks a page's own name
+            for page in pages if mode == OBSIDIAN else ():  # an alias never outranks a name
                 for alias in aliases_of(page):
                     key = fold(alias)
                     if "/" not in key and not any(
@@ -245,6 +251,8 @@ class PageIndex:
         return found
 
     def _resolve(self, target: str, scope: str) -> Resolution:
+        if self.mode == DENDRON:
+            return self._resolve_dendron(fold(target).strip(), scope)
         target = nfc(target)
         obsidian = self.mode == OBSIDIAN
         table: dict[tuple[str, str], list[Page]]
@@ -280,6 +288,55 @@ class PageIndex:
         best = ranked[0]
         ties = [p for p in ranked[1:] if len(p.rel) == len(best.rel)]
         return Resolution([best], [], ties)
+
+    def _resolve_dendron(self, target: str, scope: str) -> Resolution:
+        """A folded target as Dendron resolves it. `dendron://vault/note` names the note in
+        the folder of that name under the scope folder when there is one (a vault each),
+        else the note of that name (the scope folder is the vault); a name ending in `*`
+        every note it matches (a wildcard reference); a name, the note of that name: when
+        notes in several folders share it, the first by path, and the others are ambiguous
+        (Dendron asks which)."""
+        vault = None
+        if target.startswith(DENDRON_SCHEME):
+            vault, _, target = target[len(DENDRON_SCHEME) :].partition("/")
+            qualified = self._lookup(self.paths, f"{vault}/{target}", scope)
+            if qualified.pages:
+                return qualified
+        if "*" in target:
+            return Resolution(self._matching(target, scope), [])
+        found = self._lookup(self.paths if "/" in target else self.names, target, scope)
+        if len(found.pages) > 1:
+            ranked = sorted(found.pages, key=lambda page: page.rel)
+            # A vault named in the link leaves nothing to ask, though knowl cannot tell
+            # which folder that vault is (dendron.yml names it).
+            found = Resolution(ranked[:1], [], [] if vault is not None else ranked[1:])
+        return found
+
+    def _lookup(self, names: _Names, target: str, scope: str) -> Resolution:
+        visible = self.visible_scopes(scope)
+        for candidate in visible:
+            found = names.pages.get((candidate, target))
+            if found:
+                return Resolution(list(found), [])
+        hidden = [
+            page
+            for other in sorted(names.scopes.get(target, ()))
+            if other not in visible
+            for page in names.pages[(other, target)]
+        ]
+        return Resolution([], hidden)
+
+    def _matching(self, pattern: str, scope: str) -> list[Page]:
+        """The visible notes whose folded name a Dendron wildcard (`a.b.*`) matches."""
+        wildcard = re.compile(".*".join(re.escape(part) for part in pattern.split("*")))
+        visible = self.visible_scopes(scope)
+        found = {
+            page.path: page
+            for (candidate, name), named in self.names.pages.items()
+            if candidate in visible and wildcard.fullmatch(name)
+            for page in named
+        }
+        return [found[path] for path in sorted(found)]
 
     def find_file(self, target: str) -> bool:
         """A non-page target (`diagram.png`, `img/diagram.png`) names a file under knowledge/."""
@@ -326,6 +383,19 @@ def _tails(rel: str) -> list[str]:
     which by_id holds)."""
     parts = rel.split("/")
     return ["/".join(parts[i:]) for i in range(len(parts) - 1)][::-1] if len(parts) > 1 else []
+
+
+def is_wildcard(target: str, mode: str) -> bool:
+    """A Dendron wildcard reference (`![[a.b.*]]`): it names every note it matches, and no
+    note matching is no finding."""
+    return mode == DENDRON and "*" in target
+
+
+def note_name(target: str) -> str:
+    """The note a target names, without Dendron's `dendron://vault/` (for hints)."""
+    if target.casefold().startswith(DENDRON_SCHEME):
+        return target[len(DENDRON_SCHEME) :].partition("/")[2]
+    return target
 
 
 def is_file_target(target: str) -> bool:

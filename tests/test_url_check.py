@@ -67,6 +67,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             count = sum(1 for _, p in self.server.seen if p == path)
         if path == "/ok":
             self.send(200)
+        elif path == "/toggle":  # whatever the test sets
+            self.send(self.server.toggle)
         elif path == "/missing":
             self.send(404)
         elif path == "/gone":
@@ -127,6 +129,7 @@ class Server(http.server.ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.seen: list[tuple[str, str]] = []
         self.sent = 0
+        self.toggle = 200
 
     @property
     def base(self) -> str:
@@ -437,3 +440,168 @@ def test_no_cache_without_a_seal_or_an_age(tmp_path: Any) -> None:
 def test_https_to_a_plain_http_server_is_a_failed_handshake(server: Server) -> None:
     url = server.base.replace("http://", "https://") + "/ok"
     assert asker(FAST).ask(url) == Answer(None, "the TLS handshake failed", tries=2)
+
+
+# --- knowl check --check-urls, end to end -----------------------------------------------------
+
+TOKEN = "Zq8tR2vX9mK4pL7nB3cY6wE1"
+SETTINGS = """\
+[links]
+url_allow_private = true
+url_timeout = 0.3
+url_retries = 0
+url_per_host = 100
+"""
+
+
+def links_page(base: str) -> str:
+    return f"""\
+---
+summary: Links out.
+---
+# Links
+
+- [ok]({base}/ok)
+- [missing]({base}/missing#part)
+- ![gone]({base}/gone)
+- <{base}/to-file>
+- [slow]({base}/slow)
+- [placeholder](https://example.com/nothing)
+- [token]({base}/secret?access_token={TOKEN})
+- `{base}/in-code`
+"""
+
+
+def url_findings(result: Any) -> list[tuple[str, int, int, str]]:
+    import json
+
+    found = json.loads(result.stdout)["diagnostics"]
+    return [
+        (d["path"], d["line"], d["column"], d["message"]) for d in found if d["code"] == "KB110"
+    ]
+
+
+def run_check(root: Any, *args: str, code: int = 0) -> Any:
+    from tests.helpers import invoke
+
+    return invoke(["--repo", str(root), "check", "--format", "json", *args], code=code)
+
+
+def test_check_urls_reports_dead_links_at_the_link(server: Server, project: Any) -> None:
+    base = server.base
+    proj = project({"knowl.toml": SETTINGS, "knowledge/global/links.md": links_page(base)})
+    result = run_check(proj.root, "--check-urls", code=1)  # KB401: the token
+    page = "knowledge/global/links.md"
+    assert url_findings(result) == [
+        (page, 7, 3, f"{base}/missing#part answered 404 Not Found"),
+        (page, 8, 3, f"{base}/gone answered 410 Gone"),
+        (page, 9, 3, f"{base}/to-file redirects to a file: address, not followed"),
+        (page, 10, 3, f"{base}/slow no answer: timeout after 0.3 s"),
+    ]
+    # Never asked: the documentation host, the URL with a credential, code.
+    assert sorted(set(server.paths())) == ["/gone", "/missing", "/ok", "/slow", "/to-file"]
+    assert TOKEN not in result.stdout + result.stderr
+    assert "URL check: 5 URLs checked" in result.stderr
+    assert "URL check: 1 URL holding credentials were never asked" in result.stderr
+
+
+def test_urls_are_never_checked_by_default(server: Server, project: Any) -> None:
+    proj = project({"knowledge/global/links.md": links_page(server.base)})
+    assert url_findings(run_check(proj.root, code=1)) == []
+    proj.write({"knowl.toml": SETTINGS + "check_urls = true\n"})
+    assert url_findings(run_check(proj.root, "--no-check-urls", code=1)) == []
+    assert server.seen == []
+    assert len(url_findings(run_check(proj.root, code=1))) == 4  # the configuration's
+
+
+def test_loopback_needs_url_allow_private(server: Server, project: Any) -> None:
+    page = f"---\nsummary: s.\n---\n[missing]({server.base}/missing)\n"
+    proj = project({"knowledge/global/a.md": page})
+    result = run_check(proj.root, "--check-urls")
+    assert url_findings(result) == []
+    assert server.seen == []
+    assert "1 URL with an address that is not public were not asked" in result.stderr
+
+
+def test_the_second_run_answers_from_the_cache(server: Server, project: Any) -> None:
+    proj = project({"knowl.toml": SETTINGS, "knowledge/global/links.md": links_page(server.base)})
+    first = url_findings(run_check(proj.root, "--check-urls", code=1))
+    asked = server.paths()
+    second = run_check(proj.root, "--check-urls", code=1)
+    assert url_findings(second) == first
+    # Lasting answers come from the cache; no answer (the timeout) is asked again.
+    assert server.paths()[len(asked) :] == ["/slow"]
+    assert "answered from the cache (at most 24 h old)" in second.stderr
+
+
+def test_an_expired_answer_is_asked_again(server: Server, project: Any) -> None:
+    import json
+
+    from knowl_build.trust import machine_key
+
+    page = f"---\nsummary: s.\n---\n[missing]({server.base}/missing)\n"
+    proj = project({"knowl.toml": SETTINGS, "knowledge/global/a.md": page})
+    run_check(proj.root, "--check-urls")
+    assert server.paths() == ["/missing", "/missing"]  # HEAD, then GET
+    path = proj.root / ".knowl" / "cache" / "urls.json"
+    sealer = machine_key().sealer(URL_SEAL)
+    assert sealer is not None
+    data = json.loads(sealer.unwrap(path.read_bytes()) or b"")
+    for entry in data["answers"].values():
+        entry[3] -= 25 * 3600  # asked 25 hours ago: older than url_cache_hours
+    path.write_bytes(sealer.wrap(json.dumps(data).encode()))
+    result = run_check(proj.root, "--check-urls")
+    assert len(url_findings(result)) == 1
+    assert server.paths() == ["/missing"] * 4
+
+
+def test_a_forged_cache_is_ignored(server: Server, project: Any) -> None:
+    import json
+
+    page = f"---\nsummary: s.\n---\n[ok]({server.base}/ok)\n"
+    proj = project({"knowl.toml": SETTINGS, "knowledge/global/a.md": page})
+    cache = proj.root / ".knowl" / "cache"
+    cache.mkdir(parents=True)
+    answers = {f"{server.base}/ok": [404, None, 0, time.time()]}
+    forged = json.dumps({"format": 1, "answers": answers}).encode()
+    (cache / "urls.json").write_bytes(b"0" * 64 + b"\n" + forged)
+    assert url_findings(run_check(proj.root, "--check-urls")) == []
+    assert server.paths() == ["/ok"]
+
+
+def test_no_memo_hides_a_url_that_died(server: Server, project: Any) -> None:
+    page = f"---\nsummary: s.\n---\n[toggle]({server.base}/toggle)\n"
+    proj = project(
+        {"knowl.toml": SETTINGS + "url_cache_hours = 0\n", "knowledge/global/a.md": page}
+    )
+    run_check(proj.root)  # a run without URLs writes the memo
+    assert url_findings(run_check(proj.root, "--check-urls")) == []
+    server.toggle = 404
+    assert url_findings(run_check(proj.root, "--check-urls")) == [
+        ("knowledge/global/a.md", 4, 1, f"{server.base}/toggle answered 404 Not Found")
+    ]
+    server.toggle = 200
+    assert url_findings(run_check(proj.root, "--check-urls")) == []
+
+
+def test_a_suppressed_dead_url_and_its_comment(server: Server, project: Any) -> None:
+    page = (
+        "---\nsummary: s.\n---\n<!-- knowl: disable-next-line KB110 -->\n"
+        f"[missing]({server.base}/missing)\n"
+    )
+    proj = project({"knowl.toml": SETTINGS, "knowledge/global/a.md": page})
+    checked = run_check(proj.root, "--check-urls")
+    assert url_findings(checked) == []
+    # Without the URL check, the comment is not "unused" (KB011): it may hide a KB110.
+    unchecked = run_check(proj.root)
+    assert '"KB011"' not in checked.stdout + unchecked.stdout
+
+
+def test_a_baseline_knows_the_dead_urls_it_had(server: Server, project: Any) -> None:
+    page = f"---\nsummary: s.\n---\n[missing]({server.base}/missing)\n"
+    proj = project({"knowl.toml": SETTINGS, "knowledge/global/a.md": page})
+    proj.write({"knowledge/global/a.md": page + f"\n[gone]({server.base}/gone)\n"})
+    result = run_check(proj.root, "--check-urls", "--baseline", "HEAD")
+    assert url_findings(result) == [
+        ("knowledge/global/a.md", 6, 1, f"{server.base}/gone answered 410 Gone")
+    ]

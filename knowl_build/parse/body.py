@@ -99,8 +99,9 @@ class BodyScan:
     blocks: tuple[str, ...] = ()
 
 
-# An Obsidian block id: `^id` at the end of a line, after a space or alone on its line.
-BLOCK_ID = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$", re.MULTILINE)
+# An Obsidian or Dendron block id: `^id` at the end of a line, after a space or alone on its
+# line (Obsidian's have letters, digits and `-`; Dendron's `_` too).
+BLOCK_ID = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9_-]+)[ \t]*$", re.MULTILINE)
 
 
 def suppression(

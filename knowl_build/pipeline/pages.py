@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
 from knowl_build import __version__
-from knowl_build.config import Config, SecurityConfig
+from knowl_build.config import DENDRON, Config, SecurityConfig
 from knowl_build.diagnostics import Finding
 from knowl_build.model import Fields, Located, Page, ParsedPage, Span, TextIndex
 from knowl_build.parse.body import FM_SUPPRESSION, scan_body, suppression
+from knowl_build.parse.dendron import label_first
 from knowl_build.parse.frontmatter import split
 from knowl_build.parse.text import decode
 from knowl_build.parse.yamlnodes import YamlProblem, YMap, compose, json_safe, plain
@@ -156,10 +157,18 @@ def _in_a_comment(offset: int, comments: list[tuple[int, int]]) -> bool:
     return at >= 0 and offset < comments[at][1]
 
 
-def _allowed(finding: Finding, allowed: frozenset[str]) -> bool:
+# What Dendron owns of knowl's own fields: `id` is its note id (not KB003), and a `status`
+# outside knowl's values is a task note's (not KB002).
+_DENDRON_OWNED = frozenset({("KB003", "id"), ("KB002", "status")})
+
+
+def _allowed(finding: Finding, allowed: frozenset[str], dendron: bool = False) -> bool:
     """A KB006 for a key that [frontmatter] allow (or the link resolution) gives to another
-    tool. Decided after the cache, so the cached parse does not depend on the list."""
-    return finding.code == "KB006" and finding.subject in allowed
+    tool, or in Dendron mode a finding about a key Dendron owns. Decided after the cache, so
+    the cached parse does not depend on the list or the mode."""
+    if finding.code == "KB006":
+        return finding.subject in allowed
+    return dendron and (finding.code, finding.subject) in _DENDRON_OWNED
 
 
 def parse_cache_key(config: Config) -> str:
@@ -243,6 +252,7 @@ def parse_pages(
     placed: dict[str, Page] = {}
     found: dict[str, list[Finding]] = {}
     allowed = config.allowed_keys
+    dendron = config.link_resolution == DENDRON
     done = 0  # pages of `order` placed so far
 
     def advance() -> None:
@@ -254,7 +264,9 @@ def parse_pages(
             if data is not None and digest not in parsed_by_digest:
                 break  # not parsed yet
             parsed = not_text("page") if data is None else parsed_by_digest[digest]
-            found[path] = [f for f in parsed.findings if not _allowed(f, allowed)]
+            if dendron:  # `[[label|note]]`: read after the cache, as the allowed keys are
+                parsed = label_first(parsed)
+            found[path] = [f for f in parsed.findings if not _allowed(f, allowed, dendron)]
             where = place(path, config.knowledge_dir)
             if where is None:
                 message, hint = misplaced(path, config.knowledge_dir)

@@ -37,7 +37,9 @@ FIELD_TYPE = Rule(
       (`usage_mode: caveats`). `confidence` outside [0, 1] is refused, never clamped.
       `affected_paths` must be relative paths without `..`. A `meta.last_validated_at`
       that has no UTC time (a quoted `'9999-12-31T23:59:59-12:00'`) is KB002 at the
-      value.""",
+      value. With `[links] resolution = "dendron"`, a `status` outside knowl's values is a
+      Dendron task note's status (`status: done`): kept in the frontmatter, not KB002, and
+      the page has no knowl status.""",
 )
 
 RESERVED_FIELD = Rule(
@@ -46,7 +48,9 @@ RESERVED_FIELD = Rule(
     default="error",
     summary="`id`, `scope` or `path` set in frontmatter",
     doc="""A page's id, scope and path come from its location under `knowledge/`; setting
-      them in frontmatter would contradict the file system. Remove the key.""",
+      them in frontmatter would contradict the file system. Remove the key. With
+      `[links] resolution = "dendron"`, `id` is Dendron's note id, which knowl keeps in the
+      frontmatter and never reads as the page's id: not KB003.""",
 )
 
 UNKNOWN_FIELD = Rule(
@@ -57,7 +61,8 @@ UNKNOWN_FIELD = Rule(
     doc="""A key that knowl does not know, at the top level or inside `meta` or `conflict`.
       It is kept in the artifact. Usually a typo: the hint names the nearest known key.
       Keys other tools own are listed in `[frontmatter] allow` (`meta.owner` for a key inside
-      `meta`); `[links] resolution = "obsidian"` allows Obsidian's own keys.""",
+      `meta`); `[links] resolution = "obsidian"` allows Obsidian's own keys, `"dendron"`
+      Dendron's.""",
 )
 
 RULES: tuple[Rule, ...] = (FIELD_TYPE, RESERVED_FIELD, UNKNOWN_FIELD)
@@ -247,6 +252,7 @@ class FieldValidator:
                 node,
                 f"'{name}' value{shown} is not one of {', '.join(choices)}",
                 did_you_mean(value, choices),
+                subject=name,
             )
             return None
         return value
@@ -279,6 +285,7 @@ class FieldValidator:
                     key,
                     f"'{name}' is set in frontmatter; a page's {name} comes from its path",
                     f"remove '{name}'",
+                    subject=name,
                 )
                 continue
             if name not in TOP_FIELDS:

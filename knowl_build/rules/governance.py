@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from knowl_build.config import OBSIDIAN
+from knowl_build.config import DENDRON, OBSIDIAN
 from knowl_build.diagnostics import Finding
 from knowl_build.model import Page
 from knowl_build.resolve import GLOBAL, PageIndex, fold, scope_label
@@ -22,9 +22,9 @@ DUPLICATE_PAGE_ID = Rule(
     summary="duplicate page id in one scope",
     doc="""Two pages of one scope (global, or one owner) share a file name. Each file is
       reported once, naming the other. References to the id resolve to the set of them.
-      With `[links] resolution = "obsidian"`, pages in different folders may share a name
-      (a link picks one as Obsidian does, see KB108); only paths that differ in case alone
-      are KB005 there.""",
+      With `[links] resolution = "obsidian"` (or `"dendron"`, a vault per folder), pages in
+      different folders may share a name (a link picks one as Obsidian or Dendron does, see
+      KB108); only paths that differ in case alone are KB005 there.""",
 )
 
 EXCLUSIVE_CONFLICT = Rule(
@@ -88,9 +88,10 @@ def _duplicates(ctx: RuleContext) -> Emitted:
 
 
 def _same_name(index: PageIndex) -> dict[tuple[str, str], list[Page]]:
-    """Pages that one name cannot tell apart: the same id in a scope; with Obsidian's
-    resolution, where pages in different folders may share a name, the same path up to case."""
-    if index.mode != OBSIDIAN:
+    """Pages that one name cannot tell apart: the same id in a scope; with Obsidian's or
+    Dendron's resolution, where pages in different folders (vaults) may share a name, the same
+    path up to case."""
+    if index.mode not in (OBSIDIAN, DENDRON):
         return index.by_id
     groups: dict[tuple[str, str], list[Page]] = defaultdict(list)
     for page in index.pages:

@@ -4,14 +4,18 @@ live-definition directives (KB106) and bound fingerprints (KB107)."""
 from __future__ import annotations
 
 import bisect
+import re
 from collections import defaultdict
+from collections.abc import Callable
 
-from knowl_build.config import OBSIDIAN
+from knowl_build.config import DENDRON, EXACT, OBSIDIAN
+from knowl_build.diagnostics import Finding
 from knowl_build.hints import SKIPPED, NearNames, suggestion
 from knowl_build.history.records import WORKING_TREE
 from knowl_build.model import Heading, Link, Page, Span
-from knowl_build.parse.body import heading_key
-from knowl_build.resolve import Resolution, is_file_target, scope_label
+from knowl_build.parse import dendron
+from knowl_build.parse.body import heading_key, strip_inline
+from knowl_build.resolve import Resolution, is_file_target, is_wildcard, note_name, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
 from knowl_build.rules.rule import Rule
 
@@ -45,7 +49,8 @@ BROKEN_LINK = Rule(
     doc="""The target of a wiki-link or embed matches no page visible from the linking page
       and, for targets with a file extension, no file under `knowledge/`. Matching follows
       `[links] resolution`: exact by default (no case folding, no fuzzy match), or as
-      Obsidian resolves links; the hint suggests the nearest id.""",
+      Obsidian or Dendron resolve links; the hint suggests the nearest id. A Dendron wildcard
+      reference (`![[a.b.*]]`) is never KB103, whether or not a note matches.""",
 )
 
 INVISIBLE_TARGET = Rule(
@@ -65,8 +70,14 @@ UNKNOWN_HEADING = Rule(
     doc="""Headings are compared case-insensitively with whitespace collapsed and inline
       markup removed. `[[Page#A#B]]` names heading `B` inside the section of heading `A`,
       heading by heading. With `[links] resolution = "obsidian"`, `[[Page#^block-id]]` must
-      name a block id (`^block-id` ending a line of the target); otherwise `#^block`
-      references are not checked.""",
+      name a block id (`^block-id` ending a line of the target), and both the link's heading
+      and the target's headings are compared as Obsidian normalises them: each of
+      ``!"#$%&()*+,.:;<=>?@^`{|}~/[]\\`` is a space, runs of spaces are one, trimmed
+      (`[[Functions#hasTag]]` names the heading `` `hasTag()` ``). With `"dendron"`, a
+      heading is named by its text or its slug (`#useful-extensions` for "Useful
+      Extensions"), blocks are checked too, and of a note reference's range
+      (`#start,1:#end`) each end that is a heading or a block is checked; `*`, `^begin` and
+      `^end` are positions. In `exact` mode `#^block` references are not checked.""",
 )
 
 UNKNOWN_DIRECTIVE_TARGET = Rule(
@@ -94,11 +105,14 @@ AMBIGUOUS_LINK = Rule(
     code="KB108",
     name="ambiguous-link",
     default="warning",
-    summary="a link's name fits several pages equally well (Obsidian resolution)",
+    summary="a link's name fits several pages equally well (Obsidian, Dendron resolution)",
     doc="""With `[links] resolution = "obsidian"`, a bare name shared by pages in different
       folders resolves to the page whose path is shortest, as Obsidian does. When another
       page's path is as short, the choice is a tie broken by path order, and the link may not
-      mean the page it resolves to: qualify it with its folder (`[[Folder/Page]]`).""",
+      mean the page it resolves to: qualify it with its folder (`[[Folder/Page]]`). With
+      `"dendron"`, a note name shared by notes in several folders (vaults) is always
+      ambiguous, as Dendron asks which one is meant; the link resolves to the first by path:
+      name the vault (`[[dendron://vault/note]]`).""",
 )
 
 RULES: tuple[Rule, ...] = (
@@ -179,18 +193,25 @@ def _hidden_message(item: str, hidden: list[Page], scope: str) -> str:
     return f"{item} names a page that is not visible from {scope_label(scope)} ({where})"
 
 
-def _ambiguous(page: Page, item: str, resolution: Resolution, span: Span) -> Emitted:
+def _ambiguous(
+    page: Page, item: str, resolution: Resolution, span: Span, mode: str = OBSIDIAN
+) -> Emitted:
     if not resolution.ambiguous:
         return
     chosen = resolution.pages[0]
     others = ", ".join(p.path for p in resolution.ambiguous)
+    if mode == DENDRON:
+        vault = chosen.rel.rpartition("/")[0] or "<vault>"
+        hint = f"name its vault: dendron://{vault}/{chosen.id}"
+    else:
+        hint = f"qualify it with its folder: {chosen.rel}"
     yield (
         page.path,
         finding_at(
             AMBIGUOUS_LINK.code,
             span,
             f"{item} fits several pages: it resolves to {chosen.path}, not {others}",
-            f"qualify it with its folder: {chosen.rel}",
+            hint,
         ),
     )
 
@@ -199,7 +220,7 @@ def _refs(ctx: RuleContext, page: Page) -> Emitted:
     for ref in page.parsed.fields.refs:
         resolution = ctx.index.resolve(ref.value, page.scope)
         if resolution.pages:
-            yield from _ambiguous(page, f"ref '{ref.value}'", resolution, ref.span)
+            yield from _ambiguous(page, f"ref '{ref.value}'", resolution, ref.span, ctx.index.mode)
             continue
         if resolution.hidden:
             yield (
@@ -228,9 +249,11 @@ def _links(ctx: RuleContext, page: Page, headings: _Headings) -> Emitted:
         if not link.target:
             yield from _heading(ctx, page, link, [page], headings)
             continue
+        if is_wildcard(link.target, ctx.index.mode):
+            continue  # `![[a.b.*]]`: whatever it matches, Dendron shows
         resolution = ctx.index.resolve(link.target, page.scope)
         if resolution.pages:
-            yield from _ambiguous(page, link.raw, resolution, link.span)
+            yield from _ambiguous(page, link.raw, resolution, link.span, ctx.index.mode)
             yield from _heading(ctx, page, link, resolution.pages, headings)
         elif is_file_target(link.target) and ctx.index.find_file(link.target):
             continue
@@ -244,7 +267,7 @@ def _links(ctx: RuleContext, page: Page, headings: _Headings) -> Emitted:
                     "global pages are read by everyone and must not depend on personal pages",
                 ),
             )
-        elif is_file_target(link.target):
+        elif is_file_target(link.target) and not _note_name(ctx, link.target):
             yield (
                 page.path,
                 finding_at(
@@ -261,9 +284,31 @@ def _links(ctx: RuleContext, page: Page, headings: _Headings) -> Emitted:
                     BROKEN_LINK.code,
                     link.span,
                     f"{link.raw} points at no page visible from {scope_label(page.scope)}",
-                    ctx.page_hint(link.target, page.scope),
+                    ctx.page_hint(note_name(link.target), page.scope),
                 ),
             )
+
+
+def _note_name(ctx: RuleContext, target: str) -> bool:
+    """In Dendron mode a name without `/` (`dendron://vault/` aside) is a note's, whose dots
+    are its hierarchy (`a.b.c`), not a file's extension."""
+    return ctx.index.mode == DENDRON and "/" not in note_name(target)
+
+
+# Obsidian's normalisation of a heading, in a link and in the page: these characters become
+# spaces, runs of spaces one, the ends trimmed (then compared case-insensitively).
+_OBSIDIAN_SEPARATORS = re.compile(r"[!\"#$%&()*+,.:;<=>?@^`{|}~/\[\]\\]")
+
+
+def obsidian_heading_key(text: str) -> str:
+    """How Obsidian compares headings: `hasTag()` and `hasTag` are one heading."""
+    return " ".join(_OBSIDIAN_SEPARATORS.sub(" ", strip_inline(text)).split()).casefold()
+
+
+def dendron_heading_keys(texts: list[str]) -> frozenset[str]:
+    """How Dendron names the headings of a note: by their text, or by their slugs
+    (`useful-extensions`; a second heading of one slug is `…-1`)."""
+    return frozenset((*(heading_key(text) for text in texts), *dendron.slugs(texts)))
 
 
 class _Headings:
@@ -279,26 +324,35 @@ class _Headings:
         self._names: dict[tuple[str, ...], NearNames] = {}  # target paths -> heading texts
         self._hints: dict[tuple[tuple[str, ...], str], str | None] = {}
         self._outlines: dict[str, Outline] = {}  # page path -> its outline (nested links)
+        # How a heading is named in this mode: by one key, or (Dendron) by its text and slug.
+        self._key: Callable[[str], str] = (
+            obsidian_heading_key if ctx.index.mode == OBSIDIAN else heading_key
+        )
+        self._named: Callable[[list[str]], frozenset[str]] = (
+            dendron_heading_keys
+            if ctx.index.mode == DENDRON
+            else lambda texts: frozenset(self._key(text) for text in texts)
+        )
 
     def has(self, targets: list[Page], heading: str) -> bool:
-        wanted = heading_key(heading)
+        wanted = self._named([heading])
         for target in targets:
             keys = self._keys.get(target.path)
             if keys is None:
-                keys = self._keys[target.path] = frozenset(
-                    heading_key(h.text) for h in target.parsed.headings
+                keys = self._keys[target.path] = self._named(
+                    [h.text for h in target.parsed.headings]
                 )
-            if wanted in keys:
+            if not wanted.isdisjoint(keys):
                 return True
         if "#" in heading:  # `[[Page#A#B]]`: heading B within the section of heading A
-            parts = [heading_key(part) for part in heading.split("#")]
+            parts = [self._key(part) for part in heading.split("#")]
             return any(self._outline(target).holds(parts) for target in targets)
         return False
 
     def _outline(self, target: Page) -> Outline:
         outline = self._outlines.get(target.path)
         if outline is None:
-            outline = self._outlines[target.path] = Outline(target.parsed.headings)
+            outline = self._outlines[target.path] = Outline(target.parsed.headings, self._key)
         return outline
 
     def hint(self, targets: list[Page], heading: str) -> str | None:
@@ -327,11 +381,13 @@ class Outline:
     as Obsidian resolves nested links. Each step is a few binary searches, so a page of
     thousands of headings and thousands of nested links checks in n log n."""
 
-    def __init__(self, headings: tuple[Heading, ...]) -> None:
+    def __init__(
+        self, headings: tuple[Heading, ...], key: Callable[[str], str] = heading_key
+    ) -> None:
         self.levels = [h.level for h in headings]
         self.at: dict[tuple[str, int], list[int]] = defaultdict(list)
         for position, h in enumerate(headings):
-            self.at[(heading_key(h.text), h.level)].append(position)
+            self.at[(key(h.text), h.level)].append(position)
         # section_end[i]: the position of the next heading of level <= headings[i]'s.
         self.section_end = [len(headings)] * len(headings)
         open_sections: list[int] = []
@@ -363,30 +419,45 @@ def _heading(
     if not heading:
         return
     name = link.target or page.id
+    # Dendron: a note reference's range names up to two anchors (`#a:#^b`), or none.
+    wanted = dendron.anchors(heading) if ctx.index.mode == DENDRON else [heading]
+    for anchor in wanted:
+        finding = _anchor(ctx, link, name, anchor, targets, headings)
+        if finding is not None:
+            yield page.path, finding
+            return
+
+
+def _anchor(
+    ctx: RuleContext,
+    link: Link,
+    name: str,
+    heading: str,
+    targets: list[Page],
+    headings: _Headings,
+) -> Finding | None:
+    """The KB105 of one heading or `^block` a link names in its targets, if any."""
     if heading.startswith("^"):
         block = heading[1:].strip()
-        if ctx.index.mode != OBSIDIAN or any(block in t.parsed.blocks for t in targets):
-            return  # `#^block` references are checked as Obsidian resolves them only
-        yield (
-            page.path,
-            finding_at(
-                UNKNOWN_HEADING.code,
-                link.span,
-                f"{link.raw}: page '{name}' has no block '^{block}'",
-                "a block id is `^id` at the end of a line of the target page",
-            ),
-        )
-        return
-    if headings.has(targets, heading):
-        return
-    yield (
-        page.path,
-        finding_at(
+        if ctx.index.mode == EXACT:
+            return None  # `#^block` references are checked as Obsidian and Dendron do only
+        if ctx.index.mode == OBSIDIAN and "_" in block:
+            pass  # Obsidian's block ids have letters, digits and `-` only (Dendron's `_` too)
+        elif any(block in t.parsed.blocks for t in targets):
+            return None
+        return finding_at(
             UNKNOWN_HEADING.code,
             link.span,
-            f"{link.raw}: page '{name}' has no heading '{heading}'",
-            headings.hint(targets, heading),
-        ),
+            f"{link.raw}: page '{name}' has no block '^{block}'",
+            "a block id is `^id` at the end of a line of the target page",
+        )
+    if headings.has(targets, heading):
+        return None
+    return finding_at(
+        UNKNOWN_HEADING.code,
+        link.span,
+        f"{link.raw}: page '{name}' has no heading '{heading}'",
+        headings.hint(targets, heading),
     )
 
 
