@@ -28,6 +28,11 @@ EXACT = "exact"
 OBSIDIAN = "obsidian"
 DENDRON = "dendron"
 RESOLUTIONS = (EXACT, OBSIDIAN, DENDRON)
+# Hugo shortcodes whose bodies are code on every Hugo site: Hugo's own `highlight` and
+# `code-toggle` (the docs' configuration examples in TOML, YAML and JSON), most themes' `code`.
+CODE_SHORTCODES = ("code-toggle", "highlight", "code")
+# A Hugo shortcode's name, as Hugo reads it (a path for shortcodes in sub-folders).
+SHORTCODE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
 # [links] url_*: the bounds each key of the URL check accepts (config_loader checks them).
 URL_BOUNDS: dict[str, tuple[float, float]] = {
     "url_timeout": (0.01, 300.0),
@@ -165,6 +170,9 @@ class Config:
     dbt_connection: str | None = None  # [semantics.dbt] connection
     agent_status: str = "active"  # [writes] agent_status: how an agent's new page lands
     link_resolution: str = EXACT  # [links] resolution
+    # [links] code_shortcodes: Hugo shortcodes whose bodies are code, besides the built-in
+    # ones (parse/shortcodes.py); the parse depends on them, so the parse cache key does too.
+    code_shortcodes: tuple[str, ...] = ()
     # [links] check_urls and url_*: the external URL check (`knowl check --check-urls`, the
     # only network use). Not in `to_json`: a build never checks URLs, so no artifact
     # depends on them.
@@ -194,6 +202,11 @@ class Config:
         own keys when links resolve as Obsidian (Dendron) does."""
         own = {OBSIDIAN: OBSIDIAN_KEYS, DENDRON: DENDRON_KEYS}.get(self.link_resolution, ())
         return frozenset((*self.frontmatter_allow, *own))
+
+    @property
+    def code_names(self) -> frozenset[str]:
+        """The Hugo shortcodes whose bodies are code: the built-in ones, `code_shortcodes`."""
+        return frozenset((*CODE_SHORTCODES, *self.code_shortcodes))
 
     def configured(self, code: str, path: str | None = None) -> str | None:
         """The severity configured for `code` ([rules], then the [rules.per-path] globs that
@@ -230,7 +243,10 @@ class Config:
             "semantics": {
                 "dbt": {"project_dir": self.dbt_project_dir, "connection": self.dbt_connection}
             },
-            "links": {"resolution": self.link_resolution},
+            "links": {
+                "resolution": self.link_resolution,
+                "code_shortcodes": list(self.code_shortcodes),
+            },
             "writes": {"agent_status": self.agent_status},
             "frontmatter": {"allow": list(self.frontmatter_allow)},
         }
@@ -412,6 +428,15 @@ SCHEMA: tuple[Option, ...] = (
         "(`a.b.c`) case-insensitive, `dendron://vault/note`, note references with ranges and "
         "wildcards, heading anchors by their slug, Dendron's `id` and keys allowed "
         "([Links](concepts/pages.md#link-resolution)).",
+    ),
+    Option(
+        "links.code_shortcodes",
+        "list of strings",
+        _default("code_shortcodes"),
+        "Hugo shortcodes whose bodies are code, as `code-toggle`, `highlight` and `code` "
+        "always are: from `{{< name >}}` to `{{< /name >}}` (or `{{% … %}}`) no link, "
+        "suppression, heading or block id is read. Names are added to those three "
+        "([Hugo shortcodes](concepts/pages.md#hugo-shortcodes)).",
     ),
     Option(
         "links.check_urls",

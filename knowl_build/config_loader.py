@@ -21,6 +21,7 @@ from knowl_build.config import (
     RESOLUTIONS,
     RULE_CODE,
     SCHEMA,
+    SHORTCODE_NAME,
     URL_BOUNDS,
     Config,
     SearchConfig,
@@ -213,6 +214,12 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         raise links.error(
             "resolution", f"must be one of {', '.join(RESOLUTIONS)}, got {resolution!r}"
         )
+    code_shortcodes = links.string_list("code_shortcodes")
+    for name in code_shortcodes:
+        if not SHORTCODE_NAME.fullmatch(name):
+            raise links.error(
+                "code_shortcodes", f"{name!r} is not a shortcode name (letters, digits, _./-)"
+            )
     urls = _url_settings(links)
     frontmatter = _Reader(source, top.table_of("frontmatter"), "frontmatter.")
     allow = frontmatter.string_list("allow")
@@ -278,6 +285,7 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         peer_paths=peers.string_list("paths"),
         agent_status=agent_status,
         link_resolution=resolution,
+        code_shortcodes=code_shortcodes,
         **urls,
         frontmatter_allow=allow,
         site_title=site_title,

@@ -94,7 +94,11 @@ def timeline(project: Project, ref: str, user: str | None = None) -> dict[str, A
     bodies: list[str] = []
     for version in versions:
         text = decode(version.data)
-        parsed = parse_page(version.data, config.security, scanner) if text is not None else None
+        parsed = (
+            parse_page(version.data, config.security, scanner, config.code_names)
+            if text is not None
+            else None
+        )
         body = text[split(text).body_offset :] if text is not None else ""
         bodies.append(body)
         summary = parsed.fields.summary if parsed else None

@@ -4,6 +4,8 @@ Code is text: links inside CommonMark code (fenced and indented blocks, code spa
 links. markdown-it-py finds the block structure; code spans are found with CommonMark's
 backtick-run rule on the raw lines of each inline region, so positions stay exact.
 Directives are found everywhere, code included, because that is where expressions are shown.
+Hugo shortcodes (parse/shortcodes.py) hold no links, and the bodies of code shortcodes are code:
+their regions join the code spans, and hold no suppression, heading or block id either.
 
 Suppressions are HTML comments that Markdown renders as comments (issue 21): an HTML block that
 starts with `<!--` (CommonMark's kind 2: the comments it holds one after another), or inline
@@ -26,7 +28,9 @@ from markdown_it.rules_inline import StateInline
 from markdown_it.rules_inline import html_inline as _html_inline
 from markdown_it.token import Token
 
+from knowl_build.config import CODE_SHORTCODES as BUILT_IN_CODE_SHORTCODES
 from knowl_build.model import Directive, Heading, Link, Span, Suppression, TextIndex
+from knowl_build.parse.shortcodes import regions as shortcode_regions
 
 WIKI_LINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
 DIRECTIVE = re.compile(
@@ -348,12 +352,19 @@ def heading_key(text: str) -> str:
     return strip_inline(text).casefold()
 
 
-def scan_body(text: str, body_offset: int, index: TextIndex) -> BodyScan:
+CODE_SHORTCODES = frozenset(BUILT_IN_CODE_SHORTCODES)
+
+
+def scan_body(
+    text: str, body_offset: int, index: TextIndex, code_shortcodes: frozenset[str] = CODE_SHORTCODES
+) -> BodyScan:
     body = text[body_offset:]
     first_line = index.position(body_offset)[0]
     # markdown-it normalises line ends; keep the line count identical to ours.
     normalized = body.replace("\r\n", "\n").replace("\r", " ")
     lines_start = TextIndex(body).starts
+    hugo = shortcode_regions(body, code_shortcodes)
+    hugo_starts, hugo_ends = _disjoint(hugo)
 
     excluded_lines: set[int] = set()  # 0-based body lines inside code blocks
     spans: list[tuple[int, int]] = []  # body offsets of code spans
@@ -377,6 +388,8 @@ def scan_body(text: str, body_offset: int, index: TextIndex) -> BodyScan:
                     if "`" in body[lo:hi]:
                         _code_spans(body[lo:hi], lo, spans)
                 elif token.type == "heading_open":
+                    if hugo and _inside(hugo_starts, hugo_ends, lines_start[token.map[0]]):
+                        continue  # a `# comment` of the TOML in a code shortcode
                     inline = tokens[pos + 1]
                     level = int(token.tag[1])
                     title = strip_inline(inline.content)
@@ -387,8 +400,18 @@ def scan_body(text: str, body_offset: int, index: TextIndex) -> BodyScan:
                 suppressions = _comment_suppressions(
                     tokens, env, _Lines(normalized, lines_start), body_offset, index
                 )
+                if hugo:
+                    suppressions = [
+                        s
+                        for s in suppressions
+                        if not _inside(
+                            hugo_starts,
+                            hugo_ends,
+                            lines_start[s.span.line - first_line] + s.span.column - 1,
+                        )
+                    ]
 
-    span_starts, span_ends = _disjoint(spans)
+    span_starts, span_ends = _disjoint(spans + hugo)
     links: list[Link] = []
     for match in WIKI_LINK.finditer(body):
         start = match.start()
@@ -420,7 +443,9 @@ def scan_body(text: str, body_offset: int, index: TextIndex) -> BodyScan:
     blocks: list[str] = []
     if "^" in body:
         for match in BLOCK_ID.finditer(body):
-            if _line_of(lines_start, match.start(1)) not in excluded_lines:
+            if _line_of(lines_start, match.start(1)) not in excluded_lines and not (
+                hugo and _inside(hugo_starts, hugo_ends, match.start(1))
+            ):
                 blocks.append(match.group(1))
     return BodyScan(
         tuple(links), tuple(directives), tuple(headings), h1, tuple(suppressions), tuple(blocks)

@@ -33,8 +33,9 @@ from knowl_build.trust import NO_KEY, MachineKey, Sealer, machine_key, read_cach
 # 5: every line sealed; 6: block ids; 7: bound fingerprints of any hex length; 8: pages
 # encoded by msgspec from the model's own types (decoding one is several times faster);
 # 9: only real comments are suppressions (a cached page may hold one that is not); 10:
-# KB003 and KB002 of a value name their key (Dendron owns `id`, `status`), block ids hold `_`
-CACHE_FORMAT = 10
+# KB003 and KB002 of a value name their key (Dendron owns `id`, `status`), block ids hold `_`;
+# 11: Hugo shortcodes hold no links, and code shortcodes no headings, suppressions or block ids
+CACHE_FORMAT = 11
 
 
 def ensure_knowl_dir(root: Path) -> Path:

@@ -18,7 +18,7 @@ from knowl_build import __version__
 from knowl_build.config import DENDRON, Config, SecurityConfig
 from knowl_build.diagnostics import Finding
 from knowl_build.model import Fields, Located, Page, ParsedPage, Span, TextIndex
-from knowl_build.parse.body import FM_SUPPRESSION, scan_body, suppression
+from knowl_build.parse.body import CODE_SHORTCODES, FM_SUPPRESSION, scan_body, suppression
 from knowl_build.parse.dendron import label_first
 from knowl_build.parse.frontmatter import split
 from knowl_build.parse.text import decode
@@ -45,7 +45,13 @@ def not_text(kind: str) -> ParsedPage:
     )
 
 
-def parse_page(data: bytes, config: SecurityConfig, scanner: SecretScanner) -> ParsedPage:
+def parse_page(
+    data: bytes,
+    config: SecurityConfig,
+    scanner: SecretScanner,
+    code_shortcodes: frozenset[str] = CODE_SHORTCODES,
+) -> ParsedPage:
+    """`code_shortcodes`: the Hugo shortcodes whose bodies are code (`Config.code_names`)."""
     text = decode(data)
     if text is None:
         return not_text("page")
@@ -127,7 +133,7 @@ def parse_page(data: bytes, config: SecurityConfig, scanner: SecretScanner) -> P
                 frontmatter = json_safe(plain(root))
 
     findings.extend(security.check_body(text, parts.body_offset, index, config, scanner))
-    scan = scan_body(text, parts.body_offset, index)
+    scan = scan_body(text, parts.body_offset, index, code_shortcodes)
     suppressions = list(scan.suppressions)
     if parts.frontmatter is not None and "knowl:" in parts.frontmatter:
         # Only a real YAML comment suppresses: not the same text inside a key or a value, nor
@@ -172,8 +178,13 @@ def _allowed(finding: Finding, allowed: frozenset[str], dendron: bool = False) -
 
 
 def parse_cache_key(config: Config) -> str:
+    """What a cached parse depends on: the version, the security settings and the code
+    shortcodes."""
     security = config.to_json()["security"]
-    return hashlib.sha256(json.dumps([__version__, security], sort_keys=True).encode()).hexdigest()
+    shortcodes = sorted(config.code_names)
+    return hashlib.sha256(
+        json.dumps([__version__, security, shortcodes], sort_keys=True).encode()
+    ).hexdigest()
 
 
 # Below this many pages to parse, starting worker processes costs more than it saves.
@@ -181,21 +192,31 @@ PARALLEL_MIN_PAGES = 1000
 
 
 def _parse_chunk(
-    items: list[tuple[str, bytes]], security: SecurityConfig
+    items: list[tuple[str, bytes]],
+    security: SecurityConfig,
+    code_shortcodes: frozenset[str] = CODE_SHORTCODES,
 ) -> list[tuple[str, ParsedPage]]:
     scanner = SecretScanner(security.extra_patterns)
-    return [(digest, parse_page(data, security, scanner)) for digest, data in items]
+    return [
+        (digest, parse_page(data, security, scanner, code_shortcodes)) for digest, data in items
+    ]
 
 
-def _parse_encoded(items: list[tuple[str, bytes]], security: SecurityConfig) -> list[bytes]:
+def _parse_encoded(
+    items: list[tuple[str, bytes]],
+    security: SecurityConfig,
+    code_shortcodes: frozenset[str] = CODE_SHORTCODES,
+) -> list[bytes]:
     """`_parse_chunk` in a worker process: each page as the parse cache encodes it, which
     crosses back to the parent several times faster than a pickle and is what the cache
     stores."""
-    return [encode_page(parsed) for _, parsed in _parse_chunk(items, security)]
+    return [encode_page(parsed) for _, parsed in _parse_chunk(items, security, code_shortcodes)]
 
 
 def _parse_uncached(
-    todo: dict[str, bytes], security: SecurityConfig
+    todo: dict[str, bytes],
+    security: SecurityConfig,
+    code_shortcodes: frozenset[str] = CODE_SHORTCODES,
 ) -> Iterator[list[tuple[str, ParsedPage, bytes | None]]]:
     """Parse pages the cache does not know, in worker processes when there are many: each
     with its cache encoding when a worker made it. Batches in the order of `todo`, each as
@@ -211,14 +232,19 @@ def _parse_uncached(
         or threading.active_count() > 1
         or "fork" not in multiprocessing.get_all_start_methods()
     ):
-        yield [(digest, parsed, None) for digest, parsed in _parse_chunk(items, security)]
+        yield [
+            (digest, parsed, None)
+            for digest, parsed in _parse_chunk(items, security, code_shortcodes)
+        ]
         return
 
     size = max(64, len(items) // (workers * 8))
     chunks = [items[i : i + size] for i in range(0, len(items), size)]
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        results = pool.map(_parse_encoded, chunks, [security] * len(chunks))
+        results = pool.map(
+            _parse_encoded, chunks, [security] * len(chunks), [code_shortcodes] * len(chunks)
+        )
         for chunk, encoded in zip(chunks, results, strict=True):
             yield [
                 (digest, decode_page(raw), raw)
@@ -280,7 +306,7 @@ def parse_pages(
             ready(batch)
 
     advance()
-    for batch in _parse_uncached(todo, config.security):
+    for batch in _parse_uncached(todo, config.security, config.code_names):
         for digest, parsed, encoded in batch:
             cache.put(digest, parsed, encoded)
             parsed_by_digest[digest] = parsed
