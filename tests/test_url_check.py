@@ -236,6 +236,19 @@ def test_ask_all_answers_each_url_once_in_order(server: Server) -> None:
     assert server.paths().count("/ok") == 1
 
 
+def test_a_host_that_never_answers_is_given_up(server: Server) -> None:
+    settings = UrlSettings(timeout=0.2, per_host=1000.0, retries=0, allow_private=True)
+    urls = [f"{server.base}/slow?{i}" for i in range(5)]
+    answers, _ = asker(settings).ask_all(urls)
+    assert [a.problem for a in answers.values()] == ["timeout after 0.2 s"] * 3 + [
+        "its host gave none to the 3 URLs asked before it"
+    ] * 2
+    assert (
+        describe(answers[urls[4]]) == "no answer: its host gave none to the 3 URLs asked before it"
+    )
+    assert server.paths() == ["/slow"] * 3
+
+
 def test_no_answer_from_a_closed_port() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -13,7 +13,8 @@ certificate for the host name). No body is read: the status line and headers dec
 the connection is closed (a huge or endless body costs nothing). Every request has a
 deadline of `url_timeout` from connecting to the end of the headers, however slowly a server
 sends them. A 5xx, a 429 (after its Retry-After, when at most MAX_RETRY_AFTER seconds) and no
-answer are retried `url_retries` times, each wait twice the last.
+answer are retried `url_retries` times, each wait twice the last; after HOST_SILENT URLs of a
+host in a row got no answer, its other URLs are not asked.
 
 No proxy is used (`HTTP_PROXY` is ignored): through one, the address policy would check the
 proxy, not the target.
@@ -42,6 +43,9 @@ from knowl_build.rules.urls import Answer
 
 MAX_REDIRECTS = 5
 MAX_RETRY_AFTER = 10.0  # seconds: a longer Retry-After is not waited for
+# After this many URLs of one host in a row got no answer, its other URLs are not asked: a
+# host that swallows connections (a tarpit) costs three timeouts, not one per link.
+HOST_SILENT = 3
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 USER_AGENT = f"knowl-build/{__version__} (link check; +{DOCS_URL})"
 # The problems of a request that is not made, as `_Stop` carries them.
@@ -139,7 +143,17 @@ class Asker:
         return kept, refused
 
     def _ask_group(self, urls: list[str]) -> dict[str, Answer]:
-        return {url: self.ask(url) for url in urls}
+        """One host's URLs, in order, until HOST_SILENT of them in a row get no answer."""
+        answers: dict[str, Answer] = {}
+        silent = 0
+        for url in urls:
+            if silent >= HOST_SILENT:
+                problem = f"its host gave none to the {HOST_SILENT} URLs asked before it"
+                answers[url] = Answer(None, problem, tries=0)
+                continue
+            answers[url] = answer = self.ask(url)
+            silent = silent + 1 if answer.status is None and not _refused(answer) else 0
+        return answers
 
     def ask(self, url: str) -> Answer:
         """What `url` answers, after the retries its answers call for. A URL whose own host
