@@ -27,7 +27,6 @@ from hypothesis import strategies as st
 from knowl_build.config_loader import load_config
 from knowl_build.parse.frontmatter import split
 from knowl_build.writes.edit import EditError, FrontmatterEditor
-from knowl_build.writes.pagefile import WriteRefused
 from knowl_build.writes.request import Request
 from knowl_build.writes.store import store
 from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, invoke
@@ -445,8 +444,11 @@ def test_a_confidence_outside_0_1_is_refused_by_the_library(
 ) -> None:
     proj = project({**BASE})
     request = Request(category="fact", title="Confident", content="Sure.", confidence=value)
-    with pytest.raises(WriteRefused, match=r"confidence must be a finite number in \[0, 1\]"):
-        store(proj.root, load_config(proj.root), request)
+    outcome = store(proj.root, load_config(proj.root), request)
+    # A refusal naming `confidence` (KB002), never a page with the value dropped or clamped.
+    assert (outcome.action, outcome.argument, outcome.changes) == ("refused", "confidence", [])
+    assert [(d["code"], d["severity"]) for d in outcome.diagnostics] == [("KB002", "error")]
+    assert "confidence must be a finite number in [0, 1]" in outcome.message
     assert proj.run_git("status", "--porcelain") == ""
 
 
@@ -473,7 +475,7 @@ def test_a_confidence_outside_0_1_is_refused_by_every_front_end(
         )
         assert "confidence must be a finite number in [0, 1]" in result.stderr
     pytest.importorskip("mcp", reason="the mcp extra is not installed")
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import CallToolResult
 
     from knowl_build.app.project import Locator
     from knowl_build.mcp_server import make_server
@@ -483,13 +485,15 @@ def test_a_confidence_outside_0_1_is_refused_by_every_front_end(
         locator=Locator(proj.root), artifact=None, with_repo=True, allow_writes=True
     )
     for number in (math.nan, math.inf, -math.inf, 2.0):
-        with pytest.raises(ToolError, match=r"confidence must be a finite number in \[0, 1\]"):
-            asyncio.run(
-                server.call_tool(
-                    "store_knowledge",
-                    {"category": "fact", "title": "T", "content": "c", "confidence": number},
-                )
+        # A tool error carrying the refusal (tests/test_seed_cases.py has its every field).
+        refused = asyncio.run(
+            server.call_tool(
+                "store_knowledge",
+                {"category": "fact", "title": "T", "content": "c", "confidence": number},
             )
+        )
+        assert isinstance(refused, CallToolResult) and refused.is_error
+        assert "'confidence' must be a finite number in [0, 1]" in refused.content[0].text  # type: ignore[union-attr]
     assert proj.run_git("status", "--porcelain") == ""
     asyncio.run(
         server.call_tool(

@@ -184,6 +184,12 @@ def store(answer: StoreAnswer) -> str:
     return text + _commit(answer) + _build(answer)
 
 
+def refused_call(answer: StoreAnswer) -> str:
+    """A write refused for one of its arguments (a tool error): what is wrong with it."""
+    errors = [printable(d["message"]) for d in answer["diagnostics"] if d["severity"] == "error"]
+    return one_line(f"Refused: nothing was written: {'; '.join(errors)}.")
+
+
 def supersede(answer: SupersedeAnswer) -> str:
     text = (
         f"{_short(answer['superseded'], 60)} is superseded by "

@@ -71,6 +71,15 @@ def tool_error(exc: KnowlError) -> ToolError:
     return ToolError(one_line(str(exc)))
 
 
+class RefusedCall(Exception):
+    """A write refused for one of its arguments (a `confidence` outside [0, 1]): a tool error
+    (`isError`) that carries the refusal's structured answer, as `knowl store --json` gives it."""
+
+    def __init__(self, answer: Mapping[str, Any], text: str) -> None:
+        super().__init__(text)
+        self.answer, self.text = answer, text
+
+
 def _tool(
     session: Session,
     fn: Callable[..., Mapping[str, Any]],
@@ -91,6 +100,12 @@ def _tool(
                 result = fn(*args, **kwargs)
             except KnowlError as exc:
                 raise tool_error(exc) from None
+            except RefusedCall as refused:
+                return CallToolResult(
+                    content=[TextContent(type="text", text=refused.text)],
+                    structured_content=dict(refused.answer),
+                    is_error=True,
+                )
         return CallToolResult(
             content=[TextContent(type="text", text=render(result))],
             structured_content=dict(result),
@@ -329,7 +344,10 @@ def write_tools(session: Session) -> list[Tool]:
             supersedes=supersedes,
         )
         stored = writing.store(session.locator.project(), request, agent=True)
-        return cast(StoreAnswer, stored.to_json())
+        answer = cast(StoreAnswer, stored.to_json())
+        if stored.outcome.argument is not None:
+            raise RefusedCall(answer, text.refused_call(answer))
+        return answer
 
     def supersede_knowledge(old: Page, new: Page, user: User = None) -> SupersedeAnswer:
         written = writing.supersede(
@@ -345,7 +363,8 @@ def write_tools(session: Session) -> list[Tool]:
             "Store a piece of knowledge as a new page through the governed write path, "
             "reconciled with what exists: a repeat is a no-op (`duplicate`), a page on the "
             "same subject is superseded, an overlapping page is named. Refused (nothing "
-            "written) when the page has errors, such as a secret. The project is rebuilt "
+            "written) when the page has errors, such as a secret; a `confidence` outside "
+            "[0, 1] is a tool error carrying the refusal (KB002). The project is rebuilt "
             "after the write, so search and read find the page at once (`rebuilt` true); "
             "when the rebuild could not run (another build holds the lock, a build error), "
             "the page is stored all the same, `rebuilt` is false and `build.reason` says why: "

@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from knowl_build.writes.pagefile import WriteRefused
-
 
 @dataclass(slots=True)
 class Request:
@@ -37,16 +35,15 @@ class Request:
     status: str | None = None  # `draft` for an agent's write under `[writes] agent_status`
 
 
-def check_confidence(value: object) -> None:
-    """A confidence is a finite number in [0, 1], or not given: refused here, in the library,
-    so that every front end refuses the same values (a NaN or an infinity from an MCP client
-    or a Python caller is never written, dropped or clamped)."""
+def confidence_problem(value: object) -> str | None:
+    """What is wrong with `value` as a confidence, or None: a confidence is a finite number in
+    [0, 1], or not given. Checked in the library, so that every front end refuses the same
+    values (a NaN or an infinity from an MCP client or a Python caller is never written,
+    dropped or clamped): the write answers with a refusal naming `confidence` (KB002)."""
     if value is None:
-        return
+        return None
     number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
     if number is None or not math.isfinite(number) or not 0.0 <= number <= 1.0:
         shown = repr(value) if isinstance(value, int | float) else f"a {type(value).__name__}"
-        raise WriteRefused(
-            f"confidence must be a finite number in [0, 1] (never clamped), not {shown}; "
-            "nothing was written"
-        )
+        return f"must be a finite number in [0, 1] (never clamped), not {shown}"
+    return None

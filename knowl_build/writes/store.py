@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from knowl_build.config import Config
+from knowl_build.diagnostics import Diagnostic
 from knowl_build.errors import UsageError
 from knowl_build.history.git import GitRepo
 from knowl_build.model import DRAFT, Page
@@ -43,7 +44,7 @@ from knowl_build.writes.reconcile import (
     overlap,
     tokens,
 )
-from knowl_build.writes.request import Request, check_confidence
+from knowl_build.writes.request import Request, confidence_problem
 
 
 @dataclass(slots=True)
@@ -56,6 +57,9 @@ class Outcome:
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
     message: str = ""
+    # The request's argument a refusal is about (`confidence`), not the page's findings: a
+    # front end whose protocol has call errors answers it as one.
+    argument: str | None = None
     commit: Committed | None = None  # None: no --commit, or the write was refused
 
     def to_json(self) -> dict[str, Any]:
@@ -80,7 +84,6 @@ def _redacted(text: str | None) -> str | None:
 def plan(tree: Tree, request: Request) -> Outcome:
     """Decide what the write does; nothing is written here."""
 
-    check_confidence(request.confidence)
     # The tree is the project as the writer sees it; a request for another writer would be
     # checked against the wrong view.
     request.user = valid_user(request.user)
@@ -95,6 +98,9 @@ def plan(tree: Tree, request: Request) -> Outcome:
     path = target_path(request, tree)
     where = place(path, tree.config.knowledge_dir)
     assert where is not None
+    problem = confidence_problem(request.confidence)
+    if problem is not None:
+        return _refused_confidence(request, tree, head, where.id, path, problem)
     text = page_text(request, tree, head)
     new_change = Change(path, None, text)
     changes = [new_change]
@@ -206,6 +212,39 @@ def plan(tree: Tree, request: Request) -> Outcome:
     return outcome
 
 
+def _refused_confidence(
+    request: Request, tree: Tree, head: str | None, page: str, path: str, problem: str
+) -> Outcome:
+    """A confidence no page may hold: refused whatever KB002's configured severity, with the
+    KB002 error the page would draw, at the value in the page as it would be written (1:1
+    for a value that is no number, which has no place in it)."""
+    line, column = 1, 1
+    value = request.confidence
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        for number, text in enumerate(page_text(request, tree, head).splitlines(), 1):
+            if text.startswith("confidence:"):
+                line, column = number, len("confidence: ") + 1
+                break
+    finding = Diagnostic(
+        path,
+        line,
+        column,
+        "KB002",
+        "error",
+        f"'confidence' {problem}",
+        "give a confidence from 0 to 1, or none",
+        subject="confidence",
+    )
+    return Outcome(
+        "refused",
+        page,
+        path,
+        diagnostics=answer_diagnostics([finding]),
+        message=f"confidence {problem}; nothing was written",
+        argument="confidence",
+    )
+
+
 def _ref(page: Page) -> str:
     return page.id if page.scope == GLOBAL else f"{page.scope}:{page.id}"
 
@@ -215,10 +254,9 @@ def _ref_id(scope: str, page_id: str) -> str:
 
 
 def store(root: Path, config: Config, request: Request, *, do_commit: bool = False) -> Outcome:
-    # A bad user name stops the write before anything is read or cached (exit 2), and so
-    # does a confidence no page may hold (exit 1).
+    # A bad user name stops the write before anything is read or cached (exit 2); a
+    # confidence no page may hold is a refusal (exit 1), answered by `plan`.
     request.user = valid_user(request.user)
-    check_confidence(request.confidence)
     if request.supersedes is not None:
         check_ref(request.supersedes)
     repo = commit_repo(root) if do_commit else None
