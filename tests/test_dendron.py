@@ -271,7 +271,7 @@ def test_notes_of_one_name_in_two_vaults(tmp_path: Path) -> None:
             "knowl.toml": DENDRON,
             f"{G}/work/shared.md": shared.format("w1"),
             f"{G}/home/shared.md": shared.format("h1"),
-            f"{G}/home/index.md": "---\nid: h2\ntitle: Index\ndesc: ''\nupdated: 1\n"
+            f"{G}/home/start.md": "---\nid: h2\ntitle: Index\ndesc: ''\nupdated: 1\n"
             "created: 1\n---\n[[shared]]\n[[dendron://work/shared]]\n",
         }
     )
@@ -283,7 +283,7 @@ def test_notes_of_one_name_in_two_vaults(tmp_path: Path) -> None:
     assert rows[0]["message"] == (
         f"[[shared]] fits several pages: it resolves to {G}/home/shared.md, not {G}/work/shared.md"
     )
-    links = [link.get("to") for link in _records_of(proj)["index.md"]["links"]]
+    links = [link.get("to") for link in _records_of(proj)["start.md"]["links"]]
     assert links == [f"{G}/home/shared.md", f"{G}/work/shared.md"]
 
 
