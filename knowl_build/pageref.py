@@ -11,6 +11,11 @@ Several pages of one scope may share an id (pages in different folders, as Obsid
 a name is then asked, never guessed. The id alone names none of them (AmbiguousPage, listing
 each with its path); the page's path under its scope folder without `.md`
 (`Obsidian Sync/Security and privacy`, also after `global:` or `user:<owner>:`) names one.
+
+A page bundle (Hugo's `posts/my-trip/index.md`, a section's `_index.md`, MkDocs' `index.md` of
+a folder) is named by its folder: its id is the folder's name (`my-trip`), and its folder's
+path (`posts/my-trip`) names it as well as its file's (`posts/my-trip/index`). The scope
+folder's own `index.md` has the folder name of no page: its id stays `index`.
 """
 
 from __future__ import annotations
@@ -26,6 +31,23 @@ from knowl_build.names import normalize_owner, valid_user
 T = TypeVar("T")
 
 GLOBAL = "global"
+BUNDLE_FILES = ("index", "_index")  # a page that stands for its folder, without `.md`
+
+
+def page_id(rel: str) -> str:
+    """A page's id from its path under the scope folder without `.md`: its file name, or its
+    folder's name for a bundle's `index` or `_index` in a folder below the scope folder."""
+    head, _, name = rel.rpartition("/")
+    if head and name in BUNDLE_FILES:
+        return head.rpartition("/")[2]
+    return name
+
+
+def bundle_folder(rel: str) -> str | None:
+    """The folder a bundle page stands for (`posts/my-trip` for `posts/my-trip/index`), which
+    names it too; None for any other page."""
+    head, _, name = rel.rpartition("/")
+    return head if head and name in BUNDLE_FILES else None
 
 
 def candidates(ref: str, user: str | None) -> list[tuple[str, str]]:
@@ -91,8 +113,11 @@ def _named_by(name: str, found: Named[T], scope: str) -> bool:
     if "/" not in name:
         return True  # `find` answered by id
     if found.rel is not None:
-        return found.rel == name
-    return found.path.endswith(f"/{_folder(scope)}/{name}.md")
+        return name in (found.rel, bundle_folder(found.rel))
+    tail = f"/{_folder(scope)}/{name}"
+    return found.path.endswith(f"{tail}.md") or any(
+        found.path.endswith(f"{tail}/{bundle}.md") for bundle in BUNDLE_FILES
+    )
 
 
 def ambiguous(ref: str, user: str | None, scope: str, pages: list[Named[T]]) -> str:
@@ -129,8 +154,12 @@ def pick(
         if not writable(scope, user):
             continue
         name = unicodedata.normalize("NFC", name)  # ids and paths are NFC (resolve.place)
-        page_id = name.rsplit("/", 1)[-1]
-        found = [f for f in find(scope, page_id) if page_id and _named_by(name, f, scope)]
+        wanted = page_id(name)
+        found = [f for f in find(scope, wanted) if wanted and _named_by(name, f, scope)]
+        if len(found) > 1 and "/" in name:
+            # `posts/a` names both `posts/a.md` and the bundle `posts/a/index.md`: the file
+            # of that path is the one meant.
+            found = [f for f in found if _rel(f, scope) == name] or found
         if len(found) == 1:
             return found[0].page
         if found:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from knowl_build.config import DENDRON, EXACT, OBSIDIAN
 from knowl_build.model import Page
 from knowl_build.names import holds_secret, owner_problem
+from knowl_build.pageref import bundle_folder
+from knowl_build.pageref import page_id as rel_id
 
 GLOBAL = "global"
 # Dendron's cross-vault links: `dendron://<vault>/<note>`.
@@ -50,20 +52,23 @@ def place(path: str, knowledge_dir: str) -> Place | None:
     A page's id and path are its name in every answer, the artifact, its URL on the site and
     the graph: a name that holds what the one redaction hides (`names.holds_secret`) is no
     page, as a user folder named so is no scope. Redacting the name instead would give
-    several pages one name, `[redacted]`, that nothing can look up."""
+    several pages one name, `[redacted]`, that nothing can look up.
+
+    A bundle's `index.md` or `_index.md` in a folder below the scope folder has its folder's
+    name as its id (`pageref.page_id`), in every link resolution mode."""
     inner = path[len(knowledge_dir) + 1 : -3]  # strip "knowledge/" and ".md"
     parts = inner.split("/")
     if len(parts) >= 2 and parts[0] == "global":
         rel = nfc("/".join(parts[1:]))
         if holds_secret(rel):
             return None
-        return Place(GLOBAL, None, nfc(parts[-1]), rel)
+        return Place(GLOBAL, None, rel_id(rel), rel)
     if len(parts) >= 3 and parts[0] == "user":
         owner = nfc(parts[1])
         rel = nfc("/".join(parts[2:]))
         if owner_problem(owner) is not None or holds_secret(rel):
             return None
-        return Place(f"user:{owner}", owner, nfc(parts[-1]), rel)
+        return Place(f"user:{owner}", owner, rel_id(rel), rel)
     return None
 
 
@@ -200,15 +205,20 @@ class PageIndex:
         scopes_of_rel: dict[str, set[str]] = defaultdict(set)
         for page in pages:
             by_id[(page.scope, page.id)].append(page)
-            by_rel[(page.scope, page.rel)].append(page)
             scopes_of_id[page.id].add(page.scope)
-            scopes_of_rel[page.rel].add(page.scope)
+            for rel in _rels(page.rel):
+                by_rel[(page.scope, rel)].append(page)
+                scopes_of_rel[rel].add(page.scope)
         names, paths = _Names(), _Names()
         if mode in (OBSIDIAN, DENDRON):
             for page in pages:
                 names.add(page.scope, fold(page.id), page)
-                for tail in _tails(fold(page.rel)):
-                    paths.add(page.scope, tail, page)
+                if mode == OBSIDIAN and bundle_folder(page.rel) is not None:
+                    # Obsidian knows `posts/a/index.md` as `index`, as it knows any file.
+                    names.add(page.scope, fold(page.rel.rpartition("/")[2]), page)
+                for rel in _rels(page.rel):
+                    for tail in _tails(fold(rel)):
+                        paths.add(page.scope, tail, page)
             for page in pages if mode == OBSIDIAN else ():  # an alias never outranks a name
                 for alias in aliases_of(page):
                     key = fold(alias)
@@ -376,6 +386,14 @@ class PageIndex:
             value = fields.superseded_by.value
             out.append((value, "superseded_by", self.resolve(value, page.scope).pages))
         return out
+
+
+def _rels(rel: str) -> tuple[str, ...]:
+    """The path-qualified names of a page: its path under the scope folder without `.md`,
+    and a bundle's folder (`posts/a` of `posts/a/index`), when that has a `/` too (a bare
+    name is the id)."""
+    folder = bundle_folder(rel)
+    return (rel, folder) if folder is not None and "/" in folder else (rel,)
 
 
 def _tails(rel: str) -> list[str]:

@@ -30,6 +30,7 @@ from markdown_it.token import Token
 
 from knowl_build.config import CODE_SHORTCODES as BUILT_IN_CODE_SHORTCODES
 from knowl_build.model import Directive, Heading, Link, Span, Suppression, TextIndex
+from knowl_build.parse.shortcodes import front_matter as toml_front_matter
 from knowl_build.parse.shortcodes import regions as shortcode_regions
 
 WIKI_LINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
@@ -363,7 +364,10 @@ def scan_body(
     # markdown-it normalises line ends; keep the line count identical to ours.
     normalized = body.replace("\r\n", "\n").replace("\r", " ")
     lines_start = TextIndex(body).starts
-    hugo = shortcode_regions(body, code_shortcodes)
+    # Hugo's regions: its TOML front matter (only where no YAML frontmatter came first),
+    # then its shortcodes.
+    hugo = toml_front_matter(body) if body_offset == 0 else []
+    hugo += shortcode_regions(body, code_shortcodes)
     hugo_starts, hugo_ends = _disjoint(hugo)
 
     excluded_lines: set[int] = set()  # 0-based body lines inside code blocks

@@ -13,6 +13,10 @@ or closed by itself (`{{< code file="x" />}}`), has no body: only its delimiters
 so a forgotten closer never hides the rest of the page. knowl's own live definitions,
 `{{ sl:NAME }}`, are no shortcodes: only `{{<` and `{{%` open one.
 
+Hugo's TOML front matter, between two `+++` lines at the start of a page, is not read (knowl
+reads YAML frontmatter only), but it is no prose either: `[[cascade]]` there is a TOML table,
+not a link. `front_matter` gives its region, which is skipped like a shortcode's.
+
 Linear time on any input: each search starts where the previous region ended, and a search
 that finds no closer (of a delimiter, or of one code shortcode's name) is never repeated, as
 no later opening can find one either.
@@ -26,6 +30,25 @@ from knowl_build.config import SHORTCODE_NAME
 
 _OPEN = re.compile(r"\{\{([<%])(/\*)?")
 _SPACE = " \t\r\n"
+
+
+def front_matter(text: str) -> list[tuple[int, int]]:
+    """The region of a TOML front matter block at the start of `text`: from its `+++` line
+    to the end of the next `+++` line (trailing spaces or tabs allowed); none when the first
+    line is not `+++` or no line closes it."""
+    first = text.find("\n")
+    if first == -1 or text[:first].rstrip(" \t\r") != "+++":
+        return []
+    pos = first + 1
+    while pos < len(text):
+        end = text.find("\n", pos)
+        line = text[pos:] if end == -1 else text[pos:end]
+        if line.rstrip(" \t\r") == "+++":
+            return [(0, len(text) if end == -1 else end + 1)]
+        if end == -1:
+            break
+        pos = end + 1
+    return []
 
 
 def regions(body: str, code: frozenset[str]) -> list[tuple[int, int]]:

@@ -21,10 +21,11 @@ from pathlib import Path
 
 from knowl_build.model import Page
 from knowl_build.names import valid_user
-from knowl_build.pageref import writable
+from knowl_build.pageref import page_id, writable
 from knowl_build.parse.body import DIRECTIVE
 from knowl_build.parse.frontmatter import split
 from knowl_build.pipeline.analysis import Analysis
+from knowl_build.resolve import place
 from knowl_build.writes.edit import EditError, FrontmatterEditor
 from knowl_build.writes.pagefile import Change, PageBytes, WriteRefused, unified_diff, write_changes
 
@@ -90,7 +91,8 @@ def renamed_entities(analysis: Analysis, page: Page) -> dict[str, str]:
 
 
 def _page_id(name: str) -> str:
-    return unicodedata.normalize("NFC", name.rpartition("/")[2])
+    """The id a ref (an id, or a path under the scope folder) names."""
+    return page_id(unicodedata.normalize("NFC", name))
 
 
 def deleted_pages(analysis: Analysis, page: Page) -> list[str]:
@@ -99,7 +101,12 @@ def deleted_pages(analysis: Analysis, page: Page) -> list[str]:
     if history is None or not page.parsed.fields.refs:
         return []
     live = {p.path for p in analysis.pages}
-    gone = {_page_id(p.removesuffix(".md")) for p in history.page_commits if p not in live}
+    knowledge = analysis.config.knowledge_dir
+    gone = {
+        where.id
+        for p in history.page_commits
+        if p not in live and (where := place(p, knowledge)) is not None
+    }
     found = []
     for ref in page.parsed.fields.refs:
         resolution = analysis.index.resolve(ref.value, page.scope)
