@@ -710,3 +710,78 @@ def test_mcp_writes_where_commits_would_fail_answer_committed_false_and_leave_gi
         assert "ommit" not in result.content[0].text
     assert results[1].structured_content["paths"] == [DEPLOY]
     assert _git_state(proj) == state
+
+
+SUBJECT = "Release cadence policy"
+JSON = ("--no-build", "--json")
+
+
+def _active_on_subject(root: Path) -> list[str]:
+    """The pages titled SUBJECT that are still active (not superseded)."""
+    return sorted(
+        path
+        for path, data in _tree(root).items()
+        if f"\ntitle: {SUBJECT}\n".encode() in data and b"\nstatus: superseded\n" not in data
+    )
+
+
+def _check_one_subject(root: Path, bodies: list[str], answers: list[dict[str, Any]]) -> None:
+    """Every answer that reports a write has its body on disk exactly where it says; the
+    others were answered as the single-process rules answer a repeat; one page stays active."""
+    for body, answer in zip(bodies, answers, strict=True):
+        assert answer["action"] in ("inserted", "duplicate", "refused"), answer
+        if answer["action"] == "inserted":
+            text = (root / answer["path"]).read_text(encoding="utf-8")
+            assert text.endswith(f"\n---\n{body}\n"), (answer, text)
+    inserted = [a["path"] for a in answers if a["action"] == "inserted"]
+    assert len(set(inserted)) == len(inserted), inserted  # no two writes claim one file
+    assert len(_active_on_subject(root)) == 1, _active_on_subject(root)
+    superseded = sorted(a["superseded"] for a in answers if a["superseded"])
+    assert len(superseded) == len(inserted) - 1, answers  # each later write retired one
+
+
+def test_concurrent_stores_of_one_title_lose_nothing(tmp_path: Path) -> None:
+    """8 `knowl store --json` processes started at once with one title and different bodies:
+    writes are serialised by the write lock (each reconciles with the one before, as one
+    process after another would), and a new file never replaces another writer's."""
+    proj = _project(tmp_path)
+    bodies = [f"We release every {n} days after the cadence review." for n in range(STORES)]
+    command = [sys.executable, "-m", "knowl_build", "store", "--repo", str(proj.root)]
+    running = [
+        subprocess.Popen(
+            [*command, "--category", "fact", "--title", SUBJECT, "--content", body, *JSON],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for body in bodies
+    ]
+    answers = []
+    for proc in running:
+        out, err = proc.communicate(timeout=120)
+        assert "Traceback" not in err and "internal error" not in err, err
+        answer = json.loads(out)  # exactly one JSON object, a refusal's too
+        assert isinstance(answer, dict), out
+        assert proc.returncode == (1 if answer["action"] == "refused" else 0), (out, err)
+        answers.append(answer)
+    _check_one_subject(proj.root, bodies, answers)
+
+
+def test_concurrent_mcp_stores_of_one_title_lose_nothing(tmp_path: Path) -> None:
+    """The same through `store_knowledge`, 8 calls sent at once to one server: the server
+    writes through the same application function, under the same write lock."""
+    proj = _project(tmp_path)
+    bodies = [f"We release every {n} days after the cadence review." for n in range(STORES)]
+
+    async def body(session: Any) -> list[Any]:
+        sent = [
+            session.call_tool(
+                "store_knowledge", {"category": "fact", "title": SUBJECT, "content": text}
+            )
+            for text in bodies
+        ]
+        return list(await asyncio.gather(*sent))
+
+    results = _serve(proj.root, body)
+    assert not [r for r in results if r.is_error], [r.content[0].text for r in results]
+    _check_one_subject(proj.root, bodies, [r.structured_content for r in results])

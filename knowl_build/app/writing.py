@@ -11,6 +11,10 @@ every front end. A caller that retried a write it was told had failed would writ
 The same holds for `--commit`: a commit git refuses once the files are written (a hook, a
 held index lock) is a successful answer saying the files are not committed and why
 (`committed` false), and a write that changed no file has nothing to commit.
+
+Governed writes of one project run one at a time: each holds the write lock (not the build
+lock, so a write runs while a build does) from reading the tree to writing and committing,
+so two stores of one subject reconcile with each other as they would one after the other.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 from knowl_build.app import checking
 from knowl_build.app.project import Project
 from knowl_build.artifacts import publication
-from knowl_build.artifacts.lock import BuildBusy
+from knowl_build.artifacts.lock import BuildBusy, write_lock
 from knowl_build.artifacts.manifest import read_manifest
 from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK
 from knowl_build.errors import ArtifactError, KnowlError, UsageError
@@ -34,7 +38,7 @@ from knowl_build.secrets.scanner import redact
 from knowl_build.writes import fix as fixes
 from knowl_build.writes import governance
 from knowl_build.writes.common import NOTHING_WRITTEN, Committed, commit, commit_repo
-from knowl_build.writes.pagefile import Change
+from knowl_build.writes.pagefile import Change, WriteRefused
 from knowl_build.writes.request import Request
 from knowl_build.writes.store import Outcome
 from knowl_build.writes.store import store as run_store
@@ -207,7 +211,15 @@ def store(
     refusal (nothing written) is exit 1, whatever the rebuild answered."""
     if agent and project.config.agent_status == DRAFT:
         request.status = DRAFT
-    outcome = run_store(project.root, project.config, request, do_commit=do_commit)
+    try:
+        with write_lock(project.out_dir):
+            outcome = run_store(project.root, project.config, request, do_commit=do_commit)
+    except WriteRefused as exc:
+        if exc.written:
+            raise  # part of the write is on disk: not a refusal, the message says what
+        # Nothing was written (the file changed under the write, or cannot be written): a
+        # refusal answered as every refusal is, one answer in every front end.
+        outcome = Outcome("refused", None, None, message=str(exc))
     build = republish(project) if rebuild and outcome.action == "inserted" else None
     status = EXIT_FINDINGS if outcome.action == "refused" else EXIT_OK
     return Stored(outcome, status, request.status or "active", build)
@@ -273,9 +285,11 @@ def supersede(
     rebuild: bool = True,
 ) -> Superseded:
     """Mark OLD superseded by NEW (SPEC 7.2); a refusal is exit 1 (WriteRefused)."""
-    result = governance.supersede(
-        project.root, project.config, old, new, user=valid_user(user), do_commit=do_commit
-    )
+    user = valid_user(user)
+    with write_lock(project.out_dir):
+        result = governance.supersede(
+            project.root, project.config, old, new, user=user, do_commit=do_commit
+        )
     build = republish(project) if rebuild and result.changes else None
     return Superseded(result.changes, result.commit, build, old, new)
 
@@ -292,14 +306,11 @@ def review(
     """A person re-read the pages (SPEC 7.3): validation date now, fingerprints refreshed, an
     agent's draft promoted to active. A page the review leaves byte for byte as it was is
     neither written nor committed."""
-    result = governance.review(
-        project.root,
-        project.config,
-        pages,
-        user=valid_user(user),
-        force=force,
-        do_commit=do_commit,
-    )
+    user = valid_user(user)
+    with write_lock(project.out_dir):
+        result = governance.review(
+            project.root, project.config, pages, user=user, force=force, do_commit=do_commit
+        )
     build = republish(project) if rebuild and result.changes else None
     return Review(result.changes, result.commit, build, result.reviewed)
 
@@ -318,15 +329,19 @@ def fix(
 ) -> Fixed:
     """Proposals for what is fixable (SPEC 7.4), written with `apply`: exit 1 when proposals
     (or refusals) are left unwritten, 0 otherwise (a commit git refuses included)."""
-    plan = fixes.plan(analyse(project.root, project.config), user=valid_user(user))
+    user = valid_user(user)
     if not apply:
+        plan = fixes.plan(analyse(project.root, project.config), user=user)
         status = EXIT_FINDINGS if plan.proposals or plan.refused else EXIT_OK
         return Fixed(plan, [], False, status)
     repo = commit_repo(project.root) if do_commit else None
-    written = fixes.apply(project.root, plan)
-    committed = None
-    if repo is not None:
-        messages = [f"Fix {Path(proposal.path).stem}" for proposal in plan.proposals]
-        commits = [([path], message) for path, message in zip(written, messages, strict=True)]
-        committed = commit(repo, commits) if commits else NOTHING_WRITTEN
+    with write_lock(project.out_dir):
+        plan = fixes.plan(analyse(project.root, project.config), user=user)
+        written = fixes.apply(project.root, plan)
+        committed = None
+        if repo is not None:
+            messages = [f"Fix {Path(proposal.path).stem}" for proposal in plan.proposals]
+            pairs = zip(written, messages, strict=True)
+            commits = [([path], message) for path, message in pairs]
+            committed = commit(repo, commits) if commits else NOTHING_WRITTEN
     return Fixed(plan, written, True, EXIT_OK, committed)

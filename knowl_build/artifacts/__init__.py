@@ -4,6 +4,7 @@ The reader imports this module (never the build pipeline): it defines what an ar
 
     <out_dir>/.knowl-out        a random token: this output folder belongs to knowl
     <out_dir>/.knowl-lock       while a build runs: `knowl-build <pid> <host>`
+    <out_dir>/.knowl-write-lock while a governed write runs: the same
     <out_dir>/CURRENT           one line: the name of the published build folder
     <out_dir>/<build-id>/       manifest.json, pages.jsonl.gz, catalog.json, entities.json,
                                 graph.json, diagnostics.json, signatures.json, index/

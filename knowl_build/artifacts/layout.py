@@ -10,10 +10,12 @@ from pathlib import Path
 FORMAT = "knowl-build"
 # 1.1: catalog.json lists the caveats by entity; 1.2: the index holds no positions;
 # 2.0: the records are pages.jsonl.gz, one gzip member per record (`artifacts.records`)
-SCHEMA_VERSION = "2.0"
+# 2.1: a Markdown link's record has its form, end and text
+SCHEMA_VERSION = "2.1"
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 LOCK = ".knowl-lock"
+WRITE_LOCK = ".knowl-write-lock"  # while a governed write runs (not the build lock)
 LOCK_OWNER = "knowl-build"  # a lock file holds `knowl-build <pid> <host>`, nothing else
 BUILD_SEAL = "build-manifest"
 STAGING_PREFIX = ".tmp-"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import errno
 import os
 import secrets
 import stat
@@ -24,9 +25,14 @@ BOM = b"\xef\xbb\xbf"
 
 
 class WriteRefused(KnowlError):
-    """A write that the rules refuse (exit 1); nothing was written."""
+    """A write that the rules refuse (exit 1); nothing was written, unless `written` names
+    the files of a write of several that were (its message says so)."""
 
     exit_code = 1
+
+    def __init__(self, message: str, written: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.written = written
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,13 +167,23 @@ def write_changes(root: Path, knowledge_dir: str, changes: list[Change]) -> list
     real_root = Path(os.path.realpath(root))
     staged = _stage(targets)
     written: list[str] = []
-    for (path, target, _), temporary in zip(targets, staged, strict=True):
+    for change, (path, target, _), temporary in zip(changes, targets, staged, strict=True):
         try:
-            os.replace(temporary, target)
+            if change.before is None:
+                _place_new(temporary, target)
+            else:
+                os.replace(temporary, target)
         except OSError as exc:
             _discard(staged[len(written) :])
             done = f"; already written: {', '.join(written)}" if written else ""
-            raise WriteRefused(f"{path}: cannot be written ({_reason(exc)}){done}") from None
+            if isinstance(exc, FileExistsError):
+                # Another program made the file after the check above: it is theirs, kept.
+                raise WriteRefused(
+                    f"{path} appeared while the write was prepared; run it again{done}",
+                    tuple(written),
+                ) from None
+            message = f"{path}: cannot be written ({_reason(exc)}){done}"
+            raise WriteRefused(message, tuple(written)) from None
         written.append(target.relative_to(real_root).as_posix())
     return written
 
@@ -210,6 +226,32 @@ def _stage(targets: list[tuple[str, Path, bytes]]) -> list[Path]:
             # A full disk is no refusal by the rules (exit 1) but a run that could not go on.
             raise (NoSpace if exc.errno in FULL else WriteRefused)(message) from None
     return staged
+
+
+# A file system without hard links answers os.link with one of these.
+_NO_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK})
+
+
+def _place_new(temporary: Path, target: Path) -> None:
+    """Put a new file in place without ever replacing one: a hard link fails when the name
+    is taken (FileExistsError), where a rename would silently overwrite another writer's
+    file. Without hard links, the name is first taken exclusively (an empty file), then the
+    new bytes are renamed over that empty file of our own."""
+    try:
+        os.link(temporary, target)
+    except OSError as exc:
+        if isinstance(exc, FileExistsError) or exc.errno not in _NO_LINKS:
+            raise
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        try:
+            os.replace(temporary, target)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(target)  # the empty file we made, nobody else's
+            raise
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(temporary)
 
 
 def _discard(paths: list[Path]) -> None:
