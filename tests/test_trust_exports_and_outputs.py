@@ -15,6 +15,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ from click.testing import Result
 
 from knowl_build import graph as graphs
 from knowl_build.history import gitdir
+from knowl_build.site.output import MANIFEST
 from tests.helpers import Project, invoke
 
 CONTROLS = "".join(chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)])
@@ -440,6 +442,51 @@ def test_disk_full_site_loses_nothing(
     for path in site.rglob("*.html"):
         assert "Renamed knowledge" in path.read_text(encoding="utf-8"), path
     assert not [p for p in site.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_disk_full_site_then_room_succeeds(
+    project: Callable[..., Project], tmpfs: Callable[..., Path]
+) -> None:
+    """A first site that fails on a full disk leaves a folder that is still knowl's (its
+    marker is written first): once there is room, the next `knowl site` finishes it."""
+    proj = project({**PAGES, **MANY})
+    disk = tmpfs(proj.root.parent / "disk", "2m")
+    invoke(["build", "--repo", str(proj.root)])
+    ballast = disk / "ballast"
+    for gap in GAPS[:3]:
+        site = disk / f"site-{gap}"
+        _fill(ballast, gap)
+        result = invoke(["site", "--repo", str(proj.root), "--out", str(site)], code=2)
+        _one_line_error(result, "No space left on device")
+        # Half written, or nothing at all: either way a folder the next run may finish.
+        assert not site.exists() or not any(site.iterdir()) or (site / MANIFEST).is_file()
+        assert not [p for p in disk.rglob("*") if p.name.endswith(".tmp")]
+        ballast.unlink()
+        invoke(["site", "--repo", str(proj.root), "--out", str(site)])
+        assert (site / "pages" / "topic-3.html").is_file()
+        for path in site.rglob("*.html"):
+            assert path.read_text(encoding="utf-8").rstrip().endswith("</html>"), path
+        assert json.loads((site / MANIFEST).read_text())["files"]
+        shutil.rmtree(site)  # room for the next one
+
+
+def test_a_site_marker_knowl_did_not_write_deletes_nothing(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    """A `.knowl-site.json` planted among a user's files, naming them, makes knowl write its
+    site there, but never delete a file it did not leave as it is."""
+    proj = project(PAGES)
+    invoke(["build", "--repo", str(proj.root)])
+    site = tmp_path / "theirs"
+    (site / "pages").mkdir(parents=True)
+    mine = {"notes.html": b"my notes\n", "pages/old.html": b"my old page\n"}
+    for name, data in mine.items():
+        (site / name).write_bytes(data)
+    forged = {name: ["x", len(data), 1] for name, data in mine.items()}
+    (site / MANIFEST).write_text(json.dumps({"format": 1, "files": forged}))
+    invoke(["site", "--repo", str(proj.root), "--out", str(site)])
+    for name, data in mine.items():
+        assert (site / name).read_bytes() == data, name
 
 
 def test_disk_full_store_loses_nothing(tmp_path: Path, tmpfs: Callable[..., Path]) -> None:

@@ -21,7 +21,7 @@ from knowl_build.history.gitdir import git_folders
 from knowl_build.reader.view import ArtifactView, find_artifact
 from knowl_build.site import build as site_build
 from knowl_build.site.build import SiteResult
-from knowl_build.site.output import is_site_folder
+from knowl_build.site.output import claim, is_site_folder
 
 DEFAULT_OUT = ".knowl/site"
 SITE_FOLDER = "site folder"
@@ -112,7 +112,12 @@ def build_site(locator: Locator, options: SiteOptions = SiteOptions()) -> SiteOu
     # (exit 2), never an internal error; each file is written whole or not at all.
     with output_errors(out, SITE_FOLDER, writing=True):
         check_out(out, project, folder)
+        # A folder knowl makes, or finds empty, is marked as knowl's before anything else is
+        # written, so a build that stops half way (a full disk) leaves one the next finishes.
+        adopted = not out.is_dir() or not any(out.iterdir())
         make_out_dir(out, SITE_FOLDER)
+        if adopted:
+            claim(out)
         view = ArtifactView.open(folder)
         try:
             result = site_build.build(view, out, settings(project, options.full))

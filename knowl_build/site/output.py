@@ -9,7 +9,13 @@ of the previous manifest that the build no longer makes are removed, and nothing
 manifest is the only list of what may be deleted, each name checked against the URL layout.
 The manifest is written last, so an interrupted build leaves the previous one, which is still
 true of every file it names that was not rewritten, and says nothing of those that were (they
-are rendered again, and their bytes compared, the next time).
+are rendered again, and their bytes compared, the next time). A folder knowl creates or finds
+empty is claimed first, with a manifest naming no file (`claim`), so a first build that stops
+half way (a full disk) leaves a folder that is still knowl's, and the next build finishes it.
+
+A manifest is no licence to delete: a file it names is removed only while it is exactly as a
+build left it (its size and modification time to the nanosecond), so a marker knowl did not
+write, in a folder of someone else's files, cannot make knowl delete any of them.
 """
 
 from __future__ import annotations
@@ -42,6 +48,12 @@ class _Manifest(msgspec.Struct, frozen=True):
 
 def is_site_folder(folder: Path) -> bool:
     return (folder / MANIFEST).is_file()
+
+
+def claim(folder: Path) -> None:
+    """Mark a new or empty folder as a site knowl writes, before any file of the site: a
+    manifest naming no file (so it licenses no removal)."""
+    atomic_write(folder / MANIFEST, msgspec.json.encode(_Manifest(FORMAT, {})) + b"\n")
 
 
 def layout_name(name: str) -> bool:
@@ -122,7 +134,15 @@ class SiteFolder:
         """Remove the files of the previous build that this one did not make."""
         for name in sorted(set(self.previous).difference(self.files)):
             path = self.root / name
-            if path.is_file() and not path.is_symlink():
+            entry = self.previous[name]
+            try:
+                stat = path.lstat()
+            except OSError:
+                continue
+            # Only a file as a build left it: never one changed since, nor one a marker knowl
+            # did not write names (see the module's docstring).
+            as_left = stat.st_size == entry.size and stat.st_mtime_ns == entry.mtime_ns
+            if path.is_file() and not path.is_symlink() and as_left:
                 path.unlink()
                 self.removed.append(name)
 
