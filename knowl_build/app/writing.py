@@ -38,7 +38,7 @@ from knowl_build.secrets.scanner import redact
 from knowl_build.writes import fix as fixes
 from knowl_build.writes import governance
 from knowl_build.writes.common import NOTHING_WRITTEN, Committed, commit, commit_repo
-from knowl_build.writes.pagefile import Change, WriteRefused
+from knowl_build.writes.pagefile import Change, WriteRaced
 from knowl_build.writes.request import Request
 from knowl_build.writes.store import Outcome
 from knowl_build.writes.store import store as run_store
@@ -214,12 +214,12 @@ def store(
     try:
         with write_lock(project.out_dir):
             outcome = run_store(project.root, project.config, request, do_commit=do_commit)
-    except WriteRefused as exc:
+    except WriteRaced as exc:
         if exc.written:
             raise  # part of the write is on disk: not a refusal, the message says what
-        # Nothing was written (the file changed under the write, or cannot be written): a
-        # refusal answered as every refusal is, one answer in every front end.
-        outcome = Outcome("refused", None, None, message=str(exc))
+        # Another program changed the tree under the write, nothing was written: a refusal
+        # answered as every refusal is (`--json` and MCP get the answer, not an error).
+        outcome = Outcome("refused", Path(exc.path).stem, exc.path, message=str(exc))
     build = republish(project) if rebuild and outcome.action == "inserted" else None
     status = EXIT_FINDINGS if outcome.action == "refused" else EXIT_OK
     return Stored(outcome, status, request.status or "active", build)

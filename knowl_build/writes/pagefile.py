@@ -35,6 +35,14 @@ class WriteRefused(KnowlError):
         self.written = written
 
 
+class WriteRaced(WriteRefused):
+    """Another program changed or made the file `path` while the write was prepared."""
+
+    def __init__(self, message: str, path: str, written: tuple[str, ...] = ()) -> None:
+        super().__init__(message, written)
+        self.path = path
+
+
 @dataclass(frozen=True, slots=True)
 class PageBytes:
     """A page as edits see it: `text` is the bytes after any BOM, decoded as they are."""
@@ -148,8 +156,9 @@ def write_changes(root: Path, knowledge_dir: str, changes: list[Change]) -> list
         target = write_target(root, knowledge_dir, change.path)
         if change.before is None:
             if os.path.lexists(root / change.path) or os.path.lexists(target):
-                raise WriteRefused(
-                    f"{change.path} appeared while the write was prepared; run it again"
+                raise WriteRaced(
+                    f"{change.path} appeared while the write was prepared; run it again",
+                    change.path,
                 )
         else:
             original = change.original
@@ -160,8 +169,9 @@ def write_changes(root: Path, knowledge_dir: str, changes: list[Change]) -> list
             except OSError:
                 now = None
             if now != original:
-                raise WriteRefused(
-                    f"{change.path} changed while the write was prepared; run it again"
+                raise WriteRaced(
+                    f"{change.path} changed while the write was prepared; run it again",
+                    change.path,
                 )
         targets.append((change.path, target, change.data()))
     real_root = Path(os.path.realpath(root))
@@ -178,8 +188,9 @@ def write_changes(root: Path, knowledge_dir: str, changes: list[Change]) -> list
             done = f"; already written: {', '.join(written)}" if written else ""
             if isinstance(exc, FileExistsError):
                 # Another program made the file after the check above: it is theirs, kept.
-                raise WriteRefused(
+                raise WriteRaced(
                     f"{path} appeared while the write was prepared; run it again{done}",
+                    path,
                     tuple(written),
                 ) from None
             message = f"{path}: cannot be written ({_reason(exc)}){done}"
