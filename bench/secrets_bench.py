@@ -8,11 +8,15 @@ URL, a 200 kB parameter name). Each is timed in-process (`SecretScanner.scan`, b
 to the goal, with a normal page of about 300 words and a page of the ~400 real URLs of
 `tests/fixtures/urls.txt` for comparison; then `knowl check` end to end, as a process and
 without the parse cache, on a project that holds the issue-10 page, and on one that holds a
-normal page.
+normal page. Last, what the scanner finds in public values that look like secrets (issue 22:
+Subresource Integrity hashes, SVG path data, Google Docs and YouTube ids by their key) and in
+real secrets beside them: each case, what matched, and the false positives and negatives.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import random
 import shutil
 import subprocess
@@ -81,6 +85,11 @@ INPUTS: list[tuple[str, str]] = [
         ("aB3" * 11 + " https://x.io/" + "aB3" * 11 + " ") * (N // 81),
     ),
     ("5,700 Slack webhook URLs", "https://hooks.slack.com/services/a " * (N // 35)),
+    ("2,800 SRI hashes (issue 22)", (" sha384-" + "aB3" * 21 + "a") * (N // 72)),
+    ("3,900 'sha256-' tokens of a wrong length", (" sha256-" + "aB3" * 14 + "a") * (N // 51)),
+    ("15,000 'documentId=x', then a word", "documentId=x " * (N // 13) + "aB3" * 12),
+    ("16,000 '{{< youtube ', then a word", "{{< youtube " * (N // 12) + "aB3" * 12),
+    ("SVG path data, one run", "M12-4H7v-2h7v2zm3" * (N // 17)),
     ("normal page (~300 words)", normal_page()),
     ("page of ~400 real links (URL corpus)", links_page()),
 ]
@@ -130,6 +139,80 @@ def bench_secrets(repeats: int) -> tuple[list[Scan], dict[str, float]]:
     return scans, checks
 
 
+def _sri(algorithm: str, content: bytes) -> str:
+    return f"{algorithm}-{base64.b64encode(hashlib.new(algorithm, content).digest()).decode()}"
+
+
+_TOKEN = "Zx9Qa7WbT3kLmN0pRs2UvY4cDe6FgHj8"
+_DOC_ID = "1Qm3xR7vLp0TzKc9WbN2yHs5DfJg8AeUo4iXtV6nMqZk"
+_PLAYLIST = "PL3kQm7xR2vLp9TzKc0WbN5yHs8DfJg1Ae"
+_ICON = "M14 2H6v20h12V8l-6-6zm2 16H8v-2h8v2zm0-4H8v-2h8v2zm-3-5V3l6 6h-6z"
+_SHA256 = _sri("sha256", b"console.log('knowl 1');\n")
+_SHA384 = _sri("sha384", b"body { margin: 0 }\n")
+_SHA512 = _sri("sha512", b"export default {};\n")
+# (case, text, the kinds it holds): public values that must not match (issue 22), and real
+# secrets beside them that must. tests/test_secrets_public_values.py holds more of each.
+PRECISION: list[tuple[str, str, list[str]]] = [
+    ("SRI: <script integrity=sha384-…>", f'<script src="/a.js" integrity="{_SHA384}">', []),
+    ("SRI: two hashes", f'integrity="{_SHA256} {_SHA512}"', []),
+    ("SRI: in Markdown prose", f"The file's hash is {_SHA384}.", []),
+    ("SRI: a CSP hash", f"script-src 'self' '{_SHA256}'", []),
+    ("SVG: <path d=…>", f'<path d="{_ICON}"/>', []),
+    ("SVG: icon JSON", f'{{"path": "{_ICON}"}}', []),
+    ("Google Docs: documentId in YAML", f"documentId: {_DOC_ID}", []),
+    ("Google Docs: revisionId in JSON", f'{{"revisionId": "{_DOC_ID}_x"}}', []),
+    ("YouTube: youtube key", f"youtube: {_PLAYLIST}", []),
+    ("YouTube: Hugo shortcode", f'{{{{< youtube id="{_PLAYLIST}" >}}}}', []),
+    ("AWS key as an integrity value", 'integrity="AKIAQ7XR2VLP9TZKC0WB"', ["AWS access key id"]),
+    (
+        "AWS key inside an SRI hash",
+        f'integrity="sha384-AKIAQ7XR2VLP9TZKC0WB{_SHA384[27:]}"',
+        ["AWS access key id"],
+    ),
+    ("token after sha256-, too short", f"sha256-{_TOKEN}Ab3=", ["high-entropy string"]),
+    ("token after sha256-, no padding", f"sha256-{_TOKEN}Zx9Qa7WbT3k", ["high-entropy string"]),
+    ("token next to a hash", f"{_SHA256} {_TOKEN}", ["high-entropy string"]),
+    ("GitHub token as a documentId", f"documentId: ghp_{_TOKEN}Ab3x", ["GitHub token"]),
+    ("token after another key", f"docId: {_DOC_ID}", ["high-entropy string"]),
+    ("token in a path attribute", f'<path d="{_TOKEN}"/>', ["high-entropy string"]),
+    (
+        "named secret after a documentId",
+        "documentId: password: hunter2hunter2hunter2",
+        ["named secret"],
+    ),
+]
+
+Verdict = tuple[str, list[str], list[str]]  # case, expected kinds, found kinds
+
+
+def precision(scanner: SecretScanner) -> list[Verdict]:
+    return [(case, kinds, [m.kind for m in scanner.scan(text)]) for case, text, kinds in PRECISION]
+
+
+def print_precision(verdicts: list[Verdict]) -> None:
+    """Each case and what matched; a public value with a finding is a false positive, a secret
+    with none a false negative, and a secret found otherwise than expected (another kind, or
+    a public value beside it found too) is counted apart."""
+    print("public values (must not match) and secrets beside them (must match), issue 22")
+    print(f"{'case':<36} {'expected':<20} found")
+    for case, expected, found in verdicts:
+        if found == expected:
+            verdict = "ok"
+        elif not expected:
+            verdict = "FALSE POSITIVE"
+        else:
+            verdict = "FALSE NEGATIVE" if not found else "OTHERWISE"
+        print(f"{case:<36} {', '.join(expected) or '-':<20} {', '.join(found) or '-'}  {verdict}")
+    public = [found for _, expected, found in verdicts if not expected]
+    secrets = [(expected, found) for _, expected, found in verdicts if expected]
+    print(
+        f"false positives {sum(1 for found in public if found)} of {len(public)} public values, "
+        f"false negatives {sum(1 for _, found in secrets if not found)} of {len(secrets)} "
+        f"secrets, found otherwise than expected "
+        f"{sum(1 for expected, found in secrets if found and found != expected)}"
+    )
+
+
 def print_secrets(scans: list[Scan], checks: dict[str, float], header: str) -> None:
     print(f"secret scanner benchmark {header}")
     print(f"{'input':<44} {'chars':>8} {'scan':>9}  goal")
@@ -142,6 +225,7 @@ def print_secrets(scans: list[Scan], checks: dict[str, float], header: str) -> N
         "knowl check --no-cache, end to end (a process, start-up included): "
         + ", ".join(f"{label} {seconds:.2f}s" for label, seconds in checks.items())
     )
+    print_precision(precision(SecretScanner()))
 
 
 if __name__ == "__main__":

@@ -7,8 +7,10 @@ frontmatter keys."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import string
 from collections.abc import Callable
 from urllib.parse import unquote
 
@@ -58,6 +60,110 @@ def _high_entropy(word: str) -> bool:
         and not _HEX.fullmatch(word)
         and not _UUID.fullmatch(word)
     )
+
+
+# --- Where knowl deviates from SPEC 9's plain patterns (issue 22, item 7): public values. ------
+# SPEC 9's high-entropy rule takes Subresource Integrity hashes (`integrity="sha384-…"`), dense
+# SVG path data (`14H7v-2h7v2zm3-4H7v-2h10v2z`) and public ids (a Google Docs `documentId`, a
+# YouTube playlist) for secrets: long words with a lower-case letter, an upper-case letter and
+# a digit. knowl does not count a high-entropy word that is one of them, because real pages
+# (Hugo's documentation, Dendron's Google Docs notes, icon sets) are full of them and no secret
+# has their shape; every other kind still counts there (an `AKIA…` key in an `integrity=`
+# value is found). Written from the package notes, naively: a hash by decoding its base64, a
+# key by trying each spelling at each place, then the places left to right.
+PATH_DATA = re.compile(r"[0-9MmLlHhVvCcSsQqTtAaZz-]+")
+DIGEST_SIZES = {"sha256": 32, "sha384": 48, "sha512": 64}
+ID_OWNERS = ["document", "revision", "spreadsheet", "presentation", "video", "playlist"]
+ID_OWNERS += ["channel", "youtube"]
+ID_KEYS = [owner + sep + "id" for owner in ID_OWNERS for sep in ("", "_", "-")] + ["youtube"]
+ID_CHARS = set(string.ascii_letters + string.digits + "_-")
+B64_CHARS = set(string.ascii_letters + string.digits + "+/=")
+YOUTUBE = re.compile(r"\{\{[<%][ \t]*youtube[ \t]+(?:id[ \t]*=[ \t]*)?[\"']?([A-Za-z0-9_-]+)")
+WHOLE_ID = re.compile(r"\s*(?:[|>][-+0-9]*\s*)?[\"']?([A-Za-z0-9_-]+)")
+Place = tuple[int, int]
+
+
+def _knowl_high_entropy(word: str) -> bool:
+    return _high_entropy(word) and not PATH_DATA.fullmatch(word)
+
+
+def _sri_at(text: str, i: int) -> Place | None:
+    if i and text[i - 1] in B64_CHARS | ID_CHARS:
+        return None
+    for name, size in DIGEST_SIZES.items():
+        if text.startswith(name + "-", i):
+            end = i + len(name) + 1
+            while end < len(text) and text[end] in B64_CHARS:
+                end += 1
+            value = text[i + len(name) + 1 : end]
+            if end < len(text) and text[end] in ID_CHARS:
+                return None
+            try:
+                digest = base64.b64decode(value, validate=True)
+            except ValueError:
+                return None
+            if len(digest) == size and base64.b64encode(digest).decode() == value:
+                return i, end
+    return None
+
+
+def _id_after_key_at(text: str, i: int) -> tuple[int, Place] | None:
+    """Where the value after a key that holds public ids at `i` is, and where the match ends."""
+    if i and text[i - 1] in ID_CHARS - {"-"}:
+        return None
+    for key in ID_KEYS:
+        after = i + len(key)
+        if (
+            not re.fullmatch(key, text[i:after], re.IGNORECASE | re.ASCII)
+            or text[after : after + 1] in ID_CHARS
+        ):
+            continue
+        j = after + (text[after : after + 1] in ("'", '"'))
+        while text[j : j + 1] in (" ", "\t"):
+            j += 1
+        if text[j : j + 1] not in (":", "="):
+            continue
+        j += 1
+        while text[j : j + 1] in (" ", "\t"):
+            j += 1
+        for start in (j + (text[j : j + 1] in ("'", '"')), j):
+            end = start
+            while end < len(text) and text[end] in ID_CHARS:
+                end += 1
+            if end > start:
+                return end, (start, end)
+    return None
+
+
+def public_spans(text: str, key: str | None = None) -> list[Place]:
+    """The public values of `text`: hashes, ids after their keys, YouTube shortcodes' videos,
+    and the first word of the value of a frontmatter key that holds public ids."""
+    places: list[Place] = []
+    pos = 0
+    if key is not None and key.lower().replace("_", "").replace("-", "") in {
+        k.replace("_", "").replace("-", "") for k in ID_KEYS
+    }:
+        first = WHOLE_ID.match(text)
+        if first is not None:
+            places.append(first.span(1))
+            pos = first.end()
+    i = pos
+    while i < len(text):
+        sri = _sri_at(text, i)
+        keyed = None if sri is not None else _id_after_key_at(text, i)
+        video = None if sri or keyed else YOUTUBE.match(text, i)
+        if sri is not None:
+            places.append(sri)
+            i = sri[1]
+        elif keyed is not None:
+            places.append(keyed[1])
+            i = keyed[0]
+        elif video is not None:
+            places.append(video.span(1))
+            i = video.end()
+        else:
+            i += 1
+    return places
 
 
 class OldSecretScanner:
@@ -283,7 +389,8 @@ class UrlRuleScanner:
     the first kind that matches there wins. Named secrets and high-entropy words do not count
     where they start inside a URL; credential parameters and webhook paths are URL kinds."""
 
-    def __init__(self, extra_patterns: tuple[str, ...] = ()) -> None:
+    def __init__(self, extra_patterns: tuple[str, ...] = (), public: bool = True) -> None:
+        self.public = public  # False: SPEC 9's plain high-entropy rule, without public values
         kinds = [
             (kind, URL_CREDENTIALS if kind == "URL with credentials" else rx) for kind, rx in _KINDS
         ]
@@ -297,8 +404,9 @@ class UrlRuleScanner:
             )
         self.kinds = [(kind, re.compile(rx)) for kind, rx in kinds]
 
-    def scan(self, text: str) -> Found:
+    def scan(self, text: str, key: str | None = None) -> Found:
         urls = url_spans(text)
+        self.publics = public_spans(text, key) if self.public else []
         places: dict[str, dict[int, int]] = {PARAM: {}, WEBHOOK: {}}
         for url in urls:
             params, hooks = url_credentials(text, url)
@@ -317,8 +425,8 @@ class UrlRuleScanner:
             matches.append((best[2], best[0], best[1]))
             pos = best[1]
 
-    @staticmethod
     def _first(
+        self,
         kind: str,
         rx: re.Pattern[str],
         text: str,
@@ -329,9 +437,15 @@ class UrlRuleScanner:
         if kind in places:
             starts = [start for start in places[kind] if start >= pos]
             return (min(starts), places[kind][min(starts)]) if starts else None
+        high_entropy = _knowl_high_entropy if self.public else _high_entropy
         while (m := rx.search(text, pos)) is not None:
             inside = any(start <= m.start() < end for start, end, _ in urls)
-            if (kind in (NAMED, HE) and inside) or (kind == HE and not _high_entropy(m.group())):
+            public = any(start <= m.start() < end for start, end in self.publics)
+            if (
+                (kind in (NAMED, HE) and inside)
+                or (kind == HE and public)
+                or (kind == HE and not high_entropy(m.group()))
+            ):
                 pos = m.start() + 1
                 continue
             return m.start(), m.end()
@@ -637,6 +751,57 @@ webhook = st.builds(
 url_fragment = st.one_of(fragment, url, webhook, st.sampled_from(URL_FRAGMENTS))
 url_texts = st.lists(url_fragment, max_size=10).map("".join)
 
+# Public values (issue 22): hashes of each digest's exact length and near misses, the keys
+# that hold public ids in their spellings and near misses, shortcodes, and path data.
+SRI_DIGEST = {
+    "sha256": "X+zrZv/IbzjZUnhsbWlsecLbwjndTpG0ZynXOif7V+k=",
+    "sha384": "X5FVDtsD8LuJF9pX8PiBiXb12pcTB7fuSIa7lRxIkaHxb4QNro9lWqXfcYiE68Fb",
+    "sha512": "MbygIJTreBJqUXsgaojHPPqexvcExwMNGCEsrOgg8CXwC/DqaNvz86VDbKY7U797+ArY1d59g1nQt/7Z28OrmQ==",
+}
+PUBLIC_FRAGMENTS = [
+    "sha256-",
+    "sha384-",
+    "sha512-",
+    "sha1-",
+    'integrity="',
+    "documentId",
+    "revision_id",
+    "VIDEO-ID",
+    "youtube",
+    "youtubeid",
+    "playlistIdx",
+    "xdocumentId",
+    "documentId: ",
+    '"revisionId": "',
+    "spreadsheetId = '",
+    "youtube: ",
+    "\u017fpreadsheetId: ",
+    "V\u0130DEOID=",
+    "{{< youtube ",
+    "{{% youtube id=",
+    '{{<youtube id = "',
+    "M12 2C6.48",
+    "14H7v-2h7v2zm3-4H7v-2h10v2zm0-4H7V7h10v2z",
+    "m0-4H7V7h10v2zM4",
+]
+sri_value = st.builds(
+    lambda name, cut, tail: name + "-" + SRI_DIGEST[name][cut:] + tail,
+    st.sampled_from(sorted(SRI_DIGEST)),
+    st.sampled_from([0, 0, 0, 1]),
+    st.sampled_from(["", "", "=", "A", "+", "-", "_", '"', " ", "?x"]),
+)
+bad_padding = st.builds(
+    lambda name, char: name + "-" + SRI_DIGEST[name][:-3] + char + SRI_DIGEST[name][-2:],
+    st.sampled_from(["sha256", "sha512"]),
+    st.sampled_from("AQgwkBz+"),
+)
+path_data = st.text(alphabet="MmLlHhVvCcSsZz0123456789-", min_size=30, max_size=60)
+public_fragment = st.one_of(
+    fragment, sri_value, bad_padding, path_data, st.sampled_from(PUBLIC_FRAGMENTS)
+)
+public_texts = st.lists(public_fragment, max_size=10).map("".join)
+KEYS = [None, "title", "documentId", "meta.documentId", "youtube", "video-ID", "revisionid_x"]
+
 _SCANNER = SecretScanner()
 
 
@@ -645,7 +810,8 @@ _SCANNER = SecretScanner()
 def test_scanner_matches_the_old_regex(text: str) -> None:
     found = scan(_SCANNER, text)
     assert found == UrlRuleScanner().scan(text)
-    if not url_spans(text):  # outside URLs, SPEC 9's kinds as they were
+    # Outside URLs and public values, SPEC 9's kinds as they were.
+    if not url_spans(text) and found == UrlRuleScanner(public=False).scan(text):
         assert found == SpecifiedScanner().scan(text)
         if _MAYBE.search(text):  # past the old pre-check, the two are the same scan
             assert found == OldSecretScanner().scan(text)
@@ -657,6 +823,13 @@ def test_scanner_matches_the_url_rule(text: str) -> None:
     assert scan(_SCANNER, text) == UrlRuleScanner().scan(text)
 
 
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(public_texts, st.sampled_from(KEYS))
+def test_scanner_matches_the_public_value_rule(text: str, key: str | None) -> None:
+    found = [(m.kind, m.start, m.end) for m in _SCANNER.scan(text, key)]
+    assert found == UrlRuleScanner().scan(text, key)
+
+
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(texts, url_texts), extra_patterns)
 def test_scanner_with_extra_patterns_matches_the_old_regex(
@@ -664,7 +837,7 @@ def test_scanner_with_extra_patterns_matches_the_old_regex(
 ) -> None:
     found = scan(SecretScanner(extras), text)
     assert found == UrlRuleScanner(extras).scan(text)
-    if not url_spans(text):
+    if not url_spans(text) and found == UrlRuleScanner(extras, public=False).scan(text):
         specified = SpecifiedScanner(extras)
         assert found == specified.scan(text)
         if not specified.rescued:
@@ -703,7 +876,9 @@ ADVERSARIAL: list[tuple[str, str, Found]] = [
     ("single-run-no-upper-case", "a1" * (N // 2), []),
     ("single-run-dashes", "a-" * (N // 2), []),
     ("single-run-dashes-secret", "aB3-" * (N // 4), [(HE, 0, N - 1)]),
-    ("single-run-upper-case-at-the-end", "a1" * (N // 2) + "Z", [(HE, 0, N + 1)]),
+    # `K`, not a path command: `a1a1…Z` is SVG path data (arcs), which is not a secret
+    ("single-run-upper-case-at-the-end", "a1" * (N // 2) + "K", [(HE, 0, N + 1)]),
+    ("single-run-path-data", "a1" * (N // 2) + "Z", []),
     ("single-run-then-non-ascii-letter", "aB3-" * (N // 4) + "9\u00e9", [(HE, 0, N)]),
     ("uuid-run", "123e4567-e89b-12d3-a456-426614174000" * (N // 36), []),
     ("sk-repeated", "sk-" * (N // 3), [("OpenAI-style API key", 0, 3 * (N // 3))]),
@@ -790,6 +965,29 @@ ADVERSARIAL: list[tuple[str, str, Found]] = [
         [(WEBHOOK, 33, 33 + N)],
     ),
     ("url-webhooks-repeated", "https://hooks.slack.com/services/a " * (N // 35), []),
+    # Public values (issue 22): each place is found once, its parts read once
+    ("sri-hashes-repeated", (" sha384-" + SRI_DIGEST["sha384"]) * (N // 72), []),
+    (
+        "sri-one-short-repeated",
+        (" sha256-" + "aB3" * 14 + "a") * (N // 51),
+        [(HE, 51 * i + 1, 51 * i + 51) for i in range(N // 51)],
+    ),
+    ("sri-prefixes-in-a-run", "sha512-" * (N // 7) + "aB3" * 12, [(HE, 0, 7 * (N // 7) + 36)]),
+    ("sri-long-base64", "sha256-" + "aB3/" * (N // 4), []),
+    ("key-whitespace-separator-id", "documentId" + " " * N + ":" + "aB3" * 12, []),
+    (
+        "keys-repeated-then-a-word",
+        "documentId=x " * (N // 13) + "aB3" * 12,
+        [(HE, 13 * (N // 13), 13 * (N // 13) + 36)],
+    ),
+    ("keys-glued", "documentId:" * (N // 11) + " " + "aB3" * 12, []),
+    ("shortcodes-repeated", "{{< youtube " * (N // 12) + "aB3" * 12, []),
+    ("path-data-run", "M12-4H7v-2h7v2zm3" * (N // 17), []),
+    (
+        "path-data-run-then-a-letter",
+        "M12-4H7v-2h7v2zm3" * (N // 17) + "x",
+        [(HE, 0, 17 * (N // 17) + 1)],
+    ),
 ]
 
 

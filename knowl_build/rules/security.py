@@ -46,9 +46,15 @@ SECRET = Rule(
       in one, such as `access_token`, `X-Amz-Signature`, `client_secret`, `apiKey`)
       whose value has 16 characters or more and is no placeholder, the path of a Slack,
       Discord, Telegram or Teams webhook, and known token prefixes; ids and slugs in a
-      URL's path and other parameters are not secrets. The message names the kind and
-      where it is, never the value or the key; a credential in a URL is located at its
-      value. With `--baseline`, another secret in the same place is a new finding.""",
+      URL's path and other parameters are not secrets. Public values are no high-entropy
+      words (other kinds still apply to them): Subresource Integrity hashes (`sha256-`,
+      `sha384-` or `sha512-` and the base64 of exactly that digest, as in `integrity="…"`),
+      SVG path data (digits, `-` and path commands only), and the id after a key that holds
+      public ids (`documentId`, `revisionId`, `spreadsheetId`, `presentationId`, `videoId`,
+      `playlistId`, `channelId`, `youtube`; in frontmatter, YAML, JSON or attributes) or in
+      Hugo's `{{< youtube ID >}}`. The message names the kind and where it is, never the
+      value or the key; a credential in a URL is located at its value. With `--baseline`,
+      another secret in the same place is a new finding.""",
     about_a_value=True,
 )
 
@@ -207,17 +213,23 @@ def check_unparsed(
 
 
 def _secrets(
-    node: YScalar, text: str, fm_text: str, locate: Locate, scanner: SecretScanner
+    node: YScalar,
+    text: str,
+    fm_text: str,
+    locate: Locate,
+    scanner: SecretScanner,
+    key: str | None = None,
 ) -> Iterator[tuple[Span, str]]:
-    """Where each secret of a key or value is, and its kind."""
+    """Where each secret of a key or value is, and its kind; `key` is the key of a value (the
+    scanner knows the keys whose values are public ids)."""
     # Search the source text first, so the position is exact; escapes or folding can hide a
     # secret from the source text, then the whole scalar is the place.
-    hits = scanner.scan(fm_text[node.start : node.end])
+    hits = scanner.scan(fm_text[node.start : node.end], key)
     if hits:
         for hit in hits:
             yield locate(node.start + hit.start, node.start + hit.end), hit.kind
     else:
-        for hit in scanner.scan(text):
+        for hit in scanner.scan(text, key):
             yield locate(node.start, node.end), hit.kind
 
 
@@ -243,7 +255,8 @@ def check_frontmatter(
                 )
             )
         if config.reject_secrets:
-            for span, kind in _secrets(node, value, fm_text, locate, scanner):
+            last = key.rsplit(".", 1)[-1]
+            for span, kind in _secrets(node, value, fm_text, locate, scanner, last):
                 message = f"'{redact(key, scanner)}' holds a secret ({kind})"
                 findings.append(_finding(SECRET.code, span, message, _secret_hint(kind)))
     if config.reject_secrets:

@@ -2,7 +2,7 @@
 
 Only the standard library is imported, so any layer can scan or `redact` a string. The
 kinds and their expressions are in `patterns`, one finder per kind in `finders`, URLs in
-`urls`, and the scan and `redact` in `scanner`.
+`urls`, public values in `public`, and the scan and `redact` in `scanner`.
 
 One match per place: the leftmost start wins, then the kind listed first in `KINDS`; the scan
 goes on after the end of that match. A single regular expression of all kinds gave exactly
@@ -25,8 +25,8 @@ number of times:
   holds for every start up to a limit, and only the three word lengths of the exceptions
   (36 for a UUID, 40 and 64 for hex) need a look at the word itself.
 
-Outside URLs, the findings are those of the single expression (a hypothesis test compares the
-two), except in two odd cases where that loop broke the rule above, both now found:
+Outside URLs and public values, the findings are those of the single expression (a
+hypothesis test compares the two), except in two odd cases where that loop broke the rule above, both now found:
 - an `extra_patterns` match that starts where a word starts that looked high-entropy but was
   not one (no upper case letter, a 40-hex string...): the old loop moved on to the next
   character and never tried the extra pattern there;
@@ -90,4 +90,33 @@ times: its end with one search, its query with one pass over the separators (a p
 name twice, to see whether it holds a credential word; a value's end and what decides whether
 it is trivial once per stretch between `&`, `#` and `;`, however many `?`-parameters share
 it). A named-secret or high-entropy start inside a URL sends its finder on from the URL's end.
+
+Public values (issue 22). SPEC 9's high-entropy words take some public values for secrets:
+long words with a lower-case letter, an upper-case letter and a digit that pages hold by the
+hundred (Hugo's templates, Dendron's Google Docs notes, icon sets) and that no secret looks
+like. A high-entropy word does not count where it is one of them; every other kind still does
+(an `AKIA…` key inside an `integrity=` value, a named secret after a `documentId`).
+
+- Subresource Integrity (and CSP) hashes: `sha256-`, `sha384-` or `sha512-` and the standard
+  base64 of exactly that digest, 44, 64 or 88 characters as base64 writes them (the padding,
+  and zero bits before it), with no base64 or word character on either side. A token after
+  `sha256-` of another length, or unpadded, is a high-entropy word as before.
+- SVG path data: a word of digits, `-` and the path commands `MLHVCSQTAZ` (either case) only,
+  such as `14H7v-2h7v2zm3-4H7v-2h10v2z`. It is a fourth class of the per-run decision: the
+  last character of the run that is not one of them ends the starts that count, as the last
+  lower-case letter does. A random token of 32 letters and digits has that shape with a
+  chance below 1e-10.
+- Public ids, by their key: the id (one run of `[A-Za-z0-9_-]`) after `documentId`,
+  `revisionId`, `spreadsheetId`, `presentationId`, `videoId`, `playlistId`, `channelId`,
+  `youtubeId` or `youtube` (ASCII case ignored, `_` or `-` allowed before `id`, not inside a
+  longer word), an optional quote, `:` or `=`, and an optional quote, as YAML, JSON, TOML
+  and attributes write them; the video of Hugo's `{{< youtube ID >}}` and
+  `{{< youtube id="ID" >}}`; and the first word of the value of a frontmatter key of one of
+  those names (`scan(text, key)`; for a list, each item's).
+
+Like URLs, the public values are found once, left to right, as far as the high-entropy finder
+asks (`public`): each kind is searched from where the last value ended, a hash and a shortcode
+from their literal, a key in the text's lower case (the same length as the text) from its
+first word, every repetition possessive or bounded. A high-entropy start inside one sends its
+finder on from the value's end.
 """

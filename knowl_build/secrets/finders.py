@@ -14,6 +14,7 @@ from knowl_build.secrets.patterns import (
     NEVER,
     NEXT_SCHEME,
     NOT_DASH,
+    NOT_PATH_DATA,
     RUN,
     RUN_CHARS,
     RUN_REST,
@@ -30,6 +31,21 @@ class SecretMatch:
     kind: str
     start: int
     end: int
+
+
+class Place(Protocol):
+    """A stretch of text where some kinds do not count (a URL, a public value)."""
+
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
+
+
+class Places(Protocol):
+    def get(self, index: int) -> Place | None:
+        """The text's place number `index` (in order, disjoint), or None when it has fewer."""
 
 
 class Finder(Protocol):
@@ -153,7 +169,8 @@ class EntropyFinder:
             return
         self.word_end = word_end
         backwards = text[start:word_end][::-1]
-        lasts = [p.search(backwards) for p in (LOWER, UPPER, DIGIT)]
+        # A word with all three classes, and a character that SVG path data does not use.
+        lasts = [p.search(backwards) for p in (LOWER, UPPER, DIGIT, NOT_PATH_DATA)]
         if all(lasts):
             last_of_all = word_end - 1 - max(m.start() for m in lasts if m is not None)
             self.last = min(last_of_all, word_end - 32)

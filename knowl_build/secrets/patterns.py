@@ -89,6 +89,49 @@ UUID_SHAPE = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )
 
+# Public values that look like high-entropy words (issue 22, see the package notes). SVG path
+# data: a word of digits, `-` and the path commands only (`M`, `L`, `H`, `V`, `C`, `S`, `Q`,
+# `T`, `A`, `Z` in either case); the last character outside them ends the starts that count.
+NOT_PATH_DATA = re.compile(r"[^0-9MmLlHhVvCcSsQqTtAaZz-]")
+# Subresource Integrity (and CSP) hashes: `sha256-`, `sha384-` or `sha512-` and the standard
+# base64 of exactly that digest, as base64 writes it (44, 64 or 88 characters: the padding,
+# and zero bits before it), between characters that base64 and words do not use. The literal
+# comes first, where the regular expression engine searches for it fastest.
+_B64 = "[A-Za-z0-9+/]"
+SRI = re.compile(
+    r"(?P<id>sha(?<![A-Za-z0-9+/=_-]sha)(?:256-" + _B64 + r"{42}[AEIMQUYcgkosw048]="
+    r"|384-" + _B64 + r"{64}|512-" + _B64 + r"{85}[AQgw]==))(?![A-Za-z0-9+/=_-])"
+)
+# Keys whose values are public ids (Google Docs, Sheets and Slides ids, YouTube videos,
+# playlists and channels), compared in ASCII lower case without `_` and `-`: in a frontmatter
+# value of such a key, and after such a key and `:` or `=` in text (YAML, JSON, TOML,
+# attributes), the id (one run of `[A-Za-z0-9_-]`) is no high-entropy word. `PUBLIC_KEY` is
+# searched in the text's lower case (`public.lowered`), each word literal first: an
+# expression that ignores case would try every character.
+ID_OWNERS = (
+    "document",
+    "revision",
+    "spreadsheet",
+    "presentation",
+    "video",
+    "playlist",
+    "channel",
+    "youtube",
+)
+PUBLIC_ID_KEYS = frozenset({owner + "id" for owner in ID_OWNERS} | {"youtube"})
+PUBLIC_KEY = re.compile(
+    "(?:"
+    + "|".join([f"{owner}(?<![a-z0-9_]{owner})[_-]?id" for owner in ID_OWNERS])
+    + r"|youtube(?<![a-z0-9_]youtube))(?![a-z0-9_-])"
+    r"[\"']?[ \t]*+[:=][ \t]*+[\"']?(?P<id>[a-z0-9_-]++)"
+)
+# So is the video of Hugo's `{{< youtube ID >}}` and `{{< youtube id="ID" >}}`.
+YOUTUBE = re.compile(
+    r"\{\{[<%][ \t]*+youtube[ \t]++(?:id[ \t]*+=[ \t]*+)?[\"']?(?P<id>[A-Za-z0-9_-]++)"
+)
+# The value of such a key in frontmatter as written: plain, quoted or a block scalar.
+WHOLE_ID = re.compile(r"\s*+(?:[|>][-+0-9]*+\s*+)?[\"']?(?P<id>[A-Za-z0-9_-]++)")
+
 # URLs (see the module notes). A scheme starts where `_SCHEME_START` says; a `www.` link at a
 # word start. A URL ends before `_URL_END`, less trailing `_TRAILING`.
 SCHEME_START_AT = re.compile(_SCHEME_START)

@@ -29,6 +29,7 @@ from knowl_build.secrets.patterns import (
     SHORT,
     SLACK,
 )
+from knowl_build.secrets.public import PublicValues, holds_public_ids
 from knowl_build.secrets.urls import (
     OutsideUrls,
     UrlPartFinder,
@@ -70,8 +71,10 @@ class SecretScanner:
             else None
         )
 
-    def scan(self, text: str) -> list[SecretMatch]:
-        """Every secret in `text`, one match per place (the leftmost, then by priority)."""
+    def scan(self, text: str, key: str | None = None) -> list[SecretMatch]:
+        """Every secret in `text`, one match per place (the leftmost, then by priority).
+        `key`: the frontmatter key whose value `text` is, if any (a key that holds public
+        ids makes the value's first word one)."""
         if self.extra is None and len(text) < SHORT and not MAYBE.search(text):
             return []
         urls = Urls(text)  # read only as far as a finder asks
@@ -87,7 +90,12 @@ class SecretScanner:
             # The two kinds whose expressions cannot start at a literal (a keyword's first
             # letter, a run of word characters) run only where their anchor occurs.
             OutsideUrls(PatternFinder(text, NAMED, NOT_NAMED), urls) if _keyword(text) else None,
-            OutsideUrls(EntropyFinder(text), urls) if _long_word(text) else None,
+            OutsideUrls(
+                OutsideUrls(EntropyFinder(text), PublicValues(text, holds_public_ids(key))),
+                urls,
+            )
+            if _long_word(text)
+            else None,
         ]
         if self.extra is not None:
             finders.append(PatternFinder(text, self.extra, None))
