@@ -44,3 +44,45 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = False) -> None:
             # caller can tell whose folder failed.
             raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
+
+
+def write_output(path: Path, data: bytes) -> None:
+    """Write `data` to a file the user named for output (`--sarif FILE`), never replacing
+    what the name is: a path that exists and is not a regular file (a device such as
+    /dev/null, a FIFO, /dev/stdout's /proc/self/fd/1) is opened and written through; a
+    symlink is followed and its target written atomically, the link left as it is; a
+    regular or absent path is written atomically. A failed write raises (ENOSPC on
+    /dev/full is a failure, not a success)."""
+    try:
+        found: os.stat_result | None = os.stat(path)  # follows symlinks
+    except FileNotFoundError:  # absent, or a link to nothing yet: write the target
+        found = None
+    if found is not None and stat.S_ISDIR(found.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if found is not None and not stat.S_ISREG(found.st_mode):
+        _write_through(path, data)
+        return
+    target = Path(os.path.realpath(path))
+    if found is not None:
+        try:
+            same = os.path.samestat(found, os.stat(target))
+        except OSError:
+            same = False
+        if not same:  # a magic link (/proc/self/fd/N to a file the shell opened): use it
+            _write_through(path, data)
+            return
+    atomic_write(target, data)
+
+
+def _write_through(path: Path, data: bytes) -> None:
+    """Open what `path` names, without creating or truncating it, and write all of `data`."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    finally:
+        os.close(fd)

@@ -51,6 +51,9 @@ def from_json(text: str) -> nx.DiGraph:
 # not even as character references, nor U+FFFE and U+FFFF; those are written `\ufffe`.
 _ESCAPED = {code: f"\\x{code:02x}" for code in [*range(0x00, 0x20), *range(0x7F, 0xA0)]}
 _ESCAPED.update({code: f"\\u{code:04x}" for code in (0xFFFE, 0xFFFF)})
+# And the bidi controls and line separators (Trojan Source), as `output.escapes.REORDERING`.
+_ESCAPED.update({code: f"\\u{code:04x}" for code in (0x2028, 0x2029, *range(0x202A, 0x202F))})
+_ESCAPED.update({code: f"\\u{code:04x}" for code in range(0x2066, 0x206A)})
 
 
 def visible(value: Any) -> Any:

@@ -24,6 +24,7 @@ from knowl_build.pipeline.publish import BuildResult
 from knowl_build.pipeline.publish import build as run_build
 from knowl_build.rules.governance import conflict_groups
 from knowl_build.rules.registry import RULES, severity
+from knowl_build.secrets.scanner import redact
 
 
 def repo_prefix(root: Path) -> str:
@@ -52,7 +53,8 @@ def _reported(
     if known is None:
         return diagnostics, None
     new, hidden = known.new(diagnostics)
-    return new, Compared(known.ref, known.commit, hidden)
+    # The ref is the user's text, printed back: it passes the one redaction as any output.
+    return new, Compared(redact(known.ref), known.commit, hidden)
 
 
 @dataclass(frozen=True, slots=True)

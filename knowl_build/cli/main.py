@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import json
 import os
 import pkgutil
 import sys
@@ -270,8 +269,10 @@ def default_format(fmt: str | None) -> str:
 
 
 def emit_json(data: Any) -> None:
+    from knowl_build.output.json_format import dumps
+
     try:
-        text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        text = dumps(data)
     except ValueError:  # NaN or an infinity: JSON has neither
         raise ArtifactError(
             "the answer holds a number that is not finite; run knowl verify"
@@ -285,10 +286,10 @@ def notices(lines: list[str], quiet: int) -> None:
 
 
 def write_sarif(path: Path, log: str) -> None:
-    from knowl_build.files import atomic_write  # only for a SARIF file (start-up time)
+    from knowl_build.files import write_output  # only for a SARIF file (start-up time)
 
     try:
-        atomic_write(path, log.encode("utf-8"))
+        write_output(path, log.encode("utf-8"))
     except OSError as exc:
         raise UsageError(f"{path}: cannot write the SARIF log ({exc.strerror or exc})") from None
 
@@ -315,13 +316,13 @@ def sarif_on_failure(fmt: str, sarif_file: Path | None) -> Iterator[None]:
             message = str(full or exc)
         else:
             message = f"internal error: {type(exc).__name__}: {exc}"
-        from knowl_build.files import atomic_write
+        from knowl_build.files import write_output
 
         log = sarif.render([], rule_table(Config()), failure=redact(message))
         if sarif_file is not None:
             # Best effort: the error that stops the run may be this very file.
             with contextlib.suppress(OSError):
-                atomic_write(sarif_file, log.encode("utf-8"))
+                write_output(sarif_file, log.encode("utf-8"))
         if fmt == "sarif":
             sys.stdout.write(log)
         raise
@@ -347,8 +348,15 @@ def render_findings(
         sys.stdout.write(github.render(diagnostics, repo_prefix))
         summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_file:
-            with open(summary_file, "a", encoding="utf-8") as handle:
-                handle.write(github.step_summary(diagnostics, title, repo_prefix))
+            # Appended through whatever the name is (a link, a device): never replaced.
+            try:
+                with open(summary_file, "a", encoding="utf-8") as handle:
+                    handle.write(github.step_summary(diagnostics, title, repo_prefix))
+            except OSError as exc:
+                raise UsageError(
+                    f"GITHUB_STEP_SUMMARY {summary_file}: cannot append the summary "
+                    f"({exc.strerror or exc})"
+                ) from None
     else:
         text.render(diagnostics, text.console())
 

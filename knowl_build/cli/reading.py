@@ -323,7 +323,12 @@ def graph(ctx: click.Context, fmt: str, artifact: Path | None) -> None:
     """
     from knowl_build.app import reading
 
-    sys.stdout.write(reading.graph_export(settings(ctx).locator, artifact, fmt))
+    exported = reading.graph_export(settings(ctx).locator, artifact, fmt)
+    if fmt == "json":  # graph.json's bytes, made safe to print
+        from knowl_build.output.json_format import printable
+
+        exported = printable(exported)
+    sys.stdout.write(exported)
 
 
 @cli.command()

@@ -9,7 +9,6 @@ an alert survives an edit above it.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +16,7 @@ from urllib.parse import quote
 
 from knowl_build import DOCS_URL, __version__
 from knowl_build.diagnostics import Diagnostic, repo_path
+from knowl_build.output import json_format
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "note", "off": "none"}
 SRCROOT = "%SRCROOT%"
@@ -160,12 +160,4 @@ def render(
     *,
     failure: str | None = None,
 ) -> str:
-    return (
-        json.dumps(
-            document(diagnostics, rules, repo_prefix, failure=failure),
-            indent=2,
-            sort_keys=True,
-            ensure_ascii=False,
-        )
-        + "\n"
-    )
+    return json_format.dumps(document(diagnostics, rules, repo_prefix, failure=failure)) + "\n"

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, StaleRow, TraverseAnswer
 from knowl_build.diagnostics import Diagnostic
+from knowl_build.output.escapes import REORDERING
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -25,13 +26,17 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 # `\t` are escaped too. Page text shown as a block (a body, a diff) keeps its `\n` and `\t`,
 # the layout of the file as written; nothing else a terminal acts on gets through.
 _CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0)]
-_ESCAPE_LINE = {code: f"\\x{code:02x}" for code in _CONTROLS}
+# And what reorders what a terminal shows (bidi controls, line separators), as `\u202e`.
+_ESCAPE_LINE = {
+    **{code: f"\\x{code:02x}" for code in _CONTROLS},
+    **{code: f"\\u{code:04x}" for code in REORDERING},
+}
 _ESCAPE_BLOCK = {code: text for code, text in _ESCAPE_LINE.items() if chr(code) not in "\n\t"}
 
 
 def printable(value: object, *, block: bool = False) -> str:
     """`value` as text a terminal shows and does not act on: control characters (C0, DEL, C1)
-    written as `\\x1b` escapes. A `block` (several lines of page text) keeps its line breaks
+    written as `\\x1b` escapes, bidi controls and line separators as `\\u202e`. A `block` (several lines of page text) keeps its line breaks
     (`\\n`, and `\\r\\n` as one) and `\\t`. The one place terminal output is made safe; every
     function below uses it."""
     if block:

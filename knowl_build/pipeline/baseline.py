@@ -169,7 +169,7 @@ class Baseline:
         return kept, len(findings) - len(kept)
 
     def to_json(self, hidden: int) -> dict[str, object]:
-        return {"ref": self.ref, "commit": self.commit, "hidden": hidden}
+        return {"ref": redact(self.ref), "commit": self.commit, "hidden": hidden}
 
 
 def load(root: Path, config: Config, ref: str, *, check_urls: bool = False) -> Baseline:
