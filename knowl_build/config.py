@@ -139,6 +139,10 @@ class Config:
     dbt_connection: str | None = None  # [semantics.dbt] connection
     agent_status: str = "active"  # [writes] agent_status: how an agent's new page lands
     link_resolution: str = EXACT  # [links] resolution
+    # [links] site_root: the folder site-absolute Markdown links (`/a/b/`) name files in
+    # (None: they are not checked); [links] exclude: patterns of destinations not checked.
+    site_root: str | None = None
+    link_exclude: tuple[str, ...] = ()
     # [links] code_shortcodes: Hugo shortcodes whose bodies are code, besides the built-in
     # ones (parse/shortcodes.py); the parse depends on them, so the parse cache key does too.
     code_shortcodes: tuple[str, ...] = ()
@@ -214,6 +218,8 @@ class Config:
             },
             "links": {
                 "resolution": self.link_resolution,
+                "site_root": self.site_root,
+                "exclude": list(self.link_exclude),
                 "code_shortcodes": list(self.code_shortcodes),
             },
             "writes": {"agent_status": self.agent_status},
@@ -397,6 +403,28 @@ SCHEMA: tuple[Option, ...] = (
         "(`a.b.c`) case-insensitive, `dendron://vault/note`, note references with ranges and "
         "wildcards, heading anchors by their slug, Dendron's `id` and keys allowed "
         "([Links](concepts/pages.md#link-resolution)).",
+    ),
+    Option(
+        "links.site_root",
+        "folder (string)",
+        _default("site_root"),
+        "The folder, relative to the project root (`.` for the root), that site-absolute "
+        "Markdown links name files in, as a static site generator publishes them: "
+        "a link to `/guide/setup/` is `<site_root>/guide/setup.md`, `.../setup/index.md` or "
+        "`.../setup/_index.md` (pretty URLs), `/img/a.png` is `<site_root>/img/a.png`. Unset, "
+        "site-absolute links are not checked "
+        "([Markdown links](concepts/pages.md#markdown-links)).",
+    ),
+    Option(
+        "links.exclude",
+        "list of strings",
+        _default("link_exclude"),
+        "Regular expressions (Python's `re`, searched in the destination as written) of "
+        "Markdown link destinations that are not checked and make no edge, as lychee's "
+        "`exclude`: `['^/api/', '\\.pdf$']` (TOML literal strings keep the backslash). A "
+        "pattern that does not compile, or that "
+        "nests a repetition in another (`(a+)+`, which can take exponential time), is a "
+        "configuration error ([Markdown links](concepts/pages.md#markdown-links)).",
     ),
     Option(
         "links.code_shortcodes",

@@ -28,6 +28,7 @@ from knowl_build.config import (
     SecurityConfig,
 )
 from knowl_build.errors import ConfigError
+from knowl_build.linkpaths import MAX_EXCLUDE_PATTERNS, exclude_problem
 from knowl_build.vocabulary import SEVERITY_CHOICES
 
 
@@ -221,6 +222,7 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
                 "code_shortcodes", f"{name!r} is not a shortcode name (letters, digits, _./-)"
             )
     urls = _url_settings(links)
+    link_paths = _link_paths(links)
     frontmatter = _Reader(source, top.table_of("frontmatter"), "frontmatter.")
     allow = frontmatter.string_list("allow")
     if any(not key.strip() for key in allow):
@@ -285,6 +287,7 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         peer_paths=peers.string_list("paths"),
         agent_status=agent_status,
         link_resolution=resolution,
+        **link_paths,
         code_shortcodes=code_shortcodes,
         **urls,
         frontmatter_allow=allow,
@@ -294,6 +297,23 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         index_memory_mb=index_memory_mb,
         source=source,
     )
+
+
+def _link_paths(links: _Reader) -> dict[str, Any]:
+    """[links] site_root and exclude (Markdown links): a folder inside the project, and
+    patterns that compile and cannot take exponential time (`linkpaths.exclude_problem`)."""
+    site_root = None
+    if "site_root" in links.table:
+        site_root = links.relative_dir("site_root", ".")
+        site_root = "" if site_root == "." else site_root
+    exclude = links.string_list("exclude")
+    if len(exclude) > MAX_EXCLUDE_PATTERNS:
+        raise links.error("exclude", f"holds more than {MAX_EXCLUDE_PATTERNS} patterns")
+    for pattern in exclude:
+        problem = exclude_problem(pattern)
+        if problem is not None:
+            raise links.error("exclude", f"pattern {pattern[:80]!r} {problem}")
+    return {"site_root": site_root, "link_exclude": exclude}
 
 
 def _url_settings(links: _Reader) -> dict[str, Any]:

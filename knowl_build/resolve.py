@@ -22,7 +22,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from knowl_build.config import DENDRON, EXACT, OBSIDIAN
-from knowl_build.model import Page
+from knowl_build.linkpaths import FILE, OUTSIDE, PAGE, UNCHECKED, LinkSettings, excluded, locate
+from knowl_build.model import MARKDOWN, Link, Page
 from knowl_build.names import holds_secret, owner_problem
 from knowl_build.pageref import bundle_folder
 from knowl_build.pageref import page_id as rel_id
@@ -130,6 +131,12 @@ class Resolution:
     # Obsidian resolution: the other pages of the name when the choice among them was a tie
     # (the same shortest path length), so the link may not mean the page it resolved to.
     ambiguous: list[Page] = field(default_factory=list)
+    # A Markdown link's path names a file or folder of the project that is no page (`file`),
+    # leaves the project (`outside`, KB008), or is not checked (`unchecked`: site-absolute
+    # without `[links] site_root`, or matched by `[links] exclude`).
+    file: bool = False
+    outside: bool = False
+    unchecked: bool = False
 
 
 def fold(name: str) -> str:
@@ -190,6 +197,11 @@ class PageIndex:
     _targets: dict[str, tuple[Page, list[tuple[str, str, list[Page]]]]] = field(
         default_factory=dict
     )
+    # Markdown links (`resolve_link`): where paths lead, the pages by project-relative path,
+    # and what each (folder of the linking page, target, scope) resolved to.
+    link_settings: LinkSettings = field(default_factory=LinkSettings)
+    _by_path: dict[str, Page] | None = None
+    _paths: dict[tuple[str, str, str], Resolution] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -198,6 +210,7 @@ class PageIndex:
         other_files: list[str],
         knowledge_dir: str,
         mode: str = EXACT,
+        link_settings: LinkSettings | None = None,
     ) -> PageIndex:
         by_id: dict[tuple[str, str], list[Page]] = defaultdict(list)
         by_rel: dict[tuple[str, str], list[Page]] = defaultdict(list)
@@ -248,6 +261,7 @@ class PageIndex:
             names,
             paths,
             frozenset(key for key, named in by_id.items() if len(named) > 1),
+            link_settings=link_settings or LinkSettings(),
         )
 
     def visible_scopes(self, scope: str) -> tuple[str, ...]:
@@ -348,6 +362,49 @@ class PageIndex:
         }
         return [found[path] for path in sorted(found)]
 
+    def resolve_link(self, page: Page, link: Link) -> Resolution:
+        """What a link of `page` names: a wiki-link's target by name (`resolve`), a Markdown
+        link's by its path (`linkpaths.locate`: relative to the page, or site-absolute), and in
+        Obsidian mode, when the path names no page, as Obsidian resolves it (from the vault
+        root, or by file name). An empty target is the page itself."""
+        if not link.target:
+            return Resolution([page], [])
+        if link.form != MARKDOWN:
+            return self.resolve(link.target, page.scope)
+        folder = posixpath.dirname(page.path)
+        key = (folder, link.target, page.scope)
+        found = self._paths.get(key)
+        if found is None:
+            found = self._paths[key] = self._resolve_path(page, link.target)
+        if excluded(link.destination, self.link_settings.exclude):
+            return Resolution([], [], unchecked=True)
+        return found
+
+    def _resolve_path(self, page: Page, target: str) -> Resolution:
+        if self._by_path is None:
+            self._by_path = {nfc(p.path): p for p in self.pages}
+        settings = self.link_settings
+        hit = locate(page.path, nfc(target), self._by_path, settings.exists, settings.site_root)
+        if hit.kind == PAGE:
+            found = self._by_path[hit.path]
+            if found.scope in self.visible_scopes(page.scope):
+                return Resolution([found], [])
+            return Resolution([], [found])
+        if hit.kind == FILE:
+            return Resolution([], [], file=True)
+        if hit.kind in (OUTSIDE, UNCHECKED):
+            return Resolution([], [], outside=hit.kind == OUTSIDE, unchecked=hit.kind == UNCHECKED)
+        if self.mode == OBSIDIAN and not target.startswith(("/", "../")):
+            # Obsidian: the path from the vault root, or the page of that file name.
+            name = target.removeprefix("./")
+            if not is_file_target(name):
+                named = self.resolve(name.removesuffix(".md"), page.scope)
+                if named.pages or named.hidden:
+                    return named
+            elif self.find_file(name):
+                return Resolution([], [], file=True)
+        return Resolution([], [])
+
     def find_file(self, target: str) -> bool:
         """A non-page target (`diagram.png`, `img/diagram.png`) names a file under knowledge/."""
         target = nfc(target)
@@ -380,7 +437,7 @@ class PageIndex:
         fields = page.parsed.fields
         out = [(r.value, "ref", self.resolve(r.value, page.scope).pages) for r in fields.refs]
         for link in page.parsed.links:
-            found = self.resolve(link.target, page.scope).pages if link.target else [page]
+            found = self.resolve_link(page, link).pages
             out.append((link.target, "embed" if link.embed else "link", found))
         if fields.superseded_by is not None:
             value = fields.superseded_by.value

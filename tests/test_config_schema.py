@@ -51,6 +51,8 @@ CASES: dict[str, tuple[str, object, object]] = {
     "peers.paths": ("peer_paths", ["../other"], ("../other",)),
     "writes.agent_status": ("agent_status", "draft", "draft"),
     "links.resolution": ("link_resolution", "obsidian", "obsidian"),
+    "links.site_root": ("site_root", "content", "content"),
+    "links.exclude": ("link_exclude", ["^/api/"], ("^/api/",)),
     "links.code_shortcodes": ("code_shortcodes", ["tabs"], ("tabs",)),
     "links.check_urls": ("check_urls", True, True),
     "links.url_timeout": ("url_timeout", 3, 3.0),

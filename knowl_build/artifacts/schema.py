@@ -140,6 +140,12 @@ class LinkRecord(Struct, frozen=True):
     line: Count
     column: Count
     to: str | UnsetType = UNSET  # the path of the page it resolves to, as the checker did
+    # A Markdown link (`[text](dest)`, `[text][label]`, `![alt](dest)`): "markdown", where it
+    # ends, and its text; left out for wiki-links and refs.
+    form: str | UnsetType = UNSET
+    end_line: Count | UnsetType = UNSET
+    end_column: Count | UnsetType = UNSET
+    text: str | UnsetType = UNSET
 
 
 class Drift(Struct, frozen=True):

@@ -29,7 +29,8 @@ from markdown_it.rules_inline import html_inline as _html_inline
 from markdown_it.token import Token
 
 from knowl_build.config import CODE_SHORTCODES as BUILT_IN_CODE_SHORTCODES
-from knowl_build.model import Directive, Heading, Link, Span, Suppression, TextIndex
+from knowl_build.model import Directive, Heading, Link, Span, Suppression, TextIndex, UrlRef
+from knowl_build.parse import mdlinks
 from knowl_build.parse.shortcodes import front_matter as toml_front_matter
 from knowl_build.parse.shortcodes import regions as shortcode_regions
 
@@ -44,6 +45,8 @@ _BACKTICKS = re.compile(r"`+")
 _BLOCK_MARKS = ("`", "~", "#", "\t", "=", "-", "\n ", "    ")
 
 _md = MarkdownIt("commonmark").disable(["inline", "text_join"], ignoreInvalid=True)
+# Where each reference definition's destination is, for Markdown links (parse/mdlinks.py).
+mdlinks.note_definitions(_md)
 
 # The inline parser, for the few inline regions that may hold a suppression: its raw HTML rule
 # also says where each comment it takes starts and ends in the region's text. Only a comment
@@ -102,6 +105,7 @@ class BodyScan:
     h1: str | None
     suppressions: tuple[Suppression, ...] = ()
     blocks: tuple[str, ...] = ()
+    urls: tuple[UrlRef, ...] = ()
 
 
 # An Obsidian or Dendron block id: `^id` at the end of a line, after a space or alone on its
@@ -375,12 +379,18 @@ def scan_body(
     headings: list[Heading] = []
     h1: str | None = None
     suppressions: list[Suppression] = []
-    # Only code, headings and comments matter here; a body without these characters has
-    # none of them (every comment holds a `-`).
-    if body[:1] in (" ", "\t") or any(mark in body for mark in _BLOCK_MARKS):
+    markdown: tuple[list[Token], dict[str, object]] | None = None  # for Markdown links
+    # Only code, headings, comments and Markdown links matter here; a body without these
+    # characters has none of them (every comment holds a `-`).
+    if (
+        body[:1] in (" ", "\t")
+        or any(mark in body for mark in _BLOCK_MARKS)
+        or mdlinks.may_have_links(body)
+    ):
         with _collector_paused():
             env: dict[str, object] = {}  # link reference definitions, for the inline parse
             tokens = _md.parse(normalized, env)
+            markdown = (tokens, env)
             for pos, token in enumerate(tokens):
                 if token.map is None:
                     continue
@@ -427,6 +437,20 @@ def scan_body(
         link = _make_link(match, body_offset, index)
         if link is not None:
             links.append(link)
+    urls: tuple[UrlRef, ...] = ()
+    if markdown is not None:
+        with _collector_paused():
+            found = mdlinks.body_links(
+                *markdown,
+                _Lines(normalized, lines_start),
+                normalized,
+                lines_start,
+                body_offset,
+                index,
+                lambda at: bool(span_starts) and _inside(span_starts, span_ends, at),
+            )
+        links = mdlinks.merged(links, found.links)
+        urls = tuple(found.urls)
 
     directives: list[Directive] = []
     if "sl:" in body:
@@ -452,7 +476,13 @@ def scan_body(
             ):
                 blocks.append(match.group(1))
     return BodyScan(
-        tuple(links), tuple(directives), tuple(headings), h1, tuple(suppressions), tuple(blocks)
+        tuple(links),
+        tuple(directives),
+        tuple(headings),
+        h1,
+        tuple(suppressions),
+        tuple(blocks),
+        urls,
     )
 
 

@@ -20,12 +20,14 @@ from knowl_build.model import Page, Suppression
 from knowl_build.pipeline.cache import CachePlace, ParseCache, cache_place
 from knowl_build.pipeline.discover import Discovery
 from knowl_build.pipeline.inputs import Inputs, read_inputs
+from knowl_build.pipeline.linked import link_settings
 from knowl_build.pipeline.pages import parse_cache_key, parse_pages
 from knowl_build.pipeline.urls import check_page_urls
 from knowl_build.resolve import PageIndex
 from knowl_build.rules.context import GitFacts, RuleContext
 from knowl_build.rules.freshness import Assessment, assess, check_freshness
 from knowl_build.rules.governance import check_governance
+from knowl_build.rules.mdlinks import check_markdown_links
 from knowl_build.rules.references import check_references
 from knowl_build.rules.registry import severity as severity_of
 from knowl_build.rules.urls import DEAD_URL
@@ -102,7 +104,11 @@ def analyse(
     )
     cache.save()
     index = PageIndex.build(
-        pages, discovery.other_files, config.knowledge_dir, config.link_resolution
+        pages,
+        discovery.other_files,
+        config.knowledge_dir,
+        config.link_resolution,
+        link_settings(root, config, discovery),
     )
     text_pages = [p for p in pages if p.parsed.text_ok]
     facts = gather_git_facts(
@@ -123,6 +129,7 @@ def analyse(
         for path, items in table.items():
             found.extend((path, f) for f in items)
     found.extend(check_references(context))
+    found.extend(check_markdown_links(context))
     found.extend(check_governance(context))
     found.extend(check_freshness(context, assessments))
     if discovery.git is None:

@@ -35,8 +35,9 @@ from knowl_build.trust import NO_KEY, MachineKey, Sealer, machine_key, read_cach
 # 9: only real comments are suppressions (a cached page may hold one that is not); 10:
 # KB003 and KB002 of a value name their key (Dendron owns `id`, `status`), block ids hold `_`;
 # 11: Hugo shortcodes hold no links, and code shortcodes no headings, suppressions or block ids
-# 12: Hugo's TOML front matter is no prose (no links, headings, suppressions); 14: public
-# values (SRI hashes, SVG path data, ids of public-id keys) are no KB401
+# 12: Hugo's TOML front matter is no prose (no links, headings, suppressions); 13: Markdown
+# links and images are links, and their http(s) targets URLs; 14: public values (SRI hashes,
+# SVG path data, ids of public-id keys) are no KB401
 CACHE_FORMAT = 14
 
 

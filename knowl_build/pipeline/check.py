@@ -19,11 +19,13 @@ from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.cache import cache_place
 from knowl_build.pipeline.discover import shown_path
 from knowl_build.pipeline.inputs import read_inputs
+from knowl_build.pipeline.linked import answers
 from knowl_build.trust import Sealer, read_sealed
 
 # 3: dbt fingerprints cover what a definition computes; drift names its change; 4: only real
-# comments are suppressions (a memo may hold the findings that one that is not hid)
-MEMO_FORMAT = 4
+# comments are suppressions (a memo may hold the findings that one that is not hid); 5:
+# Markdown links are checked, and the files outside the knowledge folder they name are noted
+MEMO_FORMAT = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +59,7 @@ MEMO_SEAL = "check-memo"
 
 
 def _load_memo(
-    path: Path, key: str, toplevel: Path | None, sealer: Sealer
+    path: Path, key: str, toplevel: Path | None, sealer: Sealer, root: Path
 ) -> dict[str, Any] | None:
     raw = read_sealed(path, sealer)
     if raw is None:
@@ -69,13 +71,21 @@ def _load_memo(
         outside = memo["outside"]
         if _outside_files(toplevel, set(outside)) != outside:
             return None
+        # What Markdown links' files outside the knowledge folder were (no input of the key).
+        if answers(root, memo["linked"]) != memo["linked"]:
+            return None
         return memo  # type: ignore[no-any-return]
     except (ValueError, AttributeError, KeyError, TypeError, RecursionError):
         return None
 
 
 def _save_memo(
-    path: Path, key: str, result: CheckResult, outside: dict[str, str | None], sealer: Sealer
+    path: Path,
+    key: str,
+    result: CheckResult,
+    outside: dict[str, str | None],
+    sealer: Sealer,
+    linked: dict[str, str],
 ) -> None:
     if any(d.code == "KB012" for d in result.diagnostics):
         return  # git could not read the history: read it again next time (it may be repaired)
@@ -86,6 +96,7 @@ def _save_memo(
         "pages": result.page_count,
         "semantic_files": result.semantic_file_count,
         "outside": outside,
+        "linked": dict(sorted(linked.items())),
     }
     # A cache that cannot be written costs only speed next time: never fail a check for it.
     with contextlib.suppress(OSError):
@@ -121,7 +132,7 @@ def check(
     toplevel = git.toplevel if git is not None else None
     memo = None
     if memo_file is not None and sealer is not None:
-        memo = _load_memo(memo_file, key, toplevel, sealer)
+        memo = _load_memo(memo_file, key, toplevel, sealer, root)
     if memo is not None:
         result = CheckResult(
             [Diagnostic.from_json(d) for d in memo["diagnostics"]],
@@ -158,7 +169,8 @@ def check(
                 for item in page.parsed.fields.affected_paths
             }
             outside = _outside_files(toplevel, affected) if git else {}
-            _save_memo(memo_file, key, result, outside, sealer)
+            linked = analysis.index.link_settings.asked
+            _save_memo(memo_file, key, result, outside, sealer, linked)
     if changed_only and git is not None:
         changed = git.changed_files()
         if changed is not None:

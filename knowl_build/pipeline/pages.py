@@ -130,7 +130,7 @@ def parse_page(
                 if fields.source is not None and "source:value" in fields.anchors:
                     source = Located(fields.source, fields.anchors["source:value"])
                 findings.extend(security.check_paths(fields.affected_paths, source, config))
-                frontmatter = json_safe(plain(root))
+                frontmatter = field_rules.as_written(root, json_safe(plain(root)))
 
     findings.extend(security.check_body(text, parts.body_offset, index, config, scanner))
     scan = scan_body(text, parts.body_offset, index, code_shortcodes)
@@ -152,6 +152,7 @@ def parse_page(
         headings=scan.headings,
         h1=scan.h1,
         blocks=scan.blocks,
+        urls=scan.urls,
         findings=tuple(sorted(findings, key=lambda f: (f.line, f.column, f.code))),
         suppressions=tuple(suppressions),
     )

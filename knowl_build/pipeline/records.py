@@ -26,7 +26,7 @@ from knowl_build.artifacts.schema import (
 )
 from knowl_build.history.records import History
 from knowl_build.index.writer import IndexDocument
-from knowl_build.model import Page
+from knowl_build.model import MARKDOWN, Page
 from knowl_build.pipeline.analysis import Analysis
 from knowl_build.render import render_body
 from knowl_build.secrets.scanner import redact
@@ -90,6 +90,7 @@ def page_record(analysis: Analysis, page: Page, text: str) -> PageRecord:
         for i, r in enumerate(page.parsed.fields.refs)
     ]
     for link in page.parsed.links:
+        markdown = link.form == MARKDOWN
         links.append(
             LinkRecord(
                 target=link.target,
@@ -98,6 +99,10 @@ def page_record(analysis: Analysis, page: Page, text: str) -> PageRecord:
                 line=link.span.line,
                 column=link.span.column,
                 to=resolved[len(links)],
+                form=MARKDOWN if markdown else UNSET,
+                end_line=link.span.end_line if markdown else UNSET,
+                end_column=link.span.end_column if markdown else UNSET,
+                text=link.text if markdown else UNSET,
             )
         )
     node = analysis.index.node_name(page)

@@ -12,7 +12,7 @@ from knowl_build.config import DENDRON, EXACT, OBSIDIAN
 from knowl_build.diagnostics import Finding
 from knowl_build.hints import SKIPPED, NearNames, suggestion
 from knowl_build.history.records import WORKING_TREE
-from knowl_build.model import Heading, Link, Page, Span
+from knowl_build.model import MARKDOWN, Heading, Link, Page, Span
 from knowl_build.parse import dendron
 from knowl_build.parse.body import heading_key, strip_inline
 from knowl_build.resolve import Resolution, is_file_target, is_wildcard, note_name, scope_label
@@ -246,6 +246,8 @@ def _refs(ctx: RuleContext, page: Page) -> Emitted:
 
 def _links(ctx: RuleContext, page: Page, headings: _Headings) -> Emitted:
     for link in page.parsed.links:
+        if link.form == MARKDOWN:
+            continue  # rules/mdlinks.py
         if not link.target:
             yield from _heading(ctx, page, link, [page], headings)
             continue

@@ -31,6 +31,8 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from knowl_build.artifacts.schema import LinkRecord, PageRecord
+from knowl_build.linkpaths import split_path
+from knowl_build.model import MARKDOWN
 from knowl_build.parse.body import heading_key
 
 WIKI = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
@@ -69,7 +71,20 @@ class WikiLink:
             record.kind == self.kind
             and record.target == self.target
             and record.heading == self.heading
+            and record.form != MARKDOWN
         )
+
+
+def _markdown_match(href: str, embed: bool, record: LinkRecord) -> bool:
+    """Whether a Markdown link's token (its `href` as markdown-it encoded it) is the link
+    `record` holds: the same kind, decoded path and fragment."""
+    target, heading = split_path(href)
+    return (
+        record.form == MARKDOWN
+        and record.kind == ("embed" if embed else "link")
+        and record.target == target
+        and record.heading == (heading or None)
+    )
 
 
 def parse_wiki(inner: str, embed: bool = False) -> WikiLink | None:
@@ -253,6 +268,17 @@ def _links(
                         token.attrSet("rel", "nofollow noopener noreferrer")
                     inside += 1
                     continue
+                at = _next_markdown(records, cursor, href, embed=False)
+                if at is not None:
+                    cursor = at + 1
+                    to = records[at].to
+                    href_to = resolve(to) if isinstance(to, str) and not inside else None
+                    if href_to is not None:
+                        heading = records[at].heading
+                        token.attrSet("href", href_to + (fragment(heading) if heading else ""))
+                        token.attrSet("class", "mdlink")
+                        inside += 1
+                        continue
                 # A path of the source tree: the site does not have it.
                 token.tag = "span"
                 token.attrs = {"class": "link-omitted", "title": href}
@@ -260,6 +286,9 @@ def _links(
                 inside += 1
             elif token.type == "link_close":
                 inside -= 1
+            elif token.type == "image":
+                at = _next_markdown(records, cursor, str(token.attrGet("src") or ""), embed=True)
+                cursor = cursor if at is None else at + 1
             elif token.type == "wikilink":
                 link: WikiLink = token.meta["link"]
                 for j in range(cursor, min(cursor + _LOOKAHEAD, len(records))):
@@ -272,6 +301,17 @@ def _links(
                         token.meta["href"] = href_to
                         break
         _close_omitted(block.children)
+
+
+def _next_markdown(records: list[LinkRecord], cursor: int, href: str, embed: bool) -> int | None:
+    """The record of the Markdown link or image whose token has `href`: the next one that
+    matches, within the lookahead."""
+    if not href or href.startswith("#") or _external(href):
+        return None
+    for j in range(cursor, min(cursor + _LOOKAHEAD, len(records))):
+        if _markdown_match(href, embed, records[j]):
+            return j
+    return None
 
 
 def _close_omitted(children: list[Token]) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from msgspec import UnsetType
 
 from knowl_build.artifacts.schema import LinkRecord, PageRecord
+from knowl_build.model import MARKDOWN
 from knowl_build.parse.body import strip_inline
 from knowl_build.site.markup import WIKI, parse_wiki
 
@@ -89,13 +90,21 @@ def snippet(record: PageRecord, link: LinkRecord) -> Snippet | None:
         return None
     raw_line = raw_lines[index]
     column = link.column - 1
-    match = WIKI.match(raw_line, column)
-    if match is None:
-        return None
-    found = parse_wiki(match.group(2), bool(match.group(1)))
-    if found is None:
-        return None
-    raw = match.group(0)
+    if link.form == MARKDOWN:
+        # `[text](dest)` as far as its line holds it, read as its text.
+        end = link.end_column if link.end_line == link.line else len(raw_line)
+        raw = raw_line[column : end if isinstance(end, int) else len(raw_line)]
+        text = link.text if isinstance(link.text, str) else strip_inline(raw)
+        if not raw.startswith(("[", "![")):
+            return None
+    else:
+        match = WIKI.match(raw_line, column)
+        if match is None:
+            return None
+        found = parse_wiki(match.group(2), bool(match.group(1)))
+        if found is None:
+            return None
+        raw, text = match.group(0), found.text
     lines, column = _lines(record, index, column, raw)
 
     start = index
@@ -131,4 +140,4 @@ def snippet(record: PageRecord, link: LinkRecord) -> Snippet | None:
         before = _MARKER.sub("", before)
     # Other links and markup in the sentence read as their text.
     before, after = _plain(before).lstrip(), _plain(paragraph[stop:finish]).rstrip()
-    return Snippet(_clip_start(before), found.text, _clip_end(after))
+    return Snippet(_clip_start(before), text, _clip_end(after))
