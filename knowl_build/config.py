@@ -28,6 +28,9 @@ EXACT = "exact"
 OBSIDIAN = "obsidian"
 DENDRON = "dendron"
 RESOLUTIONS = (EXACT, OBSIDIAN, DENDRON)
+# [links] case_only: how a link that resolves only by ignoring case is reported (KB109).
+CASE_ONLY_CODE = "KB109"
+CASE_ONLY_CHOICES = ("ignore", "warning", "error")
 # Hugo shortcodes whose bodies are code on every Hugo site: Hugo's own `highlight` and
 # `code-toggle` (the docs' configuration examples in TOML, YAML and JSON), most themes' `code`.
 CODE_SHORTCODES = ("code-toggle", "highlight", "code")
@@ -139,6 +142,7 @@ class Config:
     dbt_connection: str | None = None  # [semantics.dbt] connection
     agent_status: str = "active"  # [writes] agent_status: how an agent's new page lands
     link_resolution: str = EXACT  # [links] resolution
+    case_only: str = "ignore"  # [links] case_only: KB109's severity, unless [rules] sets it
     # [links] site_root: the folder site-absolute Markdown links (`/a/b/`) name files in
     # (None: they are not checked); [links] exclude: patterns of destinations not checked.
     site_root: str | None = None
@@ -184,8 +188,11 @@ class Config:
     def configured(self, code: str, path: str | None = None) -> str | None:
         """The severity configured for `code` ([rules], then the [rules.per-path] globs that
         match `path`), or None when the configuration leaves it at the rule's default (the
-        rule registry knows the defaults: `rules.registry.severity`)."""
+        rule registry knows the defaults: `rules.registry.severity`). KB109 is configured by
+        `[links] case_only` too, under the [rules] tables: `ignore` is `off`."""
         severity = self.rules.get(code)
+        if severity is None and code == CASE_ONLY_CODE:
+            severity = "off" if self.case_only == "ignore" else self.case_only
         if path is not None:
             for glob, table in self.per_path:
                 if code in table and glob_regex(glob).fullmatch(path):
@@ -218,6 +225,7 @@ class Config:
             },
             "links": {
                 "resolution": self.link_resolution,
+                "case_only": self.case_only,
                 "site_root": self.site_root,
                 "exclude": list(self.link_exclude),
                 "code_shortcodes": list(self.code_shortcodes),
@@ -425,6 +433,18 @@ SCHEMA: tuple[Option, ...] = (
         "pattern that does not compile, or that "
         "nests a repetition in another (`(a+)+`, which can take exponential time), is a "
         "configuration error ([Markdown links](concepts/pages.md#markdown-links)).",
+    ),
+    Option(
+        "links.case_only",
+        f"string ({'|'.join(CASE_ONLY_CHOICES)})",
+        _default("case_only"),
+        "How a link that names its page only when case is ignored is reported: "
+        "[KB109](rules.md#kb109) as a `warning` or an `error`, or not at all (`ignore`). "
+        "Obsidian resolves such a link; Quartz and most static hosts serve it as a 404. "
+        'It matters with `resolution = "obsidian"`: in `exact` mode such a link resolves to '
+        "nothing and is [KB103](rules.md#kb103), whose hint says the name differs only in "
+        "case. `[rules] KB109` (or a per-path severity), when set, wins over it "
+        "([Links](concepts/pages.md#case-exact-publishing)).",
     ),
     Option(
         "links.code_shortcodes",

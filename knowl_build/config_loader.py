@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from knowl_build.config import (
     AGENT_STATUSES,
     BOOST_FIELDS,
+    CASE_ONLY_CHOICES,
     DEFAULTS,
     MAX_BOOST,
     MAX_CAVEATS,
@@ -215,6 +216,13 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         raise links.error(
             "resolution", f"must be one of {', '.join(RESOLUTIONS)}, got {resolution!r}"
         )
+    case_only = links.get("case_only", str, DEFAULTS.case_only)
+    if case_only not in CASE_ONLY_CHOICES:
+        raise links.error(
+            "case_only",
+            f"must be one of {', '.join(CASE_ONLY_CHOICES)}, got {case_only!r}"
+            + _did_you_mean(case_only, list(CASE_ONLY_CHOICES)),
+        )
     code_shortcodes = links.string_list("code_shortcodes")
     for name in code_shortcodes:
         if not SHORTCODE_NAME.fullmatch(name):
@@ -288,6 +296,7 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         agent_status=agent_status,
         link_resolution=resolution,
         **link_paths,
+        case_only=case_only,
         code_shortcodes=code_shortcodes,
         **urls,
         frontmatter_allow=allow,

@@ -131,6 +131,9 @@ class Resolution:
     # Obsidian resolution: the other pages of the name when the choice among them was a tie
     # (the same shortest path length), so the link may not mean the page it resolved to.
     ambiguous: list[Page] = field(default_factory=list)
+    # The page it resolved to is named so only when case is ignored (KB109): `[[revenue]]`
+    # for `Revenue.md`, which a case-exact host publishes as a 404.
+    case_only: bool = False
     # A Markdown link's path names a file or folder of the project that is no page (`file`),
     # leaves the project (`outside`, KB008), or is not checked (`unchecked`: site-absolute
     # without `[links] site_root`, or matched by `[links] exclude`).
@@ -197,6 +200,8 @@ class PageIndex:
     _targets: dict[str, tuple[Page, list[tuple[str, str, list[Page]]]]] = field(
         default_factory=dict
     )
+    # Ids and paths by (scope, folded name), made when a broken name first needs them.
+    _folded: dict[tuple[str, str], list[str]] | None = None
     # Markdown links (`resolve_link`): where paths lead, the pages by project-relative path,
     # and what each (folder of the linking page, target, scope) resolved to.
     link_settings: LinkSettings = field(default_factory=LinkSettings)
@@ -278,6 +283,7 @@ class PageIndex:
         if self.mode == DENDRON:
             return self._resolve_dendron(fold(target).strip(), scope)
         target = nfc(target)
+        written = target.strip("/")
         obsidian = self.mode == OBSIDIAN
         table: dict[tuple[str, str], list[Page]]
         scopes_of: dict[str, set[str]]
@@ -293,7 +299,11 @@ class PageIndex:
         for candidate in visible:
             found = table.get((candidate, target))
             if found:
-                return self._choose(found) if obsidian else Resolution(found, [])
+                if not obsidian:
+                    return Resolution(found, [])
+                chosen = self._choose(found)
+                chosen.case_only = not _named_exactly(chosen.pages[0], written)
+                return chosen
         hidden = [
             page
             for other in sorted(scopes_of.get(target, ()))
@@ -405,6 +415,23 @@ class PageIndex:
                 return Resolution([], [], file=True)
         return Resolution([], [])
 
+    def case_variants(self, target: str, scope: str) -> list[str]:
+        """The ids (for a name with `/`, the paths) of visible pages that `target` names only
+        when case is ignored, as they are written: an exact link's hint (KB103) says so."""
+        if self._folded is None:
+            folded: dict[tuple[str, str], list[str]] = defaultdict(list)
+            for page_scope, name in (*self.by_id, *self.by_rel):
+                folded[(page_scope, fold(name))].append(name)
+            self._folded = dict(folded)
+        key = fold(target.strip("/"))
+        found = {
+            name
+            for candidate in self.visible_scopes(scope)
+            for name in self._folded.get((candidate, key), ())
+            if ("/" in name) == ("/" in key)
+        }
+        return sorted(found)
+
     def find_file(self, target: str) -> bool:
         """A non-page target (`diagram.png`, `img/diagram.png`) names a file under knowledge/."""
         target = nfc(target)
@@ -443,6 +470,14 @@ class PageIndex:
             value = fields.superseded_by.value
             out.append((value, "superseded_by", self.resolve(value, page.scope).pages))
         return out
+
+
+def _named_exactly(page: Page, name: str) -> bool:
+    """Whether `name` (NFC, as written) names `page` with the case of its id, its file name,
+    an alias or the end of its path."""
+    if "/" in name:
+        return any(r == name or r.endswith("/" + name) for r in _rels(page.rel))
+    return name in (page.id, page.rel.rpartition("/")[2]) or name in aliases_of(page)
 
 
 def _rels(rel: str) -> tuple[str, ...]:

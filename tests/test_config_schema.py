@@ -53,6 +53,7 @@ CASES: dict[str, tuple[str, object, object]] = {
     "links.resolution": ("link_resolution", "obsidian", "obsidian"),
     "links.site_root": ("site_root", "content", "content"),
     "links.exclude": ("link_exclude", ["^/api/"], ("^/api/",)),
+    "links.case_only": ("case_only", "warning", "warning"),
     "links.code_shortcodes": ("code_shortcodes", ["tabs"], ("tabs",)),
     "links.check_urls": ("check_urls", True, True),
     "links.url_timeout": ("url_timeout", 3, 3.0),

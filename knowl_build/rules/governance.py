@@ -20,8 +20,10 @@ DUPLICATE_PAGE_ID = Rule(
     name="duplicate-page-id",
     default="error",
     summary="duplicate page id in one scope",
-    doc="""Two pages of one scope (global, or one owner) share a file name. Each file is
-      reported once, naming the other. References to the id resolve to the set of them.
+    doc="""Two pages of one scope (global, or one owner) share a file name, or the folder
+      name a page bundle takes as its id (`posts/my-trip/index.md` and `_index.md` are
+      `my-trip`, so bundles of different names are no duplicates). Each file is reported
+      once, naming the other. References to the id resolve to the set of them.
       With `[links] resolution = "obsidian"` (or `"dendron"`, a vault per folder), pages in
       different folders may share a name (a link picks one as Obsidian or Dendron does, see
       KB108); only paths that differ in case alone are KB005 there.""",

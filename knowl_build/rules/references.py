@@ -1,5 +1,5 @@
-"""Reference rules: sl_refs (KB101), refs (KB102, KB104), links (KB103, KB104, KB105, KB108),
-live-definition directives (KB106) and bound fingerprints (KB107)."""
+"""Reference rules: sl_refs (KB101), refs (KB102, KB104), links (KB103, KB104, KB105, KB108,
+KB109), live-definition directives (KB106) and bound fingerprints (KB107)."""
 
 from __future__ import annotations
 
@@ -115,6 +115,22 @@ AMBIGUOUS_LINK = Rule(
       name the vault (`[[dendron://vault/note]]`).""",
 )
 
+CASE_ONLY_LINK = Rule(
+    code="KB109",
+    name="case-only-link",
+    default="warning",
+    summary="a link names its page only when case is ignored (`[links] case_only`)",
+    doc="""With a link resolution that ignores case (`[links] resolution = "obsidian"`),
+      `[[revenue]]` finds `Revenue.md`, as Obsidian does; Quartz and most static hosts serve
+      pages case-exactly, so the published link is a 404. This rule reports a link or embed
+      whose page matches only when case is ignored: no id, file name, alias or path of it
+      has the case the link is written with. It is off unless `[links] case_only` is
+      `"warning"` or `"error"` (its default, `"ignore"`, turns it off), or `[rules] KB109`
+      sets a severity, which wins. The hint names the page as written. In `exact` mode such
+      a link names no page and is KB103, whose hint says the name differs only in
+      case.""",
+)
+
 RULES: tuple[Rule, ...] = (
     UNKNOWN_SL_REF,
     UNKNOWN_REF,
@@ -124,6 +140,7 @@ RULES: tuple[Rule, ...] = (
     UNKNOWN_DIRECTIVE_TARGET,
     UNBOUND_FINGERPRINT,
     AMBIGUOUS_LINK,
+    CASE_ONLY_LINK,
 )
 
 HEADING_CUTOFF = 0.6
@@ -239,7 +256,7 @@ def _refs(ctx: RuleContext, page: Page) -> Emitted:
                     UNKNOWN_REF.code,
                     ref.span,
                     f"ref '{ref.value}' names no page visible from {scope_label(page.scope)}",
-                    ctx.page_hint(ref.value, page.scope),
+                    _broken_hint(ctx, ref.value, page.scope),
                 ),
             )
 
@@ -256,6 +273,8 @@ def _links(ctx: RuleContext, page: Page, headings: _Headings) -> Emitted:
         resolution = ctx.index.resolve(link.target, page.scope)
         if resolution.pages:
             yield from _ambiguous(page, link.raw, resolution, link.span, ctx.index.mode)
+            if resolution.case_only:
+                yield from _case_only(page, link, resolution.pages[0])
             yield from _heading(ctx, page, link, resolution.pages, headings)
         elif is_file_target(link.target) and ctx.index.find_file(link.target):
             continue
@@ -286,9 +305,36 @@ def _links(ctx: RuleContext, page: Page, headings: _Headings) -> Emitted:
                     BROKEN_LINK.code,
                     link.span,
                     f"{link.raw} points at no page visible from {scope_label(page.scope)}",
-                    ctx.page_hint(note_name(link.target), page.scope),
+                    _broken_hint(ctx, note_name(link.target), page.scope),
                 ),
             )
+
+
+def _case_only(page: Page, link: Link, target: Page) -> Emitted:
+    """KB109 for a link that resolved to `target` only by ignoring case (off unless
+    `[links] case_only` or `[rules]` turns it on: then it is dropped as any rule that is off,
+    after suppressions have seen it)."""
+    name = target.rel if "/" in link.target else target.id
+    yield (
+        page.path,
+        finding_at(
+            CASE_ONLY_LINK.code,
+            link.span,
+            f"{link.raw} names {target.path} only when case is ignored; a case-exact host "
+            "(Quartz, most static sites) publishes it as a broken link",
+            f"write it as '{name}'",
+        ),
+    )
+
+
+def _broken_hint(ctx: RuleContext, target: str, scope: str) -> str | None:
+    """A broken name's hint: the page it names when case is ignored, if any (exact
+    resolution matches case), else the nearest id."""
+    variants = ctx.index.case_variants(target, scope)
+    if variants:
+        names = " or ".join(f"'{name}'" for name in variants)
+        return f"did you mean {names}? it differs only in case, and links match case exactly"
+    return ctx.page_hint(target, scope)
 
 
 def _note_name(ctx: RuleContext, target: str) -> bool:
