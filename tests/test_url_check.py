@@ -618,3 +618,14 @@ def test_a_baseline_knows_the_dead_urls_it_had(server: Server, project: Any) -> 
     assert url_findings(result) == [
         ("knowledge/global/a.md", 6, 1, f"{server.base}/gone answered 410 Gone")
     ]
+
+
+def test_links_exclude_skips_urls_too(server: Server, project: Any) -> None:
+    page = f"---\nsummary: s.\n---\n[missing]({server.base}/missing)\n[gone]({server.base}/gone)\n"
+    settings = SETTINGS + "exclude = ['/missing$']\n"
+    proj = project({"knowl.toml": settings, "knowledge/global/a.md": page})
+    result = run_check(proj.root, "--check-urls")
+    assert url_findings(result) == [
+        ("knowledge/global/a.md", 5, 1, f"{server.base}/gone answered 410 Gone")
+    ]
+    assert server.paths() == ["/gone", "/gone"]

@@ -22,11 +22,11 @@ Standard library only; no network here (resolution is `urlcheck`'s).
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Sequence
 from typing import NamedTuple
 from urllib.parse import SplitResult, urlsplit
 
+from knowl_build.linkpaths import excluded
 from knowl_build.secrets.scanner import SecretScanner
 
 SCHEMES = ("http", "https")
@@ -104,13 +104,13 @@ class Policy:
         allow_private: bool = False,
         extra_patterns: tuple[str, ...] = (),
     ) -> None:
-        self.exclude = [re.compile(pattern) for pattern in exclude]
+        self.exclude = tuple(exclude)  # checked by the configuration: none takes exponential time
         self.allow_private = allow_private
         self.scanner = SecretScanner(extra_patterns)
 
     def refusal(self, url: str) -> str | None:
         """Why `url` is not asked (None: it may be, once its addresses pass `address_allowed`)."""
-        if any(pattern.search(url) for pattern in self.exclude):
+        if excluded(url, self.exclude):  # as Markdown links are skipped (resolve.py)
             return EXCLUDED
         found = target(url)
         if found is None:

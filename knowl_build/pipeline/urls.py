@@ -35,7 +35,6 @@ def check_page_urls(
     config: Config,
     caches: CachePlace,
     *,
-    exclude: Sequence[str] = (),
     use_cache: bool = True,
     asker: Asker | None = None,
     now: float | None = None,
@@ -48,7 +47,7 @@ def check_page_urls(
     ]
     if not refs:
         return UrlCheck()
-    policy = Policy(exclude, config.url_allow_private, config.security.extra_patterns)
+    policy = Policy(config.link_exclude, config.url_allow_private, config.security.extra_patterns)
     asker = asker or Asker(policy, UrlSettings.of(config))
     refused: Counter[str] = Counter()
     request_of: dict[str, str] = {}
