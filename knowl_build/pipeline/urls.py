@@ -11,15 +11,18 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from knowl_build.config import Config
 from knowl_build.diagnostics import Finding
 from knowl_build.model import Page
 from knowl_build.pipeline.cache import CachePlace
 from knowl_build.pipeline.urlcache import URL_CACHE, URL_SEAL, AnswerCache
-from knowl_build.pipeline.urlcheck import Asker, UrlSettings
 from knowl_build.pipeline.urlpolicy import CREDENTIALS, NOT_PUBLIC, Policy, target
 from knowl_build.rules.urls import Answer, dead_url_findings
+
+if TYPE_CHECKING:  # loaded when URLs are checked: http.client and ssl cost every run 15 ms
+    from knowl_build.pipeline.urlcheck import Asker
 
 
 @dataclass(slots=True)
@@ -48,7 +51,10 @@ def check_page_urls(
     if not refs:
         return UrlCheck()
     policy = Policy(config.link_exclude, config.url_allow_private, config.security.extra_patterns)
-    asker = asker or Asker(policy, UrlSettings.of(config))
+    if asker is None:
+        from knowl_build.pipeline.urlcheck import Asker, UrlSettings
+
+        asker = Asker(policy, UrlSettings.of(config))
     refused: Counter[str] = Counter()
     request_of: dict[str, str] = {}
     for url in sorted({ref.url for _, ref in refs}):
