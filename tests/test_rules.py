@@ -63,8 +63,11 @@ CASES: list[tuple[str, dict[str, str | bytes], list[tuple[str, str, int, int]]]]
         [],
     ),
     ("kb002-tags-string", {P: page("tags: revenue\n")}, [(P, "KB002", 2, 7)]),
-    ("kb002-summary-date", {P: page("summary: 2024-01-01\n")}, [(P, "KB002", 2, 10)]),
-    ("kb002-tag-item", {P: page("tags:\n  - ok\n  - 12\n")}, [(P, "KB002", 4, 5)]),
+    # A date or number is the text written (issue 22, item 8); a mapping is no text.
+    ("kb002-summary-date-is-text", {P: page("summary: 2024-01-01\n")}, []),
+    ("kb002-summary-mapping", {P: page("summary: {a: 1}\n")}, [(P, "KB002", 2, 10)]),
+    ("kb002-tag-item-number-is-text", {P: page("tags:\n  - ok\n  - 12\n")}, []),
+    ("kb002-tag-item", {P: page("tags:\n  - ok\n  - [12]\n")}, [(P, "KB002", 4, 5)]),
     ("kb002-usage-mode", {P: page("usage_mode: caveats\n")}, [(P, "KB002", 2, 13)]),
     ("kb002-confidence-range", {P: page("confidence: 1.5\n")}, [(P, "KB002", 2, 13)]),
     ("kb002-confidence-bool", {P: page("confidence: true\n")}, [(P, "KB002", 2, 13)]),

@@ -35,6 +35,9 @@ class YScalar:
     value: Any
     start: int
     end: int
+    # The scalar as written when YAML read it as a number, a date or a boolean (`0.840`,
+    # `2024-01-05`, `yes`): what a field that expects text takes (see `as_text`).
+    text: str | None = None
 
 
 @dataclass(slots=True)
@@ -149,7 +152,9 @@ class _Converter:
         problem = _out_of_range(node, value)
         if problem is not None:
             raise YamlProblem(problem, node.start_mark.index)
-        return YScalar(value, node.start_mark.index, node.end_mark.index)
+        # The composed node's value is the scalar's text without its tag, as a string would be.
+        text = str(node.value) if isinstance(value, int | float | dt.date) else None
+        return YScalar(value, node.start_mark.index, node.end_mark.index, text)
 
     def _collection(self, node: yaml.CollectionNode) -> YNode:
         start, end = node.start_mark.index, node.end_mark.index
@@ -276,3 +281,11 @@ def _key_text(key: Any) -> str:
 
 def key_text(key: YScalar) -> str:
     return _key_text(key.value)
+
+
+def as_text(node: YNode) -> str | None:
+    """A scalar as text: a string as YAML read it, a number, date or boolean as written
+    (`0.840` is "0.840", not "0.84"); None for null, a list, a mapping or binary data."""
+    if not isinstance(node, YScalar):
+        return None
+    return node.value if isinstance(node.value, str) else node.text

@@ -24,7 +24,16 @@ from knowl_build.model import (
     Located,
     Span,
 )
-from knowl_build.parse.yamlnodes import YMap, YNode, YScalar, YSeq, key_text
+from knowl_build.parse.yamlnodes import (
+    YMap,
+    YNode,
+    YScalar,
+    YSeq,
+    as_text,
+    json_safe,
+    key_text,
+    plain,
+)
 from knowl_build.rules.rule import Rule
 
 FIELD_TYPE = Rule(
@@ -33,8 +42,13 @@ FIELD_TYPE = Rule(
     default="error",
     summary="a known field has the wrong type or an unknown value",
     doc="""A known frontmatter field holds a value of the wrong type (`tags: revenue` instead
-      of a list, a `summary` that YAML reads as a date) or a value outside its allowed set
-      (`usage_mode: caveats`). `confidence` outside [0, 1] is refused, never clamped.
+      of a list, a `summary` that is a mapping) or a value outside its allowed set
+      (`usage_mode: caveats`). A field that holds text (`title`, `summary`, `source`,
+      `reasoning`, `superseded_by`, `source_commit`, `conflict.key`, and the items of
+      `tags`, `refs`, `sl_refs`, `affected_paths`, `alternatives`, `steps`) takes a number,
+      date or boolean as the text written (`title: 0.840` is "0.840", `title: 2024-01-05`
+      and `title: yes` are those words), as Dendron and Hugo write titles; `null` is no
+      value. `confidence` outside [0, 1] is refused, never clamped.
       `affected_paths` must be relative paths without `..`. A `meta.last_validated_at`
       that has no UTC time (a quoted `'9999-12-31T23:59:59-12:00'`) is KB002 at the
       value. With `[links] resolution = "dendron"`, a `status` outside knowl's values is a
@@ -212,9 +226,14 @@ class FieldValidator:
 
     # -- typed readers: each returns None after reporting a bad value -------------------
 
-    def string(self, name: str, node: YNode) -> str | None:
+    def string(self, name: str, node: YNode, as_written: bool = True) -> str | None:
+        """A text field's value: a number, date or boolean is its text as written (see KB002);
+        without `as_written`, only a string is one."""
         if isinstance(node, YScalar) and isinstance(node.value, str):
             return node.value
+        text = as_text(node) if as_written else None
+        if text is not None:
+            return text
         if not (isinstance(node, YScalar) and node.value is None):
             self.wrong(name, node, "a string")
         return None
@@ -231,8 +250,9 @@ class FieldValidator:
             return None
         items: list[tuple[str, YScalar]] = []
         for item in node.items:
-            if isinstance(item, YScalar) and isinstance(item.value, str):
-                items.append((item.value, item))
+            text = as_text(item)
+            if text is not None and isinstance(item, YScalar):
+                items.append((text, item))
             else:
                 self.report(
                     FIELD_TYPE,
@@ -242,7 +262,7 @@ class FieldValidator:
         return items
 
     def choice(self, name: str, node: YNode, choices: tuple[str, ...]) -> str | None:
-        value = self.string(name, node)
+        value = self.string(name, node, as_written=False)  # no choice is a number or a date
         if value is None:
             return None
         if value not in choices:
@@ -491,6 +511,36 @@ class FieldValidator:
         v = {key: value for key, value in self.values.items() if value is not None}
         kept = {k: span for k, span in self.anchors.items() if k in KEPT_ANCHORS}
         return Fields(anchors=kept, **v)
+
+
+# The fields that hold text (KB002), besides `conflict.key`.
+TEXT_FIELDS = frozenset(
+    {"summary", "title", "source", "reasoning", "superseded_by", "source_commit", "tags"}
+    | {"refs", "sl_refs", "affected_paths", "alternatives", "steps"}
+)
+
+
+def _written(node: YNode) -> Any:
+    return node.text if isinstance(node, YScalar) and node.text is not None else plain(node)
+
+
+def as_written(root: YMap, frontmatter: dict[str, Any]) -> dict[str, Any]:
+    """The frontmatter as data (`json_safe`), with the numbers, dates and booleans of its text
+    fields as the text written, as the fields read them: the record's copy of `title: 0.840`
+    says "0.840" too."""
+    nodes = {key_text(key): node for key, node in root.items}  # the last of repeated keys
+    for name, node in nodes.items():
+        if name in TEXT_FIELDS and isinstance(node, YScalar | YSeq):
+            items = node.items if isinstance(node, YSeq) else [node]
+            if any(isinstance(item, YScalar) and item.text is not None for item in items):
+                texts = [_written(item) for item in items]
+                frontmatter[name] = json_safe(texts if isinstance(node, YSeq) else texts[0])
+    conflict = nodes.get("conflict")
+    if isinstance(conflict, YMap) and isinstance(frontmatter.get("conflict"), dict):
+        key = {key_text(k): value for k, value in conflict.items}.get("key")
+        if isinstance(key, YScalar) and key.text is not None:
+            frontmatter["conflict"]["key"] = key.text
+    return frontmatter
 
 
 def validate_fields(root: YMap, locate: Locate) -> tuple[Fields, list[Finding], dict[str, Span]]:

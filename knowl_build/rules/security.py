@@ -21,7 +21,7 @@ from fnmatch import fnmatchcase
 from knowl_build.config import SecurityConfig
 from knowl_build.diagnostics import Finding
 from knowl_build.model import Located, Span, TextIndex
-from knowl_build.parse.yamlnodes import YMap, YNode, YScalar, YSeq, key_text
+from knowl_build.parse.yamlnodes import YMap, YNode, YScalar, YSeq, as_text, key_text
 from knowl_build.rules.rule import Rule
 
 # The scanner lives apart (standard library only) so that messages can be redacted anywhere;
@@ -109,9 +109,10 @@ def _finding(
 
 
 def _strings(node: YNode, key: str) -> Iterator[tuple[str, YScalar]]:
-    """Every string value below `node` with the dotted key of the mapping that holds it."""
+    """Every string value below `node` with the dotted key of the mapping that holds it; a
+    number, date or boolean too, as the text written that a text field takes."""
     if isinstance(node, YScalar):
-        if isinstance(node.value, str):
+        if as_text(node) is not None:
             yield key, node
     elif isinstance(node, YSeq):
         for item in node.items:
@@ -243,7 +244,7 @@ def check_frontmatter(
 ) -> list[Finding]:
     findings: list[Finding] = []
     for key, node in _strings(root, ""):
-        value: str = node.value
+        value = as_text(node) or ""
         # A key may itself be a secret (KB401 below): messages show the keys redacted.
         if len(value) > config.max_field_chars:
             findings.append(
