@@ -31,11 +31,12 @@ VAULT = {
         "![[guide]] [[strasse]] [[my trip]] [[posts/my trip/INDEX]]\n"  # line 7
         "<!-- knowl: disable-next-line KB109 -->\n"
         "[[GUIDE]]\n"  # line 9: suppressed
+        "[rev](revenue.md) [guide](Guide.md) [rev](Finance/Revenue.md)\n"  # line 10: Markdown
     ),
 }
 
 # (line, column) of each link that matches only when case is ignored, in order.
-CASE_ONLY = [(6, 1), (6, 13), (6, 24), (7, 1), (7, 12), (7, 24), (7, 36)]
+CASE_ONLY = [(6, 1), (6, 13), (6, 24), (7, 1), (7, 12), (7, 24), (7, 36), (10, 1)]
 
 
 def _vault(root: Path, config: str) -> Project:
@@ -93,6 +94,8 @@ def test_kb109_names_the_page_and_its_spelling(tmp_path: Path) -> None:
             "write it as 'Finance/Revenue'",
         ),
     ]
+    # A Markdown link Obsidian resolves by its file name: the path to write.
+    assert (rows[-1]["line"], rows[-1]["hint"]) == (10, "write it as 'Finance/Revenue.md'")
 
 
 def test_the_rules_table_wins_over_case_only(tmp_path: Path) -> None:
@@ -139,6 +142,8 @@ def test_exact_mode_keeps_its_strictness_and_says_why(tmp_path: Path) -> None:
         ("KB103", 7, 36, f"did you mean 'Posts/My Trip/index'? {differs}"),
         ("KB011", 8, 1, REMOVE),  # the KB109 suppression hides nothing: no KB109 here
         ("KB103", 9, 1, f"did you mean 'Guide'? {differs}"),
+        # A Markdown link is a path: the file of that name elsewhere (rules/mdlinks.py).
+        ("KB103", 10, 1, "did you mean 'Finance/Revenue.md'?"),
     ]
 
 

@@ -8,7 +8,8 @@ codes as wiki-links, each message quoting the link as written.
 - KB105: its `#fragment` names no heading of the page it names, by GitHub's (or MkDocs')
   slug of the heading (in Obsidian mode also by the heading's text, or a `^block` id);
 - KB008: the path leads outside the project;
-- KB108: in Obsidian mode, the file name it falls back to fits several pages.
+- KB108: in Obsidian mode, the file name it falls back to fits several pages;
+- KB109: in Obsidian mode, that file name names its page only when case is ignored.
 
 Site-absolute links without `[links] site_root`, and destinations `[links] exclude` matches,
 are not checked (`resolve.PageIndex.resolve_link`). The rules are declared where wiki-links'
@@ -33,6 +34,7 @@ from knowl_build.rules.references import (
     HEADING_CUTOFF,
     INVISIBLE_TARGET,
     UNKNOWN_HEADING,
+    _case_only,
     _Headings,
 )
 
@@ -76,6 +78,10 @@ class _Checker:
             )
         elif resolution.pages:
             yield from self._ambiguous(page, link, resolution)
+            if resolution.case_only:  # Obsidian's fallback by file name ignored case (KB109)
+                target = resolution.pages[0]
+                path = posixpath.relpath(target.path, posixpath.dirname(page.path))
+                yield from _case_only(page, link, target, path)
             yield from self._fragment(page, link, resolution.pages)
         elif resolution.hidden:
             where = ", ".join(p.path for p in resolution.hidden)

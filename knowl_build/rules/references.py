@@ -124,7 +124,8 @@ CASE_ONLY_LINK = Rule(
       `[[revenue]]` finds `Revenue.md`, as Obsidian does; Quartz and most static hosts serve
       pages case-exactly, so the published link is a 404. This rule reports a link or embed
       whose page matches only when case is ignored: no id, file name, alias or path of it
-      has the case the link is written with. It is off unless `[links] case_only` is
+      has the case the link is written with (a Markdown link too, when Obsidian resolves it
+      by its file name: `[x](revenue.md)`). It is off unless `[links] case_only` is
       `"warning"` or `"error"` (its default, `"ignore"`, turns it off), or `[rules] KB109`
       sets a severity, which wins. The hint names the page as written. In `exact` mode such
       a link names no page and is KB103, whose hint says the name differs only in
@@ -310,11 +311,13 @@ def _links(ctx: RuleContext, page: Page, headings: _Headings) -> Emitted:
             )
 
 
-def _case_only(page: Page, link: Link, target: Page) -> Emitted:
+def _case_only(page: Page, link: Link, target: Page, name: str | None = None) -> Emitted:
     """KB109 for a link that resolved to `target` only by ignoring case (off unless
     `[links] case_only` or `[rules]` turns it on: then it is dropped as any rule that is off,
-    after suppressions have seen it)."""
-    name = target.rel if "/" in link.target else target.id
+    after suppressions have seen it). `name`: how the link should name it (default: its id,
+    or its path under the scope folder for a link with `/`)."""
+    if name is None:
+        name = target.rel if "/" in link.target else target.id
     yield (
         page.path,
         finding_at(
