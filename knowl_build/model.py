@@ -112,6 +112,9 @@ class BoundFingerprint(NamedTuple):
     entity: str
     fingerprint: str
     key_span: Span
+    # False for a value that is no `sha256:<hex>` (`sha256:old`): KB002, and drift all the
+    # same, since it matches no version of the definition (as Canonic reads it).
+    valid: bool = True
 
 
 @dataclass(frozen=True, slots=True)

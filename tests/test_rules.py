@@ -91,7 +91,8 @@ CASES: list[tuple[str, dict[str, str | bytes], list[tuple[str, str, int, int]]]]
                 "  bound_fingerprints:\n    shop_pg.orders.total_revenue: abc\n"
             )
         },
-        [(P, "KB002", 5, 35)],
+        # No hash: KB002, and drift besides (it matches no version of the measure).
+        [(P, "KB201", 5, 5), (P, "KB002", 5, 35)],
     ),
     ("kb002-conflict-no-key", {P: page("conflict:\n  exclusive: true\n")}, [(P, "KB002", 3, 3)]),
     # KB003 reserved keys

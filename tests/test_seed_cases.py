@@ -1,5 +1,8 @@
 """The seeds' own tests (issue 22, item 11), on real git repositories.
 
+- A bound fingerprint that is no hash (`sha256:old`) is KB002 and marks the page drifted
+  besides, as Canonic does: KB201 says the bound value matches no version, `drift_flag` is
+  true in search and show, and the page needs review.
 - A store with a `confidence` outside [0, 1], or not finite, is a structured refusal: with
   `--json`, `action: "refused"` and a KB002 error naming `confidence` at the value in the page
   as it would have been written (exit 1, nothing written); over MCP, the same answer as a tool
@@ -12,6 +15,7 @@ import asyncio
 import json
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +26,26 @@ from knowl_build.writes.store import store
 from tests.helpers import SEMANTICS, Project, invoke
 
 BASE: dict[str, str | bytes] = {**SEMANTICS, "knowl.toml": "[rules]\nKB202 = 'off'\n"}
+ORDERS = "semantics/shop/orders.yaml"
+REVENUE = "knowledge/global/revenue.md"
+REVENUE_TEXT = """\
+---
+summary: Revenue
+sl_refs: [shop_pg.orders.total_revenue]
+meta:
+  last_validated_at: "2026-01-01T12:00:00Z"
+  bound_fingerprints:
+    shop_pg.orders.total_revenue: "sha256:old"
+---
+Revenue is the sum of order amounts.
+"""
+NOT_A_HASH = (
+    "KB002",
+    REVENUE,
+    7,
+    35,
+    "'meta.bound_fingerprints.shop_pg.orders.total_revenue' must be 'sha256:' and hex digits",
+)
 STORE = ["store", "--category", "fact", "--title", "Order counts", "--content", "Counted."]
 PAGE = "knowledge/global/order-counts.md"
 HINT = "give a confidence from 0 to 1, or none"
@@ -40,6 +64,55 @@ def refusal(shown: str, line: int = 5, column: int = 13) -> dict[str, Any]:
         "message": f"'confidence' must be a finite number in [0, 1] (never clamped), not {shown}",
         "hint": HINT,
     }
+
+
+def findings(root: Path) -> list[tuple[str, str, int, int, str]]:
+    result = invoke(["check", "--repo", str(root), "--format", "json"], code=1)
+    rows = json.loads(result.stdout)["diagnostics"]
+    return [(r["code"], r["path"], r["line"], r["column"], r["message"]) for r in rows]
+
+
+def test_a_bound_value_that_is_no_hash_is_drift_besides_kb002(
+    project: Callable[..., Project],
+) -> None:
+    proj = project({**BASE, REVENUE: REVENUE_TEXT})
+    # Nothing changed since: the value matches no version all the same.
+    drifted = (
+        "'shop_pg.orders.total_revenue' drifted: the bound value 'sha256:old' is no "
+        "fingerprint and matches no version, now `sum(amount)`"
+    )
+    assert findings(proj.root) == [("KB201", REVENUE, 7, 5, drifted), NOT_A_HASH]
+    proj.write({ORDERS: SEMANTICS[ORDERS].replace('"sum(amount)"', '"sum(amount_net)"')})
+    sha = proj.commit("Revenue is net")
+    assert findings(proj.root) == [
+        (
+            "KB201",
+            REVENUE,
+            7,
+            5,
+            "'shop_pg.orders.total_revenue' drifted: the bound value 'sha256:old' is no "
+            "fingerprint and matches no version, now `sum(amount_net)`; last changed in "
+            f'commit {sha[:12]} (2026-01-02, "Revenue is net")',
+        ),
+        NOT_A_HASH,
+    ]
+
+
+def test_a_page_bound_to_no_hash_is_drifted_in_search_and_show(
+    project: Callable[..., Project],
+) -> None:
+    proj = project({**BASE, REVENUE: REVENUE_TEXT})
+    invoke(["build", "--repo", str(proj.root), "--allow-errors"])
+    found = json.loads(invoke(["search", "revenue", "--repo", str(proj.root), "--json"]).stdout)
+    hit = next(h for h in found["hits"] if h["page"] == "revenue")
+    assert (hit["drift_flag"], hit["freshness"]) == (True, "needs_review")
+    shown = json.loads(invoke(["show", "revenue", "--repo", str(proj.root), "--json"]).stdout)
+    assert shown["meta"]["drift_flag"] is True
+    assert shown["freshness"]["value"] == "needs_review"
+    assert [(d["entity"], d["bound"], d["bound_expr"]) for d in shown["drift"]] == [
+        ("shop_pg.orders.total_revenue", "sha256:old", None)
+    ]
+    assert [r["code"] for r in shown["freshness"]["reasons"]] == ["KB201"]  # no KB203 too
 
 
 # The page would be `---`, title, summary, category, then `confidence: <value>` on line 5

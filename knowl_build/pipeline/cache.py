@@ -38,8 +38,9 @@ from knowl_build.trust import NO_KEY, MachineKey, Sealer, machine_key, read_cach
 # 12: Hugo's TOML front matter is no prose (no links, headings, suppressions); 13: Markdown
 # links and images are links, and their http(s) targets URLs; 14: public values (SRI hashes,
 # SVG path data, ids of public-id keys) are no KB401; 16: a number, date or boolean in a text
-# field is its text as written (`title: 0.840`)
-CACHE_FORMAT = 16
+# field is its text as written (`title: 0.840`); 17: a bound value that is no hash is kept
+# (not valid) beside its KB002, as drift
+CACHE_FORMAT = 17
 
 
 def ensure_knowl_dir(root: Path) -> Path:

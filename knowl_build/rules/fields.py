@@ -122,7 +122,8 @@ KEPT_ANCHORS = frozenset(
 )
 
 # Any length of hex: Canonic's own examples bind `sha256:abc`; a value that matches no live
-# fingerprint is drift (KB201), not a malformed field.
+# fingerprint is drift (KB201), not a malformed field. Any other text (`sha256:old`) is KB002
+# and drift besides.
 FINGERPRINT = re.compile(r"sha256:[0-9a-fA-F]+")
 COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
@@ -503,8 +504,13 @@ class FieldValidator:
                     value,
                     f"'meta.bound_fingerprints.{key_text(k)}' must be 'sha256:' and hex digits",
                 )
-                continue
-            bound.append(BoundFingerprint(key_text(k), fingerprint, self.locate(k.start, k.end)))
+                if not isinstance(fingerprint, str):
+                    continue
+                # A text that is no hash still says the page was bound: it matches no
+                # version of the definition, so the page has drifted (KB201).
+            span = self.locate(k.start, k.end)
+            valid = bool(FINGERPRINT.fullmatch(fingerprint))
+            bound.append(BoundFingerprint(key_text(k), fingerprint, span, valid))
         self.values["bound_fingerprints"] = tuple(bound)
 
     def result(self) -> Fields:

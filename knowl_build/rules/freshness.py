@@ -32,7 +32,8 @@ DRIFT = Rule(
     summary="a bound fingerprint differs from the live one",
     doc="""The definition the page was written against has changed. Every entity in
       `meta.bound_fingerprints` is compared (one missing from `sl_refs` is KB107 as well), and
-      any `sha256:<hex>` value is accepted: one that matches no live definition is drift.
+      any `sha256:<hex>` value is accepted: one that matches no live definition is drift. A
+      value that is no hash (`sha256:old`) is KB002 and drift besides: it matches no version.
       The finding shows the definition the page was written against (found in history by
       its fingerprint) and the live one, or the lines that differ when it spans lines, and
       names the first commit after the bound version that changed it, and each later one.
@@ -155,11 +156,17 @@ def _commits_text(ctx: RuleContext, refs: list[str | None]) -> str:
 
 
 def _drift(
-    ctx: RuleContext, name: str, bound: str, live: str, renamed: str | None = None
+    ctx: RuleContext,
+    name: str,
+    bound: str,
+    live: str,
+    renamed: str | None = None,
+    valid: bool = True,
 ) -> tuple[str, dict[str, Any]]:
     """KB201's message, and its record (without the fingerprints): the definition the page
     was written against and the live one, and the commits that changed it since. `renamed`:
-    the live entity `name` was renamed to, whose past (its own, then `name`'s) is searched."""
+    the live entity `name` was renamed to, whose past (its own, then `name`'s) is searched;
+    `valid` False: the bound value is no fingerprint (KB002 besides), so no version had it."""
     history = ctx.git.history if ctx.git else None
     record = history.lineage(renamed or name) if history else None
     old = history.definitions.get(bound) if history else None
@@ -177,7 +184,10 @@ def _drift(
         and (record is None or record.unknown_past)
     ):
         where = "; changed in " + history.unknown_text  # it may lie before what git has
-    if old is None:
+    if not valid:
+        what = f"the bound value '{bound}' is no fingerprint and matches no version, now "
+        what += f"`{one_line(live)}`"
+    elif old is None:
         if history is not None and history.unknown is not None:
             then = history.unknown_text
         else:
@@ -241,10 +251,13 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
             if found is not None:
                 renamed = found[0]
                 entity = entities[renamed]
-        fingerprint = bound.fingerprint.lower()
+        # A value that is no hash is quoted as written.
+        fingerprint = bound.fingerprint.lower() if bound.valid else bound.fingerprint
         if entity is None or entity.fingerprint == fingerprint:
             continue
-        message, drift = _drift(ctx, bound.entity, fingerprint, entity.fingerprinted, renamed)
+        message, drift = _drift(
+            ctx, bound.entity, fingerprint, entity.fingerprinted, renamed, bound.valid
+        )
         result.drift.append({"bound": bound.fingerprint, "live": entity.fingerprint, **drift})
         result.add(
             ctx,
