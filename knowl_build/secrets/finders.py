@@ -33,21 +33,6 @@ class SecretMatch:
     end: int
 
 
-class Place(Protocol):
-    """A stretch of text where some kinds do not count (a URL, a public value)."""
-
-    @property
-    def start(self) -> int: ...
-
-    @property
-    def end(self) -> int: ...
-
-
-class Places(Protocol):
-    def get(self, index: int) -> Place | None:
-        """The text's place number `index` (in order, disjoint), or None when it has fewer."""
-
-
 class Finder(Protocol):
     def first(self, pos: int) -> int:
         """The first start of this kind at or after `pos` (which never decreases)."""

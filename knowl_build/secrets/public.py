@@ -1,12 +1,12 @@
 """Public values that look like high-entropy words: Subresource Integrity hashes and the ids of
-keys that hold public ids (see the package notes), found once, left to right, as the
-high-entropy finder asks for them."""
+keys that hold public ids (see the package notes), found once, left to right, as far as the
+high-entropy finder asks, and the finder that skips them."""
 
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
+from knowl_build.secrets.finders import Finder
 from knowl_build.secrets.patterns import NEVER, PUBLIC_ID_KEYS, PUBLIC_KEY, SRI, WHOLE_ID, YOUTUBE
 
 
@@ -24,66 +24,78 @@ def lowered(text: str) -> str:
     return text.lower()
 
 
-class _Place(NamedTuple):
-    start: int
-    end: int
-
-
-class _Found(NamedTuple):
-    start: int  # of the match, NEVER for none
-    value: _Place  # the public value in it
-    end: int  # of the match
-
-
-_NONE = _Found(NEVER, _Place(NEVER, NEVER), NEVER)
-_UNSEARCHED = _Found(-1, _Place(-1, -1), -1)
-
-
-def _search(pattern: re.Pattern[str], text: str, pos: int) -> _Found:
-    found = pattern.search(text, pos)
-    if found is None:
-        return _NONE
-    return _Found(found.start(), _Place(*found.span("id")), found.end())
+# A kind's next match: where it starts (NEVER: no more), where its value starts and ends,
+# where the match ends; -1 before the first search.
+_Next = tuple[int, int, int, int]
+_NO_MORE: _Next = (NEVER, NEVER, NEVER, NEVER)
+_UNSEARCHED: _Next = (-1, -1, -1, -1)
 
 
 class PublicValues:
-    """The public values of a text, in order; with `whole_id`, the text is the value of a key
-    that holds public ids, so its first word is one too.
+    """The public values of a text, asked for at positions that never decrease; with
+    `whole_id`, the text is the value of a key that holds public ids, so its first word is
+    one too.
 
     Each kind (a hash, a YouTube shortcode, a key and its value) is searched from where the
     last value ended, and its next match kept while the values found do not pass it; the
     first of the three is the next value (no two kinds start at one place)."""
 
-    __slots__ = ("found", "next", "search", "sources", "text")
+    __slots__ = ("kinds", "next", "search", "text", "value_end", "value_start")
 
     def __init__(self, text: str, whole_id: bool = False) -> None:
         self.text = text
-        self.found: list[_Place] = []
+        self.value_start = self.value_end = 0  # the last value found (none yet)
         self.search = 0  # the next value starts at or after this (the last one's end)
-        self.sources: tuple[tuple[re.Pattern[str], str], ...] = ()  # made when first needed
-        self.next: list[_Found] = []  # each kind's next match at or after a search
+        self.kinds: tuple[tuple[re.Pattern[str], str], ...] = ()  # made when first needed
+        self.next: list[_Next] = []
         if whole_id:
             value = WHOLE_ID.match(text)
             if value is not None:
-                self.found.append(_Place(*value.span("id")))
+                self.value_start, self.value_end = value.span("id")
                 self.search = value.end()
 
-    def get(self, index: int) -> _Place | None:
-        """The text's public value number `index`, or None when it has fewer."""
-        while len(self.found) <= index:
-            if self.search == NEVER:
-                return None
-            if not self.sources:
-                text = self.text
-                self.sources = ((SRI, text), (YOUTUBE, text), (PUBLIC_KEY, lowered(text)))
-                self.next = [_UNSEARCHED] * len(self.sources)
-            for i, (pattern, text) in enumerate(self.sources):
-                if self.next[i].start < self.search:
-                    self.next[i] = _search(pattern, text, self.search)
-            first = min(self.next)
-            if first.start == NEVER:
-                self.search = NEVER
-                return None
-            self.found.append(first.value)
-            self.search = first.end
-        return self.found[index]
+    def holding(self, pos: int) -> int:
+        """The end of the public value that holds `pos`, or -1 when none does."""
+        while self.value_end <= pos:
+            self._advance()
+        return self.value_end if self.value_start <= pos else -1
+
+    def _advance(self) -> None:
+        if not self.kinds:
+            text = self.text
+            self.kinds = ((SRI, text), (YOUTUBE, text), (PUBLIC_KEY, lowered(text)))
+            self.next = [_UNSEARCHED] * len(self.kinds)
+        search, following = self.search, self.next
+        for i, (pattern, text) in enumerate(self.kinds):
+            if following[i][0] < search:
+                found = pattern.search(text, search)
+                following[i] = (
+                    _NO_MORE
+                    if found is None
+                    else (found.start(), found.start("id"), found.end("id"), found.end())
+                )
+        _, self.value_start, self.value_end, self.search = min(following)
+
+
+class OutsidePublicValues:
+    """High-entropy words that do not start inside a public value: a start inside one sends
+    the finder on from the value's end."""
+
+    __slots__ = ("finder", "public")
+
+    def __init__(self, finder: Finder, public: PublicValues) -> None:
+        self.finder = finder
+        self.public = public
+
+    def first(self, pos: int) -> int:
+        while True:
+            start = self.finder.first(pos)
+            if start == NEVER:
+                return NEVER
+            end = self.public.holding(start)
+            if end == -1:
+                return start
+            pos = end
+
+    def end(self) -> int:
+        return self.finder.end()

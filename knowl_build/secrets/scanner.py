@@ -29,7 +29,7 @@ from knowl_build.secrets.patterns import (
     SHORT,
     SLACK,
 )
-from knowl_build.secrets.public import PublicValues, holds_public_ids
+from knowl_build.secrets.public import OutsidePublicValues, PublicValues, holds_public_ids
 from knowl_build.secrets.urls import (
     OutsideUrls,
     UrlPartFinder,
@@ -91,7 +91,7 @@ class SecretScanner:
             # letter, a run of word characters) run only where their anchor occurs.
             OutsideUrls(PatternFinder(text, NAMED, NOT_NAMED), urls) if _keyword(text) else None,
             OutsideUrls(
-                OutsideUrls(EntropyFinder(text), PublicValues(text, holds_public_ids(key))),
+                OutsidePublicValues(EntropyFinder(text), PublicValues(text, holds_public_ids(key))),
                 urls,
             )
             if _long_word(text)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 from urllib.parse import unquote
 
-from knowl_build.secrets.finders import Finder, Places
+from knowl_build.secrets.finders import Finder
 from knowl_build.secrets.patterns import (
     AUTHORITY_END,
     CREDENTIAL_WORDS,
@@ -215,12 +215,11 @@ class UrlPartFinder:
 
 class OutsideUrls:
     """A kind that does not count where it starts inside a URL (named secrets, high-entropy
-    words), or inside another kind of place (a public value for high-entropy words): a start
-    inside one sends the finder on from the place's end."""
+    words): a start inside one sends the finder on from the URL's end."""
 
     __slots__ = ("finder", "index", "urls")
 
-    def __init__(self, finder: Finder, urls: Places) -> None:
+    def __init__(self, finder: Finder, urls: Urls) -> None:
         self.finder = finder
         self.urls = urls
         self.index = 0  # the first URL that may end after the starts still to come
