@@ -90,9 +90,9 @@ class SecretScanner:
             # The two kinds whose expressions cannot start at a literal (a keyword's first
             # letter, a run of word characters) run only where their anchor occurs.
             OutsideUrls(PatternFinder(text, NAMED, NOT_NAMED), urls) if _keyword(text) else None,
-            OutsideUrls(
-                OutsidePublicValues(EntropyFinder(text), PublicValues(text, holds_public_ids(key))),
-                urls,
+            # Public values are looked for only where a word outside URLs starts.
+            OutsidePublicValues(
+                OutsideUrls(EntropyFinder(text), urls), PublicValues(text, holds_public_ids(key))
             )
             if _long_word(text)
             else None,
