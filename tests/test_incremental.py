@@ -1,9 +1,9 @@
 """Property: an incremental build equals a --full build, whatever happened in between.
 
-Random edits, additions, renames and deletions of pages and definitions over several commits;
-after each round the incremental artifact's JSON files must equal a full build's byte for byte,
-and both indexes must answer a set of queries with the same hits, in the same order, with the
-same scores.
+Random edits, additions, renames and deletions of pages (their wiki-links and Markdown links
+coming and going with them) and definitions over several commits; after each round the
+incremental artifact's JSON files must equal a full build's byte for byte, and both indexes
+must answer a set of queries with the same hits, in the same order, with the same scores.
 """
 
 from __future__ import annotations
@@ -65,10 +65,16 @@ def source(name: str, expr: str, extra: bool) -> str:
     )
 
 
+def link(rng: random.Random, name: str) -> str:
+    """A wiki-link or a Markdown link (from the page's folder, or by its path from a user
+    folder) to `name`: the same page, or none, as pages come and go."""
+    return rng.choice([f"[[{name}]]", f"[{name}]({name}.md)", f"[x](../../global/{name}.md)"])
+
+
 def page(rng: random.Random, ids: list[str], sources: list[str]) -> str:
     words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 30)))
     src = rng.choice(sources)
-    links = " ".join(f"[[{rng.choice(ids)}]]" for _ in range(rng.randint(0, 3))) if ids else ""
+    links = " ".join(link(rng, rng.choice(ids)) for _ in range(rng.randint(0, 3))) if ids else ""
     mode = rng.choice(["reference", "caveat", "definition"])
     return (
         f"---\nsummary: {rng.choice(WORDS)} {rng.choice(WORDS)}\ntags: [{rng.choice(WORDS)}]\n"

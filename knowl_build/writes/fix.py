@@ -19,6 +19,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from knowl_build.history.moves import page_moves
 from knowl_build.model import Page
 from knowl_build.names import valid_user
 from knowl_build.pageref import page_id, writable
@@ -28,6 +29,7 @@ from knowl_build.pipeline.analysis import Analysis
 from knowl_build.resolve import place
 from knowl_build.writes.edit import EditError, FrontmatterEditor
 from knowl_build.writes.pagefile import Change, PageBytes, WriteRefused, unified_diff, write_changes
+from knowl_build.writes.relink import apply_relinks, moved_links
 
 PROTECTED = ("human_curated", "board_approved")
 
@@ -42,6 +44,7 @@ class Proposal:
     bom: bool = False
     renamed: tuple[tuple[str, str], ...] = ()  # (old, new) entity names
     removed_pages: tuple[str, ...] = ()  # refs to deleted pages
+    relinked: tuple[tuple[str, str], ...] = ()  # links to moved pages: (as written, new)
 
     def diff(self) -> str:
         return unified_diff(self.path, self.before, self.after)
@@ -146,6 +149,9 @@ def plan(analysis: Analysis, user: str | None = None) -> FixPlan:
     user = valid_user(user)
     result = FixPlan(knowledge_dir=analysis.config.knowledge_dir)
     history = analysis.history
+    git = analysis.discovery.git
+    present = [*(p.path for p in analysis.pages), *analysis.discovery.other_files]
+    moves = page_moves(git, analysis.config.knowledge_dir, present) if git is not None else {}
     for page in sorted(analysis.pages, key=lambda p: p.path):
         if not page.parsed.text_ok or not writable(page.scope, user):
             continue
@@ -164,18 +170,20 @@ def plan(analysis: Analysis, user: str | None = None) -> FixPlan:
             and record.removed_in is not None
         ]
         pages = deleted_pages(analysis, page)
-        if not (renames or gone or stray or pages):
+        relinks = moved_links(analysis, page, moves)
+        if not (renames or gone or stray or pages or relinks):
             continue
         if fields.frozen or fields.provenance in PROTECTED:
             why = "frozen" if fields.frozen else f"provenance {fields.provenance}"
+            actions = "; ".join(filter(None, [_actions(gone, renames, pages), *relinks.shown()]))
             result.reported.append(
-                f"{page.path}: not edited ({why}): {_actions(gone, renames, pages)} by hand "
-                "after review"
+                f"{page.path}: not edited ({why}): {actions} by hand after review"
             )
             continue
         try:
             source = PageBytes.read(analysis.root, page.path)
-            editor = FrontmatterEditor.of(_renamed_directives(source.text, renames))
+            relinked = apply_relinks(source.text, relinks.edits)
+            editor = FrontmatterEditor.of(_renamed_directives(relinked, renames))
             refs = [ref.value for ref in fields.sl_refs]
             bound = {b.entity for b in fields.bound_fingerprints}
             for old, new in renames.items():
@@ -215,6 +223,7 @@ def plan(analysis: Analysis, user: str | None = None) -> FixPlan:
                 source.bom,
                 tuple(renames.items()),
                 tuple(pages),
+                tuple((r.old, r.new) for r in relinks.edits),
             )
         )
     return result
