@@ -6,7 +6,8 @@ thousands of `[[#heading]]` links that match none (each link compared with every
 and a did-you-mean per link), thousands of code spans before thousands of links (each link
 tested against every span), backtick runs of many widths without a partner (each run
 looking at every later run), and one heading of 200 kB of `[` or `<` (the inline-markup
-patterns read the rest of the line once per character); then the shapes that cost most per
+patterns read the rest of the line once per character), Hugo shortcodes never closed (each
+opening searching the rest of the page for its closer); then the shapes that cost most per
 character (a line per heading, a paragraph of a line per backtick) and a page of the
 did-you-mean vault (500 pages, 4,000 broken links). Each is `knowl check --no-cache` as a
 process (start-up included, best of N), with the findings it reports; a normal page is
@@ -87,6 +88,9 @@ INPUTS: list[tuple[str, Callable[[], Files]]] = [
     ("100,000 lines '#'", one_page("#\n" * (N // 2))),
     ("paragraph of 100,000 lines '`'", one_page("`\n" * (N // 2))),
     ("24,875 links to a missing page", one_page("[[nope]]" * (N // 8))),
+    ("200 kB of '{{<' never closed", one_page("{{<" * (N // 3))),
+    ("'{{< highlight >}}[[a]]' never closed", one_page("{{< highlight >}}[[a]]" * (N // 22))),
+    ("6,600 code shortcodes, closed", one_page("{{< code >}}[[x]]{{< /code >}}" * (N // 30))),
     ("500 pages, 4,000 broken links (hints)", hints_vault),
     ("normal page (~300 words)", one_page("# Revenue\n\n" + prose(random.Random(7), 300) + "\n")),
 ]

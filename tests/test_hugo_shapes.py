@@ -162,12 +162,24 @@ N = 199_000
         ("{{<" * (N // 3), 0),
         ("{{%" * (N // 3), 0),
         ("{{</*" * (N // 5), 0),
+        ("{{<{{%" * (N // 6), 0),
+        ("{{</*" * (N // 5) + ">}}", 0),
         ("{{< x " + ">}}" * (N // 3), 1),
         ("{{< highlight >}}[[a]]" * (N // 22), N // 22),
         ("{{< highlight >}}" + "{{</* /highlight */>}}" * (N // 22), N // 22 + 1),
         ("{{< code >}}[[x]]{{< /code >}}" * (N // 30), N // 30),
     ],
-    ids=["{{<", "{{%", "{{</*", "one opening, many closers", "unclosed", "escaped", "closed"],
+    ids=[
+        "{{<",
+        "{{%",
+        "{{</*",
+        "both",
+        "escaped, then a plain closer",
+        "one opening, many closers",
+        "unclosed",
+        "escaped",
+        "closed",
+    ],
 )
 def test_adversarial_shortcodes(body: str, expected: int) -> None:
     assert len(regions(body, CODE_SHORTCODES)) == expected
@@ -294,3 +306,97 @@ def test_a_user_bundle_and_the_user_folders_own_index(project: Callable[..., Pro
             invoke(["show", name, "--user", "alice", "--repo", root, "--json"]).stdout
         )
         assert shown["path"] == f"knowledge/user/alice/{path}"
+
+
+# --- a Hugo documentation site and an MkDocs site ------------------------------------------
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _site(name: str, root: Path) -> Project:
+    """The fixture folder `name` as a project in a real git repository."""
+    folder = FIXTURES / name
+    files: dict[str, str | bytes] = {
+        path.relative_to(folder).as_posix(): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+    proj = Project(root).write(files)
+    proj.commit(name)
+    return proj
+
+
+PUBLISH_ANYWAY = '[rules.per-path."**"]\nKB001 = "warning"\nKB103 = "warning"\nKB401 = "warning"\n'
+HUGO_PAGES = [
+    "_index.md",
+    "getting-started/_index.md",
+    "getting-started/quick-start/index.md",
+    "content-management/page-bundles/index.md",
+    "content-management/organization/index.md",
+    "methods/page/Title.md",
+    "methods/site/Title.md",
+]
+BUNDLE_TARGETS = {
+    f"{G}/getting-started/quick-start/index.md",
+    f"{G}/content-management/page-bundles/index.md",
+    f"{G}/content-management/organization/index.md",
+    f"{G}/content-management/_index.md",
+}
+
+
+def test_a_hugo_docs_site_reports_only_its_planted_errors(tmp_path: Path) -> None:
+    """Sections with `_index.md`, leaf bundles with their images, TOML, YAML and JSON in
+    `code-toggle`, `{{< ref >}}` in Markdown links, escaped shortcodes, Go templates in code,
+    a page with TOML front matter, and two `Title.md` of different sections: none is a
+    finding. The planted errors are."""
+    proj = _site("hugo_docs", tmp_path / "hugo")
+    assert _check(proj.root, 1) == [
+        ("KB103", f"{G}/_index.md", 7, 1),  # ![Hugo](hugo-logo.png): no such image
+        ("KB103", f"{G}/_index.md", 11, 1),  # [..](/installation/linux/): no such page
+        ("KB103", f"{G}/about/_index.md", 6, 8),  # [features](features.md)
+        ("KB001", f"{G}/about/license.md", 2, 15),  # title: License: Apache 2.0
+        ("KB105", f"{G}/content-management/page-bundles/index.md", 24, 12),  # #cascades
+        ("KB401", f"{G}/getting-started/configuration.md", 43, 17),  # a token in code-toggle
+    ]
+    # Published anyway, its bundles are named by their folders and its links lead to them.
+    config = (proj.root / "knowl.toml").read_text(encoding="utf-8")
+    proj.write({"knowl.toml": config + PUBLISH_ANYWAY})
+    invoke(["build", "--repo", str(proj.root)])
+    folder = current_build(proj.root)
+    ids = _ids(folder)
+    assert [ids[f"{G}/{path}"] for path in HUGO_PAGES] == [
+        "_index",
+        "getting-started",
+        "quick-start",
+        "page-bundles",
+        "organization",
+        "Title",
+        "Title",
+    ]
+    assert {(src, to) for src, _, to in _record_links(folder) if to in BUNDLE_TARGETS} == {
+        (f"{G}/_index.md", f"{G}/getting-started/quick-start/index.md"),
+        (f"{G}/_index.md", f"{G}/content-management/page-bundles/index.md"),
+        (f"{G}/getting-started/_index.md", f"{G}/getting-started/quick-start/index.md"),
+        (f"{G}/content-management/_index.md", f"{G}/content-management/organization/index.md"),
+        (
+            f"{G}/content-management/front-matter.md",
+            f"{G}/content-management/page-bundles/index.md",
+        ),
+        (
+            f"{G}/content-management/front-matter.md",
+            f"{G}/content-management/organization/index.md",
+        ),
+        (f"{G}/content-management/organization/index.md", f"{G}/content-management/_index.md"),
+        (f"{G}/news/_index.md", f"{G}/getting-started/quick-start/index.md"),
+    }
+
+
+def test_an_mkdocs_site_reports_only_its_planted_errors(tmp_path: Path) -> None:
+    """An `index.md` per folder (no KB005), admonitions, content tabs, snippets, macros and
+    `[x](../other.md#anchor)` links with MkDocs' slugs: the planted errors and nothing else."""
+    proj = _site("mkdocs_site", tmp_path / "mkdocs")
+    assert _check(proj.root, 1) == [
+        ("KB105", f"{G}/user-guide/configuration.md", 11, 9),  # #linking-to-pages
+        ("KB103", f"{G}/user-guide/index.md", 11, 3),  # deploying-your-docs.md
+        ("KB103", f"{G}/user-guide/writing-your-docs.md", 11, 1),  # ../img/mkdocs.png
+    ]

@@ -19,7 +19,8 @@ not a link. `front_matter` gives its region, which is skipped like a shortcode's
 
 Linear time on any input: each search starts where the previous region ended, and a search
 that finds no closer (of a delimiter, or of one code shortcode's name) is never repeated, as
-no later opening can find one either.
+no later opening can find one either; openings that can no longer close are skipped by the
+regular expression, not one by one.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ import re
 
 from knowl_build.config import SHORTCODE_NAME
 
-_OPEN = re.compile(r"\{\{([<%])(/\*)?")
+# Openings by the delimiters that may still close: once `>}}` (or `%}}`) occurs nowhere after
+# the search, no `{{<` (or `{{%`) opens anything, and the search skips them all at once.
+_OPEN = {
+    "<%": re.compile(r"\{\{([<%])(/\*)?"),
+    "<": re.compile(r"\{\{(<)(/\*)?"),
+    "%": re.compile(r"\{\{(%)(/\*)?"),
+}
 _SPACE = " \t\r\n"
 
 
@@ -61,11 +68,12 @@ def regions(body: str, code: frozenset[str]) -> list[tuple[int, int]]:
     unclosed: set[str] = set()  # right delimiters that no longer occur after `pos`
     closers: dict[str, re.Pattern[str]] = {}
     no_closer: set[str] = set()  # code shortcodes never closed after `pos`
+    live = "<%"  # the delimiters whose right delimiter may still occur
     pos = 0
-    while True:
-        match = _OPEN.search(body, pos)
+    while live:
+        match = _OPEN[live].search(body, pos)
         if match is None:
-            return found
+            break
         start = match.end()
         escaped = bool(match.group(2))
         right = ("*/" if escaped else "") + match.group(1).replace("<", ">") + "}}"
@@ -75,6 +83,8 @@ def regions(body: str, code: frozenset[str]) -> list[tuple[int, int]]:
         close = body.find(right, start)
         if close == -1:
             unclosed.add(right)  # an opening never closed is text, as are all after it
+            if not escaped:
+                live = live.replace(match.group(1), "")
             pos = start
             continue
         end = close + len(right)
@@ -92,6 +102,7 @@ def regions(body: str, code: frozenset[str]) -> list[tuple[int, int]]:
                 end = closing.end()
         found.append((match.start(), end))
         pos = end
+    return found
 
 
 def _name(body: str, start: int, close: int) -> str | None:
