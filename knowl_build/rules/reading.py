@@ -59,7 +59,7 @@ SYMLINK_ESCAPE = Rule(
     name="symlink-escape",
     default="warning",
     summary="a symlink leaves the project or its scope, or points at a hidden or ignored file, "
-    "and is skipped",
+    "and is skipped; or a Markdown link's path leaves the project",
     doc="""A symbolic link under `knowledge/`, `semantics/` or a dbt model path resolves
       outside the project root, or `dbt_project.yml` itself does. It is not followed, so
       nothing outside the project is ever read. Under `knowledge/`, a link whose target
@@ -71,7 +71,9 @@ SYMLINK_ESCAPE = Rule(
       link reads nothing discovery itself skips (git is asked once per run for all
       targets; if it cannot answer, every link is refused). (A configured
       `knowledge_dir`, `semantics_dir` or dbt `project_dir` that leads outside the
-      project is a configuration error, exit 2.)""",
+      project is a configuration error, exit 2.) A Markdown link or image whose path leads
+      outside the project (`[x](../../../etc/passwd)`) is KB008 at the link: nothing outside
+      the project is looked at.""",
 )
 
 SEMANTIC_LAYER = Rule(

@@ -45,9 +45,13 @@ BROKEN_LINK = Rule(
     code="KB103",
     name="broken-link",
     default="error",
-    summary="`[[link]]` or embed names no page or file",
+    summary="a link or embed names no page or file",
     doc="""The target of a wiki-link or embed matches no page visible from the linking page
-      and, for targets with a file extension, no file under `knowledge/`. Matching follows
+      and, for targets with a file extension, no file under `knowledge/`; or the path of a
+      Markdown link or image (`[text](path)`, `[text][label]`, `![alt](path)`, relative to
+      the page, or site-absolute with `[links] site_root`) names no page and no file or
+      folder of the project (in Obsidian mode, not by its vault path or file name either).
+      The message quotes the link as written. Matching follows
       `[links] resolution`: exact by default (no case folding, no fuzzy match), or as
       Obsidian or Dendron resolve links; the hint suggests the nearest id. A Dendron wildcard
       reference (`![[a.b.*]]`) is never KB103, whether or not a note matches.""",
@@ -58,17 +62,23 @@ INVISIBLE_TARGET = Rule(
     name="invisible-target",
     default="error",
     summary="a ref or link names a page that is not visible from here",
-    doc="""A global page points at a user page, or a user page at another user's page. Global
-      pages are read by everyone and must not depend on personal pages.""",
+    doc="""A global page points at a user page, or a user page at another user's page (by a
+      `refs` item, a wiki-link or a Markdown link's path). Global pages are read by everyone
+      and must not depend on personal pages.""",
 )
 
 UNKNOWN_HEADING = Rule(
     code="KB105",
     name="unknown-heading",
     default="warning",
-    summary="`[[id#Heading]]`: the target has no such heading",
+    summary="`[[id#Heading]]` or `[text](page.md#slug)`: the target has no such heading",
     doc="""Headings are compared case-insensitively with whitespace collapsed and inline
-      markup removed. `[[Page#A#B]]` names heading `B` inside the section of heading `A`,
+      markup removed. A Markdown link's `#fragment` names a heading by its slug, as GitHub
+      writes it (`#the-section`, `#faq-1` for a second "FAQ"; MkDocs' slugs too), and
+      `[x](#local)` a heading of the page itself; in Obsidian mode also by the heading's
+      text (`#Some%20Heading`) or a `^block` id. A fragment of a link to a file that is no
+      page is not checked.
+      `[[Page#A#B]]` names heading `B` inside the section of heading `A`,
       heading by heading. With `[links] resolution = "obsidian"`, `[[Page#^block-id]]` must
       name a block id (`^block-id` ending a line of the target), and both the link's heading
       and the target's headings are compared as Obsidian normalises them: each of
