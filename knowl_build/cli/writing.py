@@ -288,7 +288,8 @@ def fix(ctx: click.Context, apply_: bool, do_commit: bool, user: str | None) -> 
     """Propose fixes as a unified diff, one per page: rename entities that history shows
     renamed (in sl_refs, bound fingerprints and directives); remove sl_refs to entities
     deleted from the semantic layer (and their bound fingerprints), marking those pages for
-    review; remove refs to pages that history shows deleted.
+    review; remove refs to pages that history shows deleted; rewrite links to pages and
+    files git shows moved, each in its own form.
 
     Exit 1 when there are proposals, 0 when there are none; --apply writes them and exits 0.
     Frozen and human_curated / board_approved pages are reported, never edited. Only pages
