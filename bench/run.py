@@ -15,7 +15,8 @@ and after one edit, the initial search download: site_bench.py; `--suite site`) 
 - one-edit check: `knowl check` after one page changed (the parse cache, not the memo);
 and warm / floor as a ratio measured in the same run. Last, the goals of issue 16 (bench/goals.py),
 each next to the figure of this run at each size (1k, 2k and 10k pages by default), marked ok
-or MISSED where the goal names the size.
+or MISSED where the goal names the size. `--suite quality` prints the retrieval-quality table
+instead (knowl beside bm25s and tantivy on public documentation sets: quality_bench.py).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from embeddings_bench import bench_embeddings
 from goals import print_goals
 from hints_bench import bench_hints, print_hints
 from links_bench import BASELINE, bench_links, print_links
+from quality_bench import bench_quality, print_quality
 from reader_bench import bench_reader
 from secrets_bench import bench_secrets, print_secrets
 from site_bench import bench_site, print_site
@@ -121,13 +123,14 @@ def main() -> None:
             "site",
             "links",
             "goals",
+            "quality",
             "all",
         ],
         default="all",
         help="all = check, build, reader, agent, secrets, body, hints and site; goals = "
         "check, build and reader with the table of issue 16's goals; links = knowl check "
         "beside the revision before Markdown links (bench/links_bench.py); embeddings needs "
-        "the extra",
+        "the extra; quality = MRR@10 and top-1 beside bm25s and tantivy (the bench extra)",
     )
     parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
@@ -145,6 +148,9 @@ def main() -> None:
         print_hints(bench_hints(args.sizes, args.repeats), f"({machine})")
         if args.suite == "hints":
             return
+    if args.suite == "quality":  # its own corpora, fetched from package registries
+        print_quality(bench_quality(args.keep))
+        return
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="knowl-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     if args.suite == "links":  # its own corpora: every other link a Markdown link
