@@ -84,6 +84,14 @@ INPUTS: list[tuple[str, Callable[[], Files]]] = [
     ("heading of 200 kB of '['", one_page("# " + "[" * N + "\n")),
     ("heading of 200 kB of '<'", one_page("# " + "<" * N + "\n")),
     ("heading of '[a](' repeated", one_page("# " + "[a](" * (N // 4) + "\n")),
+    # Markdown links (issue 22): markdown-it reads what a link is, in linear time.
+    ("200 kB of '[' before one link", one_page("[" * (N - 8) + "](a.md)\n")),
+    ("200 kB of '![' before one image", one_page("![" * (N // 2 - 5) + "](a.png)\n")),
+    ("19,000 Markdown links to a missing page", one_page("[x](nope.md) " * (N // 13))),
+    (
+        "8,000 reference links, 8,000 definitions",
+        one_page("".join(f"[l{i}]: u{i}.md\n" for i in range(8_000)) + "\n" + "[l1] " * 8_000),
+    ),
     ("[[# link of 200 kB of '<'", one_page("[[#" + "<" * N + "]]\n")),
     ("100,000 lines '#'", one_page("#\n" * (N // 2))),
     ("paragraph of 100,000 lines '`'", one_page("`\n" * (N // 2))),

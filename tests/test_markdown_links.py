@@ -507,3 +507,46 @@ def test_markdown_and_wiki_links_give_the_same_graph_backlinks_and_traverse(
         invoke(["build", "--repo", str(project.root), "-q"])
         answers.append(_answers(project.root, len(folders)))
     assert answers[0] == answers[1]
+
+
+# --- the scan's faster parse is markdown-it's ------------------------------------------------
+
+INLINE = st.text(alphabet="ab[]()<>!\\`&;:/ \n\"'*#^", max_size=60)
+
+
+def _tokens(md: Any, text: str) -> list[tuple[str, str, str, str]]:
+    out: list[tuple[str, str, str, str]] = []
+    stack = list(md.parseInline(text, {"references": {"r": {"href": "r.md", "title": ""}}}))
+    while stack:
+        token = stack.pop(0)
+        out.append(
+            (
+                token.type,
+                str(token.attrs.get("href", token.attrs.get("src", ""))),
+                token.content,
+                token.markup,
+            )
+        )
+        stack[:0] = list(token.children or [])
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=INLINE)
+def test_the_scans_inline_parser_reads_what_markdown_it_reads(text: str) -> None:
+    from knowl_build.parse.mdlinks import _inline_parser
+
+    assert _tokens(_inline_parser(), text) == _tokens(_inline_parser(fast=False), text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(alphabet="a ()\\<>\t\n\x00\x7f&;", max_size=40), data=st.data())
+def test_the_fast_destination_parse_is_markdown_its(text: str, data: st.DataObject) -> None:
+    from markdown_it.helpers import parseLinkDestination
+
+    from knowl_build.parse.mdlinks import link_destination
+
+    pos = data.draw(st.integers(0, len(text)))
+    maximum = data.draw(st.integers(pos, len(text)))
+    ours, theirs = link_destination(text, pos, maximum), parseLinkDestination(text, pos, maximum)
+    assert (ours.ok, ours.pos, ours.str) == (theirs.ok, theirs.pos, theirs.str)

@@ -22,7 +22,9 @@ from types import SimpleNamespace
 from typing import Any, NamedTuple, Protocol
 
 from markdown_it import MarkdownIt
-from markdown_it.helpers import parseLinkDestination, parseLinkLabel, parseLinkTitle
+from markdown_it.common.utils import unescapeAll
+from markdown_it.helpers import parseLinkDestination, parseLinkTitle
+from markdown_it.helpers.parse_link_destination import _Result
 from markdown_it.rules_block import StateBlock
 from markdown_it.rules_inline import StateInline
 from markdown_it.rules_inline.autolink import autolink as _autolink
@@ -75,8 +77,87 @@ _parsed: list[_Destination] = []
 _current: list[str] = [""]
 
 
+_MAX_PARENS = 32  # markdown-it's bound on nested parentheses in a destination
+# In a destination without angle brackets: the characters its parse stops at or looks at
+# (a space or a control character, `\\`, `)`), and `n` more `(` before any of those, which
+# is more nesting than markdown-it allows (possessive: the match never backtracks).
+_DESTINATION_STOPS = re.compile(r"[\x00-\x20\x7f\\)]")
+_OPENINGS = [re.compile(rf"(?:[^\x00-\x20\x7f\\()]*+\(){{{n}}}") for n in range(_MAX_PARENS + 2)]
+
+
+def link_destination(string: str, pos: int, maximum: int) -> Any:
+    """markdown-it's `parseLinkDestination`, the same result for every input, in fewer steps:
+    a destination without angle brackets jumps from one character that matters to the next,
+    counting the `(` between, where markdown-it looks at each character in Python (a page
+    of `[a](` repeated read ~130 per link attempt)."""
+    if pos >= maximum or string[pos] == "<":
+        return parseLinkDestination(string, pos, maximum)
+    start, level = pos, 0
+    while True:
+        if _OPENINGS[_MAX_PARENS + 1 - level].match(string, pos, maximum):
+            return _Result()  # deeper than markdown-it allows before anything else
+        stop = _DESTINATION_STOPS.search(string, pos, maximum)
+        end = maximum if stop is None else stop.start()
+        level += string.count("(", pos, end)
+        pos = end
+        if stop is None:
+            break
+        char = string[pos]
+        if char == "\\" and pos + 1 < maximum:
+            if string[pos + 1] == " ":
+                break
+            pos += 2  # an escaped character, a parenthesis too, counts for nothing
+        elif char == "\\":
+            pos += 1
+        elif char == ")":
+            if level == 0:
+                break
+            level -= 1
+            pos += 1
+        else:
+            break  # a space or a control character
+    result = _Result()
+    if start == pos or level != 0:
+        return result
+    result.str, result.pos, result.ok = unescapeAll(string[start:pos]), pos, True
+    return result
+
+
+def link_label(state: StateInline, start: int, disable_nested: bool = False) -> int:
+    """markdown-it's `parseLinkLabel`, the same result and the same cache, with a position
+    already skipped once (`state.cache`) looked up here instead of through `skipToken`: a
+    label's walk over such positions was most of the time a page of `[` took."""
+    old_pos, level, found = state.pos, 1, False
+    src, cache, maximum = state.src, state.cache, state.posMax
+    skip = state.md.inline.skipToken
+    state.pos = start + 1
+    while state.pos < maximum:
+        pos = state.pos
+        marker = src[pos]
+        if marker == "]":
+            level -= 1
+            if level == 0:
+                found = True
+                break
+        after = cache.get(pos)
+        if after is None:
+            skip(state)
+            after = state.pos
+        else:
+            state.pos = after
+        if marker == "[":
+            if after == pos + 1:
+                level += 1
+            elif disable_nested:
+                state.pos = old_pos
+                return -1
+    end = state.pos if found else -1
+    state.pos = old_pos
+    return end
+
+
 def _recorded_destination(string: str, pos: int, maximum: int) -> Any:
-    result = parseLinkDestination(string, pos, maximum)
+    result = link_destination(string, pos, maximum)
     if string is _current[0]:
         _parsed.append(_Destination(pos, result.pos, result.ok, result.str))
     return result
@@ -151,24 +232,72 @@ def _wiki_first(state: StateInline, silent: bool) -> bool:
     return True
 
 
-def _inline_parser() -> MarkdownIt:
+def _inline_parser(*, fast: bool = True) -> MarkdownIt:
+    """The inline parser of the scan. `fast=False` keeps markdown-it's own label and
+    destination parsers and its rule loop: the same links, slower (the tests compare)."""
     md = MarkdownIt("commonmark", {"store_labels": True})
     # Every destination as written (no percent-encoding) and accepted whatever its scheme:
     # which ones are checked is decided later (linkpaths.classify), never here.
     md.normalizeLink = lambda url: url  # type: ignore[method-assign]
     md.validateLink = lambda url: True  # type: ignore[method-assign]
-    md.helpers = SimpleNamespace(  # type: ignore[assignment]
-        parseLinkDestination=_recorded_destination,
-        parseLinkLabel=parseLinkLabel,
-        parseLinkTitle=parseLinkTitle,
-    )
+    if fast:
+        md.helpers = SimpleNamespace(  # type: ignore[assignment]
+            parseLinkDestination=_recorded_destination,
+            parseLinkLabel=link_label,
+            parseLinkTitle=parseLinkTitle,
+        )
     md.inline.ruler.before("link", "knowl_wiki", _wiki_first)
     md.inline.ruler.at("link", _recording(_link, embed=False))
     md.inline.ruler.at("image", _recording(_image, embed=True))
     md.inline.ruler.at("autolink", _autolinks)
     # Emphasis never decides what is a link; its pairing is work for nothing here.
     md.disable(["emphasis", "strikethrough", "balance_pairs"], ignoreInvalid=True)
+    if fast:
+        _dispatch_by_character(md)
     return md
+
+
+# The characters each inline rule can start at (its first test); the text rule takes any other.
+_STARTS = {
+    "newline": "\n",
+    "escape": "\\",
+    "backticks": "`",
+    "knowl_wiki": "[!",
+    "link": "[",
+    "image": "!",
+    "autolink": "<",
+    "html_inline": "<",
+    "entity": "&",
+}
+
+
+def _dispatch_by_character(md: MarkdownIt) -> None:
+    """One rule in place of the enabled ones, calling those that can start at the character
+    at hand, in their order. markdown-it tries every rule at every position (and a link's
+    label is read position by position): ten calls where one or two can match, which made a
+    paragraph of 200 kB of `[` take seconds. The same rules run in the same order, so what
+    is a link does not change."""
+    ruler = md.inline.ruler
+    enabled = [(rule.name, rule.fn) for rule in ruler.__rules__ if rule.enabled]
+    unknown = [name for name, _ in enabled if name != "text" and name not in _STARTS]
+    if unknown:  # pragma: no cover - a markdown-it that adds rules keeps them all
+        return
+    text = dict(enabled)["text"]
+    by_char: dict[str, tuple[Callable[[StateInline, bool], bool], ...]] = {}
+    for char in set("".join(_STARTS.values())):
+        by_char[char] = tuple(fn for name, fn in enabled if char in _STARTS.get(name, ""))
+
+    def dispatch(state: StateInline, silent: bool) -> bool:
+        rules = by_char.get(state.src[state.pos])
+        if rules is None:
+            return text(state, silent)
+        for rule in rules:  # noqa: SIM110 (a generator costs more, at every position)
+            if rule(state, silent):
+                return True
+        return False
+
+    ruler.before(enabled[0][0], "knowl_dispatch", dispatch)
+    ruler.enableOnly(["knowl_dispatch"])
 
 
 _md = _inline_parser()
