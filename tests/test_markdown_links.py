@@ -85,6 +85,11 @@ SCAN: list[tuple[str, str, list[tuple[str, str, str | None, bool, int, int]]]] =
     ("html-comment", "text <!-- [x](a.md) --> more\n", []),
     ("html-block", "<div>\n[x](a.md)\n</div>\n", []),
     ("escaped", "\\[x](a.md)\n", []),
+    (
+        "hugo-shortcodes",
+        '{{< highlight md >}}\n[a](b.md)\n{{< /highlight >}}\n[c](d.md) {{< x t="[e](f.md)" >}}\n',
+        [(M, "d.md", None, False, 7, 1)],
+    ),
     ("wiki-first", "[[a]](b.md)\n", [("wiki", "a", None, False, 4, 1)]),
     ("schemes-are-no-paths", "[m](mailto:a@b.c) [t](tel:123) [f](ftp://x) [p](//h/x)\n", []),
     ("empty", "[x]() [y](<>) [z](#)\n", []),
