@@ -180,6 +180,12 @@ FINDINGS: list[tuple[str, str, dict[str, Any] | None, list[tuple[str, str, int, 
     ),
     ("kb103-reference-at-its-use", "x [a][r]\n\n[r]: nope.md\n", None, [(P, "KB103", 4, 3)]),
     ("kb008-outside", "x [a](../../../etc/passwd)\n", None, [(P, "KB008", 4, 3)]),
+    (
+        "nul-and-long-names",
+        f"[a](../../a%00b) [b](../../{'x' * 5000}.md)\n",
+        None,
+        [(P, "KB103", 4, 1), (P, "KB103", 4, 18)],
+    ),
     ("kb104-user-page", "[n](../user/ann/notes.md)\n", None, [(P, "KB104", 4, 1)]),
     (
         "kb105-slugs",

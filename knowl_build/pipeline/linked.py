@@ -49,8 +49,8 @@ class ProjectFiles:
         """What is at `path` on disk (project-relative, normalised, inside the project)."""
         if not path:
             return FILE  # the project's own folder
-        if any(part in _NEVER for part in path.split("/")):
-            return MISSING
+        if "\0" in path or any(part in _NEVER for part in path.split("/")):
+            return MISSING  # no file has a NUL in its name (`%00`), and os refuses to look
         full = os.path.join(self.root, path)
         real = os.path.realpath(full)
         if real != self.real_root and not real.startswith(self.real_root.rstrip(os.sep) + os.sep):
