@@ -171,6 +171,10 @@ class Config:
     # [index] memory_mb: what the Whoosh writer holds before it sorts postings on disk; not in
     # `to_json`, as the index it writes holds the same postings whatever it is.
     index_memory_mb: int = 512
+    # [eval]: the retrieval tests of `knowl eval`; not in `to_json`, as no artifact depends on
+    # them.
+    eval_file: str = "knowl-eval.yaml"  # relative to the project root
+    eval_min_mrr: float = 0.0  # 0: no overall threshold
     source: str | None = None
 
     @property
@@ -584,5 +588,19 @@ SCHEMA: tuple[Option, ...] = (
         "twice as fast as at 128 (Whoosh's own default), for about 450 MB more at the peak "
         "of the build; a smaller value saves memory on a larger project at the cost of time "
         "([How it works](how-it-works.md#the-index-writer)).",
+    ),
+    Option(
+        "eval.file",
+        "string (a file inside the project)",
+        _default("eval_file"),
+        "The retrieval tests `knowl eval` runs, a YAML file inside the project "
+        "([Retrieval tests](eval.md)).",
+    ),
+    Option(
+        "eval.min_mrr",
+        "number (mean reciprocal rank), 0 to 1",
+        _default("eval_min_mrr"),
+        "`knowl eval` fails (exit 1) when the mean reciprocal rank at 10 of all its questions "
+        "is below this; `0` sets no threshold ([Retrieval tests](eval.md#metrics)).",
     ),
 )

@@ -264,6 +264,7 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         site_templates = site.relative_dir("templates", ".")
     index = _Reader(source, top.table_of("index"), "index.")
     index_memory_mb = index.positive_int("memory_mb", DEFAULTS.index_memory_mb, 16, 1 << 16)
+    evals = _eval_settings(_Reader(source, top.table_of("eval"), "eval."))
     repo_name = top.get("repo_name", str, DEFAULTS.repo_name)
     knowledge_dir = top.relative_dir("knowledge_dir", DEFAULTS.knowledge_dir)
     out_dir = top.relative_dir("out_dir", DEFAULTS.out_dir)
@@ -304,6 +305,7 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
         site_base_url=site_base_url,
         site_templates=site_templates,
         index_memory_mb=index_memory_mb,
+        **evals,
         source=source,
     )
 
@@ -341,6 +343,20 @@ def _url_settings(links: _Reader) -> dict[str, Any]:
             raise links.error(key, f"must be a number from {low:g} to {high:g}, got {value}")
         settings[key] = float(value)
     return settings
+
+
+def _eval_settings(table: _Reader) -> dict[str, Any]:
+    """[eval] file (a file inside the project) and min_mrr (from 0 to 1)."""
+    value: str = table.get("file", str, DEFAULTS.eval_file)
+    pure = PurePosixPath(value.replace("\\", "/"))
+    # A pull request can change knowl.toml too: the file stays inside the project.
+    if not value.strip() or pure.is_absolute() or ".." in pure.parts or pure.as_posix() == ".":
+        raise table.error("file", f"must be a file inside the project, got {value!r}")
+    eval_file = pure.as_posix()
+    min_mrr = table.get("min_mrr", (int, float), DEFAULTS.eval_min_mrr)
+    if not (math.isfinite(min_mrr) and 0 <= min_mrr <= 1):
+        raise table.error("min_mrr", f"must be a number from 0 to 1, got {min_mrr}")
+    return {"eval_file": eval_file, "eval_min_mrr": float(min_mrr)}
 
 
 def _base_url(site: _Reader, url: str) -> str:

@@ -152,3 +152,46 @@ def test_site_step_renders_the_published_build(tmp_path: Path) -> None:
     assert folder == tmp_path / "site"
     for name in ("index.html", "search.html", "pages/a.html", "search/meta.json"):
         assert (folder / name).is_file(), name
+
+
+def test_eval_is_an_input_run_against_the_published_build(tmp_path: Path) -> None:
+    data = action()
+    assert data["inputs"]["eval"]["default"] == "false"  # the retrieval tests are opt-in
+    assert data["inputs"]["eval-args"]["default"] == ""
+    evaluate = step(lambda s: s.get("name") == "knowl eval")
+    assert evaluate["if"] == "inputs.eval == 'true' && steps.build.outputs.folder != ''"
+    assert evaluate["env"]["KNOWL_ARTIFACT"] == "${{ steps.build.outputs.folder }}"
+
+    mono = Project(tmp_path / "mono")
+    mono.write({f"analytics/{k}": v for k, v in SEMANTICS.items()})
+    mono.write(
+        {
+            "analytics/knowledge/global/a.md": "# Revenue\n\nRevenue, see [[nope]].\n",
+            "analytics/knowl-eval.yaml": "questions:\n  - {query: revenue, pages: [a], k: 1}\n",
+        }
+    )
+    mono.commit()
+    project = mono.root / "analytics"
+    built = run_build_step(project, tmp_path, "false")
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "KNOWL_REPO": project.name,
+        "KNOWL_ARTIFACT": built["folder"],
+    }
+
+    def run(args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", evaluate["run"]],
+            cwd=project.parent,
+            env={**env, "KNOWL_EVAL_ARGS": args},
+            capture_output=True,
+            text=True,
+        )
+
+    passed = run("")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "1 questions: 1 passed, 0 failed" in passed.stdout
+    answer = run("--json --min-mrr 1")  # eval-args reach knowl eval
+    assert answer.returncode == 0, answer.stdout + answer.stderr
+    assert json.loads(answer.stdout)["summary"]["min_mrr"] == 1.0

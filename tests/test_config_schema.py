@@ -71,6 +71,8 @@ CASES: dict[str, tuple[str, object, object]] = {
     "site.base_url": ("site_base_url", "https://acme.example/kb", "https://acme.example/kb/"),
     "site.templates": ("site_templates", "site-templates", "site-templates"),
     "index.memory_mb": ("index_memory_mb", 64, 64),
+    "eval.file": ("eval_file", "tests/retrieval.yaml", "tests/retrieval.yaml"),
+    "eval.min_mrr": ("eval_min_mrr", 0.5, 0.5),
 }
 
 
@@ -124,6 +126,7 @@ def test_keys_are_unique_and_each_table_is_together() -> None:
         "semantics",
         "site",
         "index",
+        "eval",
     ]
 
 

@@ -184,6 +184,41 @@ def test_precommit_hook_blocks_a_dbt_metric_rename(
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
 
 
+def test_eval_hook_builds_the_working_tree_and_runs_the_retrieval_tests() -> None:
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    hook = next(h for h in hooks if h["id"] == "knowl-eval")
+    assert hook["entry"] == "knowl eval --build"
+    assert hook["language"] == "python" and hook["pass_filenames"] is False
+    assert hook["require_serial"] is True and hook["always_run"] is True
+
+
+def test_precommit_eval_hook_blocks_a_page_that_shadows_a_known_answer(
+    tmp_path: Path, hook_source: tuple[Path, str, Path]
+) -> None:
+    source, rev, _ = hook_source
+    config = f"repos:\n  - repo: {source}\n    rev: {rev}\n    hooks:\n      - id: knowl-eval\n"
+    repo, commit = hooked_repo(
+        tmp_path / "eval-kb",
+        hook_source,
+        {
+            "knowl.toml": "[rules]\nKB202 = 'off'\n",
+            "knowledge/global/revenue.md": "# Revenue\n\nCompleted order amounts.\n",
+            "knowl-eval.yaml": (
+                "questions:\n  - {query: completed order amounts, pages: [revenue], k: 1}\n"
+            ),
+        },
+        config,
+    )
+    repo.write({"knowledge/global/orders.md": "# Completed order amounts\n\nBy day.\n"})
+    refused = commit()
+    assert refused.returncode != 0, refused.stdout + refused.stderr
+    assert "FAIL  knowl-eval.yaml:2:5: 'completed order amounts'" in refused.stdout + refused.stderr
+
+    repo.write({"knowl-eval.yaml": "questions:\n  - {query: by day, pages: [orders], k: 1}\n"})
+    accepted = commit()
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+
+
 def test_github_action_runs_knowl_build_with_annotations_and_uploads() -> None:
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     assert action["runs"]["using"] == "composite"

@@ -23,6 +23,17 @@ def test_sample_repo_checks_clean(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["diagnostics"] == []
 
 
+def test_sample_repo_retrieval_tests_pass(tmp_path: Path) -> None:
+    copy = tmp_path / "sample"
+    shutil.copytree(SAMPLE, copy, ignore=shutil.ignore_patterns(".knowl"))
+    Project(copy).commit("sample")
+    answer = json.loads(invoke(["eval", "--repo", str(copy), "--build", "--json"]).stdout)
+    summary = answer["summary"]
+    assert summary["questions"] >= 8 and summary["failed"] == 0
+    assert summary["min_mrr"] == 0.8 and summary["mrr_at_10"] >= 0.8
+    assert {q["user"] for q in answer["questions"]} == {None, "alice", "bob"}
+
+
 def test_sample_repo_covers_the_demo_features() -> None:
     config = load_config(SAMPLE)
     analysis = analyse(SAMPLE, config, use_cache=False)

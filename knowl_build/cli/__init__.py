@@ -14,6 +14,7 @@ _COMMANDS = {
     "publishing": ("site",),
     "serving": ("mcp",),
     "writing": ("store", "supersede", "review", "fix"),
+    "evaluating": ("eval",),
 }
 assert isinstance(cli, KnowlGroup)
 cli.package = __name__

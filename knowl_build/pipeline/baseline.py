@@ -175,6 +175,26 @@ class Baseline:
 def load(root: Path, config: Config, ref: str, *, check_urls: bool = False) -> Baseline:
     """The findings of the project at `ref` (UsageError when it is not a revision here);
     `check_urls`: with the URL check's (KB110), so a URL dead in both is not new."""
+    repo, commit = revision(root, ref)
+    paths = project_paths(config)
+    workdir = Path(tempfile.mkdtemp(prefix="knowl-baseline-"))
+    try:
+        try:
+            project = checkout_at(repo, commit, paths, workdir / "repo")
+        except GitFailed as exc:
+            raise UsageError(f"--baseline: cannot check out '{ref}': {first_line(exc)}") from None
+        share_parse_cache(root, project)
+        base = check(project, config, check_urls=check_urls)
+        # Before the checkout goes: the base's values are read from its files.
+        values = ValueDigests()
+        known = Counter(values.identities(project, config, base.diagnostics))
+        return Baseline(ref, commit, base.diagnostics, root, config, values, known)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def revision(root: Path, ref: str) -> tuple[GitRepo, str]:
+    """The repository of `root` and the commit `ref` names in it (UsageError otherwise)."""
     repo = GitRepo.find(root)
     if repo is None:
         raise UsageError("--baseline needs a git repository: it compares against a revision")
@@ -185,26 +205,18 @@ def load(root: Path, config: Config, ref: str, *, check_urls: bool = False) -> B
     except GitFailed:
         hint = " (a shallow checkout: fetch it first, e.g. git fetch origin main)" * repo.shallow
         raise UsageError(f"--baseline: '{ref}' is not a commit, branch or tag here{hint}") from None
+    return repo, commit
+
+
+def project_paths(config: Config) -> list[str]:
+    """The project's files a checkout of another revision needs, relative to the project."""
     paths = [config.knowledge_dir, config.semantics_dir, "knowl.toml", "pyproject.toml"]
     if config.dbt_project_dir is not None:
         paths.append(config.dbt_project_dir or ".")
-    workdir = Path(tempfile.mkdtemp(prefix="knowl-baseline-"))
-    try:
-        try:
-            project = checkout_at(repo, commit, paths, workdir / "repo")
-        except GitFailed as exc:
-            raise UsageError(f"--baseline: cannot check out '{ref}': {first_line(exc)}") from None
-        _share_parse_cache(root, project)
-        base = check(project, config, check_urls=check_urls)
-        # Before the checkout goes: the base's values are read from its files.
-        values = ValueDigests()
-        known = Counter(values.identities(project, config, base.diagnostics))
-        return Baseline(ref, commit, base.diagnostics, root, config, values, known)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    return paths
 
 
-def _share_parse_cache(root: Path, project: Path) -> None:
+def share_parse_cache(root: Path, project: Path) -> None:
     """Pages are cached by their content: most of the base's pages are the working tree's, so
     a copy of its parse cache spares parsing them again."""
     here = cache_place(root).folder
