@@ -19,7 +19,7 @@ import posixpath
 import re
 import unicodedata
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from knowl_build.config import DENDRON, EXACT, OBSIDIAN
 from knowl_build.linkpaths import FILE, OUTSIDE, PAGE, UNCHECKED, LinkSettings, excluded, locate
@@ -408,12 +408,31 @@ class PageIndex:
             # Obsidian: the path from the vault root, or the page of that file name.
             name = target.removeprefix("./")
             if not is_file_target(name):
-                named = self.resolve(name.removesuffix(".md"), page.scope)
+                named = self._file_named(name.removesuffix(".md"), page.scope)
                 if named.pages or named.hidden:
                     return named
             elif self.find_file(name):
                 return Resolution([], [], file=True)
         return Resolution([], [])
+
+    def _file_named(self, name: str, scope: str) -> Resolution:
+        """Obsidian's page of a Markdown path by file name: as `resolve` names it, but never
+        by an alias (`[x](Nota.md)` is a path, and an alias `Nota` is no file)."""
+        found = self.resolve(name, scope)
+        if "/" in name:
+            return found  # a path tail: aliases hold no `/`
+        key = fold(name)
+
+        def is_file(page: Page) -> bool:
+            return key in (fold(page.id), fold(page.rel.rpartition("/")[2]))
+
+        hidden = [p for p in found.hidden if is_file(p)]
+        if found.pages and not is_file(found.pages[0]):
+            return Resolution([], hidden)
+        ambiguous = [p for p in found.ambiguous if is_file(p)]
+        if (len(hidden), len(ambiguous)) == (len(found.hidden), len(found.ambiguous)):
+            return found
+        return replace(found, hidden=hidden, ambiguous=ambiguous)
 
     def case_variants(self, target: str, scope: str) -> list[str]:
         """The ids (for a name with `/`, the paths) of visible pages that `target` names only

@@ -67,3 +67,16 @@ def test_hints_in_modes_that_ignore_case_never_say_links_match_case(tmp_path: Pa
     found = _findings(tmp_path / "d", files, DENDRON)
     assert _codes(found) == [(P, "KB103", 4, 1)]
     assert found[0][5] == "did you mean 'sub/guide'?"
+
+
+# --- 4. an alias is no file path ------------------------------------------------------------
+
+
+def test_an_obsidian_alias_never_resolves_a_markdown_path(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {
+        P: FM + "[alias](Nota.md) [name](Note.md) [[Nota]]\n",
+        f"{G}/Folder/Note.md": "---\nsummary: s\naliases: [Nota]\n---\n# Note\n",
+    }
+    found = _findings(tmp_path, files, OBSIDIAN)
+    assert _codes(found) == [(P, "KB103", 4, 1)]
+    assert found[0][4].startswith("[alias](Nota.md) points at no page or file")
