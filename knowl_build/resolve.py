@@ -140,6 +140,9 @@ class Resolution:
     file: bool = False
     outside: bool = False
     unchecked: bool = False
+    # Files it names (project-relative) that are another scope's: a file under
+    # `user/<owner>/` is that user's, not visible from a global page or another user's (KB104).
+    hidden_files: list[str] = field(default_factory=list)
 
 
 def fold(name: str) -> str:
@@ -207,6 +210,7 @@ class PageIndex:
     link_settings: LinkSettings = field(default_factory=LinkSettings)
     _by_path: dict[str, Page] | None = None
     _paths: dict[tuple[str, str, str], Resolution] = field(default_factory=dict)
+    knowledge_dir: str = "knowledge"
 
     @classmethod
     def build(
@@ -267,6 +271,7 @@ class PageIndex:
             paths,
             frozenset(key for key, named in by_id.items() if len(named) > 1),
             link_settings=link_settings or LinkSettings(),
+            knowledge_dir=knowledge_dir,
         )
 
     def visible_scopes(self, scope: str) -> tuple[str, ...]:
@@ -401,7 +406,9 @@ class PageIndex:
                 return Resolution([found], [])
             return Resolution([], [found])
         if hit.kind == FILE:
-            return Resolution([], [], file=True)
+            if self._file_visible(hit.path, page.scope):
+                return Resolution([], [], file=True)
+            return Resolution([], [], hidden_files=[hit.path])
         if hit.kind in (OUTSIDE, UNCHECKED):
             return Resolution([], [], outside=hit.kind == OUTSIDE, unchecked=hit.kind == UNCHECKED)
         if self.mode == OBSIDIAN and not target.startswith(("/", "../")):
@@ -411,8 +418,10 @@ class PageIndex:
                 named = self._file_named(name.removesuffix(".md"), page.scope)
                 if named.pages or named.hidden:
                     return named
-            elif self.find_file(name):
+            elif self.find_file(name, page.scope):
                 return Resolution([], [], file=True)
+            else:
+                return Resolution([], [], hidden_files=self.hidden_files(name, page.scope))
         return Resolution([], [])
 
     def _file_named(self, name: str, scope: str) -> Resolution:
@@ -451,13 +460,39 @@ class PageIndex:
         }
         return sorted(found)
 
-    def find_file(self, target: str) -> bool:
-        """A non-page target (`diagram.png`, `img/diagram.png`) names a file under knowledge/."""
+    def find_file(self, target: str, scope: str | None = None) -> bool:
+        """A non-page target (`diagram.png`, `img/diagram.png`) names a file under knowledge/
+        (with `scope`, one visible from that scope: a user's file is that user's)."""
+        visible = None if scope is None else self.visible_scopes(scope)
+        return any(
+            visible is None or _file_scope(path) in (None, *visible)
+            for path in self._files_named(target)
+        )
+
+    def hidden_files(self, target: str, scope: str) -> list[str]:
+        """The files under knowledge/ a non-page target names that are not visible from
+        `scope` (another user's), project-relative, in path order."""
+        visible = self.visible_scopes(scope)
+        return sorted(
+            f"{self.knowledge_dir}/{path}"
+            for path in self._files_named(target)
+            if _file_scope(path) not in (None, *visible)
+        )
+
+    def _files_named(self, target: str) -> list[str]:
         target = nfc(target)
         candidates = self.files_by_name.get(posixpath.basename(target), [])
         if "/" not in target:
-            return bool(candidates)
-        return any(path == target or path.endswith("/" + target) for path in candidates)
+            return candidates
+        return [path for path in candidates if path == target or path.endswith("/" + target)]
+
+    def _file_visible(self, path: str, scope: str) -> bool:
+        """Whether a project-relative file is visible from `scope`: anything outside the
+        knowledge folder, or below it outside user/<owner>/, or in a visible scope."""
+        prefix = self.knowledge_dir + "/"
+        if not path.startswith(prefix):
+            return True
+        return _file_scope(path[len(prefix) :]) in (None, *self.visible_scopes(scope))
 
     def visible_ids(self, scope: str) -> list[str]:
         ids: list[str] = []
@@ -489,6 +524,11 @@ class PageIndex:
             value = fields.superseded_by.value
             out.append((value, "superseded_by", self.resolve(value, page.scope).pages))
         return out
+
+
+def _file_scope(inner: str) -> str | None:
+    """The scope of a file below the knowledge folder (None outside global/ and user/)."""
+    return folder_scope(posixpath.dirname(inner))
 
 
 def _named_exactly(page: Page, name: str) -> bool:

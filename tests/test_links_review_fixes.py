@@ -80,3 +80,42 @@ def test_an_obsidian_alias_never_resolves_a_markdown_path(tmp_path: Path) -> Non
     found = _findings(tmp_path, files, OBSIDIAN)
     assert _codes(found) == [(P, "KB103", 4, 1)]
     assert found[0][4].startswith("[alias](Nota.md) points at no page or file")
+
+
+# --- 6. a file under a user's folder is that user's ----------------------------------------
+
+USER_FILES: dict[str, str | bytes] = {
+    P: FM + "[userfile](../user/alice/priv.txt) ![[priv.png]] [own](../global/pub.txt)\n",
+    f"{G}/pub.txt": "public",
+    "knowledge/user/alice/priv.txt": "mine",
+    "knowledge/user/alice/img/priv.png": b"\x89PNG",
+    "knowledge/user/alice/a.md": FM + "[f](priv.txt) ![[priv.png]]\n",
+    "knowledge/user/bob/b.md": FM + "[f](../alice/priv.txt) [g](../../global/pub.txt)\n",
+}
+
+
+def test_a_users_file_is_kb104_from_a_global_page_or_another_users(tmp_path: Path) -> None:
+    found = _findings(tmp_path, USER_FILES)
+    assert _codes(found) == [
+        (P, "KB104", 4, 1),
+        (P, "KB104", 4, 36),
+        ("knowledge/user/bob/b.md", "KB104", 4, 1),
+    ]
+    assert found[0][4] == (
+        "[userfile](../user/alice/priv.txt) names a file that is not visible from global "
+        "scope (knowledge/user/alice/priv.txt)"
+    )
+    assert found[1][4] == (
+        "![[priv.png]] names a file that is not visible from global scope "
+        "(knowledge/user/alice/img/priv.png)"
+    )
+
+
+def test_a_users_file_by_its_name_in_obsidian_mode_is_kb104_from_a_global_page(
+    tmp_path: Path,
+) -> None:
+    files = {**USER_FILES, P: FM + "[x](priv.txt)\n"}
+    assert _codes(_findings(tmp_path, files, OBSIDIAN)) == [
+        (P, "KB104", 4, 1),
+        ("knowledge/user/bob/b.md", "KB104", 4, 1),
+    ]

@@ -83,16 +83,20 @@ class _Checker:
                 path = posixpath.relpath(target.path, posixpath.dirname(page.path))
                 yield from _case_only(page, link, target, path)
             yield from self._fragment(page, link, resolution.pages)
-        elif resolution.hidden:
-            where = ", ".join(p.path for p in resolution.hidden)
+        elif resolution.hidden or resolution.hidden_files:
+            where = ", ".join(p.path for p in resolution.hidden) or ", ".join(
+                resolution.hidden_files
+            )
+            what = "a page" if resolution.hidden else "a file"
             yield (
                 page.path,
                 finding_at(
                     INVISIBLE_TARGET.code,
                     link.span,
-                    f"{link.raw} names a page that is not visible from "
+                    f"{link.raw} names {what} that is not visible from "
                     f"{scope_label(page.scope)} ({where})",
-                    "global pages are read by everyone and must not depend on personal pages",
+                    "global pages are read by everyone and must not depend on personal pages "
+                    "or files",
                 ),
             )
         else:

@@ -63,8 +63,10 @@ INVISIBLE_TARGET = Rule(
     default="error",
     summary="a ref or link names a page that is not visible from here",
     doc="""A global page points at a user page, or a user page at another user's page (by a
-      `refs` item, a wiki-link or a Markdown link's path). Global pages are read by everyone
-      and must not depend on personal pages.""",
+      `refs` item, a wiki-link or a Markdown link's path); or a wiki-link, embed or Markdown
+      link names a file under another user's folder (`user/<owner>/` holds that user's files
+      as well as pages). Global pages are read by everyone and must not depend on personal
+      pages or files.""",
 )
 
 UNKNOWN_HEADING = Rule(
@@ -287,8 +289,23 @@ def _links(ctx: RuleContext, page: Page, headings: _Headings) -> Emitted:
             if resolution.case_only:
                 yield from _case_only(page, link, resolution.pages[0])
             yield from _heading(ctx, page, link, resolution.pages, headings)
-        elif is_file_target(link.target) and ctx.index.find_file(link.target):
+        elif is_file_target(link.target) and ctx.index.find_file(link.target, page.scope):
             continue
+        elif (
+            is_file_target(link.target)
+            and not resolution.hidden
+            and (hidden_files := ctx.index.hidden_files(link.target, page.scope))
+        ):
+            yield (
+                page.path,
+                finding_at(
+                    INVISIBLE_TARGET.code,
+                    link.span,
+                    f"{link.raw} names a file that is not visible from "
+                    f"{scope_label(page.scope)} ({', '.join(hidden_files)})",
+                    "global pages are read by everyone and must not depend on personal files",
+                ),
+            )
         elif resolution.hidden:
             yield (
                 page.path,
