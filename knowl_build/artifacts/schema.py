@@ -384,6 +384,8 @@ class SearchAnswer(TypedDict):
     lexical_only: bool
     hits: list[SearchHit]
     caveats: list[TriggeredCaveat]
+    # Without a hit: up to 3 index terms nearest each query term ("did you mean").
+    suggestions: NotRequired[dict[str, list[str]]]
 
 
 class Backlink(TypedDict):

@@ -88,13 +88,29 @@ def search(
     artifact: Path | None,
     as_json: bool,
 ) -> None:
-    """Search the built knowledge: plain terms, OR-ed, best first; caveats ride along.
+    """Search the built knowledge: words OR-ed, best first; caveats ride along.
+
+    Words and prefixes are OR-ed; every quoted phrase must appear, its words in this order in
+    one field; -WORD leaves out pages holding the word. A prefix needs 2 letters or digits and
+    stands for at most 64 terms (the most frequent in the pages you may see); terms are
+    stemmed, so revenue* also finds revenue and revenues. tag:, category:, status: and
+    usage-mode: in the query do what the options do. A query that begins with - follows --.
+    With no hit, the nearest terms of the pages you may see are suggested.
+
+    \b
+    Query syntax:
+      rev*                    prefix
+      "net of discounts"      phrase
+      revenue -draft          exclusion
+      churn tag:finance       filter (also category:, status:, usage-mode:)
 
     \b
     Examples:
       knowl search "monthly recurring revenue"
       knowl search churn --user alice --json
       knowl search revenue --usage-mode policy --tag finance --peer ../billing-kb
+      knowl search 'rev* "net of discounts" -draft'
+      knowl search -- '-draft revenue'
     """
     # Lazy: the reader loads with the command; rich only for text (start-up time).
     from knowl_build.app import reading

@@ -349,13 +349,13 @@ class Terms:
         key = bytes(_slice(self.data, at + _LENGTHS.size, keylen))
         return key, at + _LENGTHS.size + keylen + datalen
 
-    def terms_of(self, field: str) -> list[str]:
-        """Every term of `field`, in order (its keys are contiguous: found by a binary search
-        of the ordered index, then read one after another)."""
+    def terms_of(self, field: str, start: str = "") -> list[str]:
+        """Every term of `field` (beginning with `start`), in order (its keys are contiguous:
+        found by a binary search of the ordered index, then read one after another)."""
         number = self.fields.get(field)
         if number is None:
             return []
-        prefix = number.to_bytes(2, "big")
+        prefix = number.to_bytes(2, "big") + start.encode("utf-8")
         low, high = 0, self._positions
         while low < high:
             middle = (low + high) // 2
@@ -438,8 +438,8 @@ class Segment:
     def __contains__(self, term: tuple[str, str]) -> bool:
         return self.terms.get(*term) is not None
 
-    def terms_of(self, field: str) -> list[str]:
-        return self.terms.terms_of(field)
+    def terms_of(self, field: str, start: str = "") -> list[str]:
+        return self.terms.terms_of(field, start)
 
     def blocks(self, field: str, term: str) -> Iterator[tuple[tuple[int, ...], Any]]:
         """The term's postings, block by block: (document numbers, weights), in order."""

@@ -62,6 +62,8 @@ def search(answer: SearchAnswer) -> str:
         lines.append(f"- {_short(hit['page'], 60)}: {_short(hit['title'])} ({flags})")
     if answer["caveats"]:
         lines.append("Caveats to relay: " + _names(c["page"] for c in answer["caveats"]))
+    for term, near in answer.get("suggestions", {}).items():
+        lines.append(f"Did you mean ({_short(term)}): " + _names(near))
     return "\n".join(lines)
 
 

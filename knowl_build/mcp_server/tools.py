@@ -234,9 +234,11 @@ def read_tools(session: Session) -> list[Tool]:
         read(
             search_knowledge,
             "Search knowledge",
-            "Search the knowledge base: plain words, best pages first, with the caveats that "
-            "apply to them. Filters as `knowl search`: status (default active), category, "
-            "usage_mode, tags (any of them). Read the best hit with read_knowledge_page.",
+            'Search the knowledge base: words (OR-ed), `rev*` prefixes, `"quoted phrases"` '
+            "and `-word` exclusions, best pages first, with the caveats that apply to them; "
+            "with no hit, `suggestions` holds nearby words. Filters as `knowl search`: status "
+            "(default active), category, usage_mode, tags (any of them), also as `tag:finance` "
+            "in the query. Read the best hit with read_knowledge_page.",
             SearchAnswer,
             text.search,
         ),

@@ -295,6 +295,8 @@ def search_results(answer: SearchAnswer, out: Console) -> None:
     hits = answer["hits"]
     if not hits:
         out.print(_text(f"no hits for '{answer['query']}'", style="dim"))
+        for term, near in answer.get("suggestions", {}).items():
+            out.print(_text(f"did you mean ({term}): {', '.join(near)}", style="dim"))
     else:
         table = Table(box=None, pad_edge=False, show_edge=False)
         for column in ("#", "page"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from msgspec import to_builtins
 
@@ -21,6 +22,9 @@ from knowl_build.artifacts.schema import (
     TriggeredCaveat,
 )
 from knowl_build.reader.view import GLOBAL, ArtifactView, page_node, visible
+
+if TYPE_CHECKING:
+    from knowl_build.index.query import Query
 
 RRF_K = 60
 
@@ -216,9 +220,13 @@ def search(
     peers: Sequence[ArtifactView] = (),
 ) -> SearchAnswer:
     # Whoosh loads only when a query runs (start-up time of `knowl show`).
+    from knowl_build.index import query as syntax
     from knowl_build.index.fields import query_terms
 
     terms = query_terms(query)
+    parsed = syntax.parse(query)  # a UsageError says why a query cannot be searched
+    if parsed.filters or not parsed.plain:
+        return _syntax_search(view, query, parsed, user, filters, limit, peers)
     similarities = view.similarities(query) if terms else None
     if similarities is None:
         hits = rank(view, terms, user, filters, limit)
@@ -232,15 +240,7 @@ def search(
     if peers:
         lists = [hits] + [rank(peer, terms, user, filters, limit, peer=True) for peer in peers]
         hits = fuse(lists, limit)
-    local = [h for h in hits if h["repo"] == view.repo] if peers else hits
-    return {
-        "query": query,
-        "user": user,
-        "build": view.build,
-        "lexical_only": similarities is None,
-        "hits": hits,
-        "caveats": caveats(view, local, user),
-    }
+    return _answer(view, query, parsed, user, hits, similarities is None, bool(peers))
 
 
 def fuse(lists: Iterable[list[SearchHit]], limit: int) -> list[SearchHit]:
@@ -339,3 +339,134 @@ def stale(view: ArtifactView, user: str | None = None) -> StaleAnswer:
         )
     rows.sort(key=lambda r: (r["scope"], r["page"], r["path"]))
     return {"pages": rows}
+
+
+# --- the query syntax (index.query): prefixes, phrases, exclusions, filters, did you mean -----
+
+
+def _with_filters(filters: Filters, parsed: Query) -> Filters:
+    """The options' filters, with the query's in their place (`tag:` adds a tag)."""
+    found = {
+        "status": filters.status,
+        "category": filters.category,
+        "usage_mode": filters.usage_mode,
+    }
+    tags = list(filters.tags)
+    for name, value in parsed.filters:
+        if name == "tags":
+            tags.append(value)
+        else:
+            found[name] = value
+    return Filters(
+        str(found["status"]), found["category"], found["usage_mode"], tuple(dict.fromkeys(tags))
+    )
+
+
+def _syntax_arm(
+    view: ArtifactView, parsed: Query, scopes: frozenset[str]
+) -> tuple[_Arm, Callable[[str], bool]]:
+    """The lexical ranking of a query with syntax, and which other pages (the vectors') it
+    admits: none without a phrase of the query, none holding an excluded word."""
+    from knowl_build.index import query as syntax
+    from knowl_build.index.ranking import Scored
+
+    searcher = view.searcher
+    scored = Scored(searcher, syntax.scores(searcher, parsed, view.boosts, scopes))
+    excluded: set[int] = set()
+    for term in parsed.excluded:
+        excluded |= syntax.docs_with(searcher, term, scopes)
+
+    def admit(key: str) -> bool:
+        return not excluded or searcher.docnum(key) not in excluded
+
+    if not parsed.phrases:
+        arm = _Arm(lambda n: [(h.key, h.score) for h in scored.top(n)], scored.of, len(scored))
+        return arm, admit
+    # Positions are not indexed: the best candidates are checked against their stored text.
+    kept: dict[str, float] = {}
+    for hit in scored.top(syntax.PHRASE_DEPTH):
+        page = view.by_key.get(hit.key)
+        if page is None:
+            continue
+        record = view.record(page)
+        texts = [record.title, record.fields.summary, " ".join(record.fields.tags), record.body]
+        if all(syntax.has_phrase(texts, phrase) for phrase in parsed.phrases):
+            kept[hit.key] = hit.score
+    ranked = sorted(kept.items(), key=lambda ks: (-ks[1], ks[0]))
+    arm = _Arm(lambda n: ranked if n is None else ranked[:n], kept.get, len(ranked))
+    return arm, kept.__contains__
+
+
+def _syntax_search(
+    view: ArtifactView,
+    query: str,
+    parsed: Query,
+    user: str | None,
+    filters: Filters,
+    limit: int,
+    peers: Sequence[ArtifactView],
+) -> SearchAnswer:
+    """`search` for a query with syntax: as a plain one, its lexical ranking from
+    `index.query`, vector hits admitted by it."""
+    filters = _with_filters(filters, parsed)
+    if parsed.empty or limit <= 0:
+        return _answer(view, query, parsed, user, [], True, bool(peers))
+    scopes = scopes_of(user)
+    arm, admit = _syntax_arm(view, parsed, scopes)
+    similarities = view.similarities(parsed.text) if parsed.words else None
+    if similarities is None:
+        merged = _merge(view, arm, user, filters, limit)
+        hits = [_hit(view, page, score, user) for score, page in merged]
+    else:
+        depth = max(limit * 4, 20)
+        lexical = _merge(view, arm, user, filters, depth)
+        ordered = sorted(
+            ((k, s) for k, s in similarities.items() if s > 0 and _scope_of(view, k) in scopes),
+            key=lambda ks: (-ks[1], ks[0]),
+        )
+        admitted: dict[str, float] = {}
+        for key, score in ordered:
+            if admit(key):
+                admitted[key] = score
+                if len(admitted) >= depth * 4:
+                    break
+        vector = _merge(view, _vectors(admitted), user, filters, depth)
+        hits = fuse_arms(view, lexical, vector, user, limit)
+    if peers:
+        lists = [hits]
+        for peer in peers:
+            peer_arm, _admit = _syntax_arm(peer, parsed, scopes_of(user, True))
+            merged = _merge(peer, peer_arm, user, filters, limit, peer=True)
+            lists.append([_hit(peer, page, score, None) for score, page in merged])
+        hits = fuse(lists, limit)
+    return _answer(view, query, parsed, user, hits, similarities is None, bool(peers))
+
+
+def _answer(
+    view: ArtifactView,
+    query: str,
+    parsed: Query,
+    user: str | None,
+    hits: list[SearchHit],
+    lexical_only: bool,
+    peers: bool,
+) -> SearchAnswer:
+    """The answer; without a hit, the index's terms nearest the query's ("did you mean"),
+    from the pages the caller may see."""
+    local = [h for h in hits if h["repo"] == view.repo] if peers else hits
+    answer: SearchAnswer = {
+        "query": query,
+        "user": user,
+        "build": view.build,
+        "lexical_only": lexical_only,
+        "hits": hits,
+        "caveats": caveats(view, local, user),
+    }
+    asked = [*parsed.scored, *parsed.prefixes]
+    if not hits and asked:
+        from knowl_build.index import query as syntax
+
+        near = syntax.suggestions(view.searcher, asked, scopes_of(user))
+        if near:
+            answer["suggestions"] = near
+    return answer

@@ -1,0 +1,168 @@
+"""The query syntax of `knowl search` (index.query): prefixes, phrases, exclusions, filters,
+"did you mean", and hostile queries, on a real git repository, through the CLI and the API."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from knowl_build.artifacts.schema import SearchAnswer
+from knowl_build.config import Config
+from knowl_build.errors import UsageError
+from knowl_build.index.query import MAX_EXPANSIONS, expand, parse
+from knowl_build.pipeline.publish import build
+from knowl_build.reader import Reader
+from tests.helpers import Project, invoke
+
+CORPUS: dict[str, str | bytes] = {
+    "knowl.toml": "[rules]\nKB202 = 'off'\n",
+    "knowledge/global/revenue.md": (
+        "---\ntitle: Revenue\nsummary: Revenue is net of discounts\ntags: [finance]\n---\n"
+        "Revenue is reported net of discounts and before refunds.\n"
+    ),
+    "knowledge/global/reviews.md": (
+        "---\ntitle: Reviews\nsummary: How code reviews work\n---\nEvery change gets a review.\n"
+    ),
+    "knowledge/global/discounts.md": (
+        "---\ntitle: Discounts\nsummary: Discounts of net prices\ntags: [pricing]\n---\n"
+        "Discounts are taken off net prices; of discounts net effect unknown.\n"
+    ),
+    "knowledge/global/margin.md": (
+        "---\ntitle: Margin\nsummary: Gross margin\ntags: [finance]\n---\n"
+        "Margin is revenue minus cost, draft numbers.\n"
+    ),
+    "knowledge/global/codes.md": "---\nsummary: Codes\n---\n"
+    + " ".join(f"qx{i:03}" for i in range(100))
+    + "\n",
+    "knowledge/user/bob/plan.md": (
+        "---\nsummary: Bob private plan\n---\nThe zanzibarian quokkafication schedule.\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KNOWL_EMBEDDINGS", "off")
+        proj = Project(tmp_path_factory.mktemp("syntax") / "kb").write(CORPUS)
+        proj.commit("corpus")
+        result = build(proj.root, Config(rules={"KB202": "off"}))
+    assert result.status == "published"
+    return proj.root
+
+
+def pages(answer: SearchAnswer) -> list[str]:
+    return [h["page"] for h in answer["hits"]]
+
+
+def cli_pages(root: Path, query: str, *extra: str) -> list[str]:
+    result = invoke(["search", query, "--repo", str(root), "--json", "--limit", "20", *extra])
+    return [h["page"] for h in json.loads(result.stdout)["hits"]]
+
+
+def test_prefix_matches_raw_and_stemmed_terms(built: Path) -> None:
+    with Reader.open(built) as reader:
+        found = set(pages(reader.search("rev*", limit=20)))
+        assert {"revenue", "reviews", "margin"} <= found
+        assert "discounts" not in found
+        # `revenue` is indexed as its stem `revenu`: the prefix as typed still finds it.
+        assert set(pages(reader.search("revenue*", limit=20))) == {"revenue", "margin"}
+        assert set(pages(reader.search("revenu*", limit=20))) == {"revenue", "margin"}
+        assert pages(reader.search("review*", limit=20)) == ["reviews"]
+    assert set(cli_pages(built, "rev*")) == {"revenue", "reviews", "margin"}
+
+
+def test_prefix_expansions_are_bounded(built: Path) -> None:
+    with Reader.open(built) as reader:
+        terms = expand(reader.view.searcher, "qx", None)
+        # 100 terms begin with `qx`, each in one page: the first 64 by term.
+        assert terms == sorted(f"qx{i:03}" for i in range(100))[:MAX_EXPANSIONS]
+        assert pages(reader.search("qx*")) == ["codes"]
+
+
+def test_phrase_exact_and_word_order_near_miss(built: Path) -> None:
+    with Reader.open(built) as reader:
+        # discounts.md holds every word, but never "net of discounts" in this order.
+        assert pages(reader.search('"net of discounts"', limit=20)) == ["revenue"]
+        assert pages(reader.search('"discounts of net"', limit=20)) == ["discounts"]
+        assert pages(reader.search('"of net discounts"', limit=20)) == []
+    assert cli_pages(built, '"net of discounts"') == ["revenue"]
+
+
+def test_exclusion(built: Path) -> None:
+    with Reader.open(built) as reader:
+        assert "margin" not in pages(reader.search("revenue -draft", limit=20))
+        assert "revenue" in pages(reader.search("revenue -draft", limit=20))
+        assert pages(reader.search("rev* -review -draft", limit=20)) == ["revenue"]
+    assert cli_pages(built, "revenue -draft") == ["revenue"]
+    # A query that begins with `-` follows `--`, as any argument of a command line.
+    result = invoke(["search", "--repo", str(built), "--", "-draft"], code=2)
+    assert "only excludes" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_combined_and_filters(built: Path) -> None:
+    with Reader.open(built) as reader:
+        assert pages(reader.search('"net of discounts" rev* -refunds', limit=20)) == []
+        assert pages(reader.search('"net prices" tag:pricing', limit=20)) == ["discounts"]
+        assert set(pages(reader.search("net tag:finance", limit=20))) == {"revenue"}
+        assert pages(reader.search("margin category:fact", limit=20)) == []  # no category
+    assert cli_pages(built, "net", "--tag", "pricing") == cli_pages(built, "net tag:pricing")
+    result = invoke(["search", "net status:bogus", "--repo", str(built)], code=2)
+    assert "not one of" in result.stderr
+
+
+def test_did_you_mean_is_scoped(built: Path) -> None:
+    with Reader.open(built) as reader:
+        answer = reader.search("revenoo")
+        assert answer["hits"] == []
+        assert "revenu" in answer["suggestions"]["revenoo"]
+        # bob's private words are suggested to bob, never to anyone else.
+        assert "suggestions" not in reader.search("zanzibarion")
+        assert "suggestions" not in reader.search("zanzibarion", user="alice")
+        mine = reader.search("zanzibarion", user="bob")
+        assert mine["hits"] == [] and mine["suggestions"]["zanzibarion"] == ["zanzibarian"]
+        assert "suggestions" not in reader.search("revenue")  # hits: no suggestions
+    text = invoke(["search", "revenoo", "--repo", str(built)]).stdout
+    assert "did you mean" in text and "revenu" in text
+    leaked = invoke(["search", "zanzibarion", "--repo", str(built), "--user", "alice"]).stdout
+    assert "zanzibar" not in leaked.replace("zanzibarion", "")
+
+
+def test_same_query_same_order(built: Path) -> None:
+    first = invoke(["search", "rev* -draft", "--repo", str(built), "--json"]).stdout
+    assert invoke(["search", "rev* -draft", "--repo", str(built), "--json"]).stdout == first
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("x" * 10_000, "at most 1,000"),
+        ('"' * 1_000, None),
+        ("****", None),
+        ('"net of discounts', None),
+        ("-", None),
+        ("a*", "at least 2"),
+        ("-revenue -margin", "only excludes"),
+        ("tag:finance", "only filters"),
+        ('-"net of"', "cannot be excluded"),
+        (" ".join(f"w{i}" for i in range(200)), "more than 64 parts"),
+    ],
+)
+def test_hostile_queries(built: Path, query: str, message: str | None) -> None:
+    started = time.monotonic()
+    result = invoke(["search", "--repo", str(built), "--", query], code=2 if message else 0)
+    assert time.monotonic() - started < 5
+    assert "Traceback" not in result.stdout + result.stderr
+    if message:
+        assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        with pytest.raises(UsageError):
+            parse(query)
+
+
+def test_plain_query_unchanged(built: Path) -> None:
+    parsed = parse("Revenue net-of discounts")
+    assert parsed.plain and parsed.terms == ("revenu", "net", "of", "discount")
