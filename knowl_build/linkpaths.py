@@ -163,6 +163,7 @@ def github_slugs(headings: Iterable[str]) -> frozenset[str]:
 PAGE = "page"
 FILE = "file"  # a file or folder that is no page, inside the project
 OUTSIDE = "outside"  # a path that leaves the project (KB008)
+INTERNAL = "internal"  # a path into `.git/` or `.knowl/`: no file of the project (KB008)
 MISSING = "missing"
 UNCHECKED = "unchecked"  # site-absolute without `[links] site_root`
 

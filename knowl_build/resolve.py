@@ -22,7 +22,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from knowl_build.config import DENDRON, EXACT, OBSIDIAN
-from knowl_build.linkpaths import FILE, OUTSIDE, PAGE, UNCHECKED, LinkSettings, excluded, locate
+from knowl_build.linkpaths import (
+    FILE,
+    INTERNAL,
+    OUTSIDE,
+    PAGE,
+    UNCHECKED,
+    LinkSettings,
+    excluded,
+    locate,
+)
 from knowl_build.model import MARKDOWN, Link, Page
 from knowl_build.names import holds_secret, owner_problem
 from knowl_build.pageref import bundle_folder
@@ -140,6 +149,9 @@ class Resolution:
     file: bool = False
     outside: bool = False
     unchecked: bool = False
+    # With `outside`: the path goes into `.git/` or `.knowl/` (project-relative), which are
+    # no files of the project.
+    internal: str = ""
     # Files it names (project-relative) that are another scope's: a file under
     # `user/<owner>/` is that user's, not visible from a global page or another user's (KB104).
     hidden_files: list[str] = field(default_factory=list)
@@ -409,6 +421,8 @@ class PageIndex:
             if self._file_visible(hit.path, page.scope):
                 return Resolution([], [], file=True)
             return Resolution([], [], hidden_files=[hit.path])
+        if hit.kind == INTERNAL:
+            return Resolution([], [], outside=True, internal=hit.path)
         if hit.kind in (OUTSIDE, UNCHECKED):
             return Resolution([], [], outside=hit.kind == OUTSIDE, unchecked=hit.kind == UNCHECKED)
         if self.mode == OBSIDIAN and not target.startswith(("/", "../")):

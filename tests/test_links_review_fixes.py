@@ -119,3 +119,61 @@ def test_a_users_file_by_its_name_in_obsidian_mode_is_kb104_from_a_global_page(
         (P, "KB104", 4, 1),
         ("knowledge/user/bob/b.md", "KB104", 4, 1),
     ]
+
+
+# --- 5. a link through a symlink out of the project, a link into .git ------------------------
+
+
+def test_a_link_through_a_symlink_out_of_the_project_is_kb008(tmp_path: Path) -> None:
+    project = Project(tmp_path / "p").write({P: FM + "[sym](etclink/passwd) [r](../../up/x)\n"})
+    (project.root / G / "etclink").symlink_to("/etc")
+    (project.root / "up").symlink_to("/etc")
+    cfg = config_from_mapping({"rules": {"KB202": "off"}}, "test")
+    analysis = analyse(project.root, cfg, use_cache=False, today=dt.date(2026, 5, 28))
+    found = [(d.path, d.code, d.line, d.column, d.message) for d in analysis.diagnostics]
+    assert found == [
+        (
+            f"{G}/etclink",
+            "KB008",
+            1,
+            1,
+            f"symlink '{G}/etclink' points outside the project and is skipped",
+        ),
+        (P, "KB008", 4, 1, "[sym](etclink/passwd) points outside the project"),
+        (P, "KB008", 4, 23, "[r](../../up/x) points outside the project"),
+    ]
+
+
+def test_a_link_into_git_or_knowls_folder_is_kb008_saying_so(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {
+        P: FM + "[git](../../.git/config) [k](../../.knowl/cache/x) [m](../../.git/nothing)\n"
+    }
+    project = Project(tmp_path / "p").write(files)
+    project.commit()
+    cfg = config_from_mapping({"rules": {"KB202": "off"}}, "test")
+    analysis = analyse(project.root, cfg, use_cache=False, today=dt.date(2026, 5, 28))
+    found = [(d.path, d.code, d.line, d.column, d.message) for d in analysis.diagnostics]
+    assert found == [
+        (
+            P,
+            "KB008",
+            4,
+            1,
+            "[git](../../.git/config) points into .git/, which is no part of the project's files",
+        ),
+        (
+            P,
+            "KB008",
+            4,
+            26,
+            "[k](../../.knowl/cache/x) points into .knowl/, which is no part of the project's "
+            "files",
+        ),
+        (
+            P,
+            "KB008",
+            4,
+            52,
+            "[m](../../.git/nothing) points into .git/, which is no part of the project's files",
+        ),
+    ]

@@ -3,8 +3,10 @@ folder, and, elsewhere in the project, what is there (`[logo](../../assets/logo.
 `[readme](../../README.md)`).
 
 A path outside the knowledge folder is looked up on disk once per run, never read: it must
-exist, and resolve inside the project (a symlink that leads out of it is OUTSIDE, KB008), and
-it is never inside `.git/` or `.knowl/`. What each lookup answered is kept (`asked`), so the
+exist, and resolve inside the project (a symlink that leads out of it is OUTSIDE, KB008); a
+path into `.git/` or `.knowl/` is INTERNAL (KB008: no part of the project's files, never
+looked at). A path under the knowledge folder that discovery did not find is MISSING, unless
+a symlink on its way leads out of the project (OUTSIDE). What each lookup answered is kept (`asked`), so the
 check memo can tell when the answer changed while no input did.
 """
 
@@ -15,7 +17,7 @@ import posixpath
 from pathlib import Path
 
 from knowl_build.config import Config
-from knowl_build.linkpaths import FILE, MISSING, OUTSIDE, LinkSettings
+from knowl_build.linkpaths import FILE, INTERNAL, MISSING, OUTSIDE, LinkSettings
 from knowl_build.pipeline.discover import Discovery
 from knowl_build.resolve import nfc
 
@@ -38,9 +40,16 @@ class ProjectFiles:
         self.asked: dict[str, str] = {}  # outside the knowledge folder: path -> answer
 
     def exists(self, path: str) -> str:
-        if path == self.knowledge or path.startswith(self.knowledge + "/"):
-            return FILE if path in self.known else MISSING
+        inside = path == self.knowledge or path.startswith(self.knowledge + "/")
+        if inside and path in self.known:
+            return FILE
         found = self.asked.get(path)
+        if inside and found is None:
+            # Not discovered: missing, unless a symlink on its way leaves the project
+            # (`etclink -> /etc`), which the message must say.
+            if self.look(path) != OUTSIDE:
+                return MISSING
+            found = self.asked[path] = OUTSIDE
         if found is None:
             found = self.asked[path] = self.look(path)
         return found
@@ -49,7 +58,9 @@ class ProjectFiles:
         """What is at `path` on disk (project-relative, normalised, inside the project)."""
         if not path:
             return FILE  # the project's own folder
-        if "\0" in path or any(part in _NEVER for part in path.split("/")):
+        if any(part in _NEVER for part in path.split("/")):
+            return INTERNAL
+        if "\0" in path:
             return MISSING  # no file has a NUL in its name (`%00`), and os refuses to look
         full = os.path.join(self.root, path)
         real = os.path.realpath(full)

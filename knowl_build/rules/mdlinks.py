@@ -65,7 +65,21 @@ class _Checker:
         resolution = ctx.index.resolve_link(page, link)
         if resolution.unchecked or resolution.file:
             return
-        if resolution.outside:
+        if resolution.internal:
+            folder = next(
+                part for part in resolution.internal.split("/") if part in (".git", ".knowl")
+            )
+            yield (
+                page.path,
+                finding_at(
+                    SYMLINK_ESCAPE.code,
+                    link.span,
+                    f"{link.raw} points into {folder}/, which is no part of the project's files",
+                    f"knowl never reads or links {folder}/: link to a copy of the file in the "
+                    "project, or drop the link",
+                ),
+            )
+        elif resolution.outside:
             yield (
                 page.path,
                 finding_at(

@@ -72,8 +72,10 @@ SYMLINK_ESCAPE = Rule(
       targets; if it cannot answer, every link is refused). (A configured
       `knowledge_dir`, `semantics_dir` or dbt `project_dir` that leads outside the
       project is a configuration error, exit 2.) A Markdown link or image whose path leads
-      outside the project (`[x](../../../etc/passwd)`) is KB008 at the link: nothing outside
-      the project is looked at.""",
+      outside the project (`[x](../../../etc/passwd)`, or through a symlink that does:
+      `[x](etclink/passwd)`) is KB008 at the link: nothing outside the project is looked at.
+      So is one into git's or knowl's own folder (`[x](../../.git/config)`, `.knowl/`): they
+      are no part of the project's files, whether or not the file is there.""",
 )
 
 SEMANTIC_LAYER = Rule(
