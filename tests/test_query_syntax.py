@@ -6,15 +6,18 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from knowl_build.artifacts.schema import SearchAnswer
 from knowl_build.config import Config
 from knowl_build.errors import UsageError
+from knowl_build.index import query
 from knowl_build.index.query import MAX_EXPANSIONS, expand, parse
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
+from knowl_build.reader.queries import scopes_of
 from tests.helpers import Project, invoke
 
 CORPUS: dict[str, str | bytes] = {
@@ -38,7 +41,7 @@ CORPUS: dict[str, str | bytes] = {
     + " ".join(f"qx{i:03}" for i in range(100))
     + "\n",
     "knowledge/user/bob/plan.md": (
-        "---\nsummary: Bob private plan\n---\nThe zanzibarian quokkafication schedule.\n"
+        "---\nsummary: Bob private plan\n---\nThe zanzibarian quokkafication schedule, revzz.\n"
     ),
 }
 
@@ -81,6 +84,18 @@ def test_prefix_expansions_are_bounded(built: Path) -> None:
         # 100 terms begin with `qx`, each in one page: the first 64 by term.
         assert terms == sorted(f"qx{i:03}" for i in range(100))[:MAX_EXPANSIONS]
         assert pages(reader.search("qx*")) == ["codes"]
+        # In most of the caller's pages first; bob's words stand in bob's prefixes only.
+        assert expand(reader.view.searcher, "rev", scopes_of(None)) == ["revenu", "review"]
+        bob = expand(reader.view.searcher, "rev", scopes_of("bob"))
+        assert bob == ["revenu", "review", "revzz"]
+
+
+def test_a_prefix_of_too_many_terms_is_refused(
+    built: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(query, "MAX_CANDIDATES", 50)
+    with Reader.open(built) as reader, pytest.raises(UsageError, match="too many words"):
+        reader.search("qx*")
 
 
 def test_phrase_exact_and_word_order_near_miss(built: Path) -> None:
@@ -166,3 +181,34 @@ def test_hostile_queries(built: Path, query: str, message: str | None) -> None:
 def test_plain_query_unchanged(built: Path) -> None:
     parsed = parse("Revenue net-of discounts")
     assert parsed.plain and parsed.terms == ("revenu", "net", "of", "discount")
+
+
+def test_context_takes_the_same_syntax(built: Path) -> None:
+    with Reader.open(built) as reader:
+        answer = reader.context('"net of discounts"')
+        assert [p["page"] for p in answer["pages"]] == ["revenue"]
+        with pytest.raises(UsageError, match="only excludes"):
+            reader.context("-draft")
+
+
+def test_mcp_tools_take_the_same_syntax(built: Path) -> None:
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from tests.test_mcp import payload, run
+
+    async def body(session: Any) -> dict[str, Any]:
+        return {
+            "phrase": await session.call_tool("search_knowledge", {"query": '"net of discounts"'}),
+            "prefix": await session.call_tool("search_knowledge", {"query": "review*"}),
+            "near": await session.call_tool("search_knowledge", {"query": "revenoo"}),
+            "private": await session.call_tool("search_knowledge", {"query": "zanzibarion"}),
+            "refused": await session.call_tool("search_knowledge", {"query": "-draft"}),
+            "context": await session.call_tool("get_context", {"question": "rev* -draft"}),
+        }
+
+    out = run(["--repo", str(built)], body)
+    assert pages(payload(out["phrase"])) == ["revenue"]
+    assert pages(payload(out["prefix"])) == ["reviews"]
+    assert "revenu" in payload(out["near"])["suggestions"]["revenoo"]
+    assert "suggestions" not in payload(out["private"])
+    assert out["refused"].is_error and "only excludes" in out["refused"].content[0].text
+    assert "margin" not in [p["page"] for p in payload(out["context"])["pages"]]

@@ -26,6 +26,7 @@ checks; a query beyond a bound is a one-line UsageError, never a traceback.
 from __future__ import annotations
 
 import re
+from bisect import insort
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -235,9 +236,27 @@ def expand(searcher: Searcher, prefix: str, scopes: Iterable[str] | None) -> lis
             candidates.update(found)
             if (name, own) in segment:
                 candidates.add(own)
-    frequency = {term: len(docs_with(searcher, term, scopes)) for term in sorted(candidates)}
-    ranked = sorted((t for t, n in frequency.items() if n), key=lambda t: (-frequency[t], t))
-    return ranked[:MAX_EXPANSIONS]
+    # Each candidate's count in the term infos (every scope, deleted documents too) bounds
+    # what the caller sees of it: candidates are counted in that order until none left can
+    # reach the chosen ones, so a broad prefix reads few postings, and the answer is the
+    # same as if every candidate were counted.
+    bound = {
+        term: sum(
+            segment.doc_frequency(name, term)
+            for segment in searcher.segments
+            for name in TEXT_FIELDS
+        )
+        for term in candidates
+    }
+    chosen: list[tuple[int, str]] = []  # (-visible documents, term), best first
+    for term in sorted(candidates, key=lambda t: (-bound[t], t)):
+        if len(chosen) == MAX_EXPANSIONS and bound[term] < -chosen[-1][0]:
+            break
+        count = len(docs_with(searcher, term, scopes))
+        if count:
+            insort(chosen, (-count, term))
+            del chosen[MAX_EXPANSIONS:]
+    return [term for _count, term in chosen]
 
 
 def scores(

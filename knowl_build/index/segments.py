@@ -441,6 +441,12 @@ class Segment:
     def terms_of(self, field: str, start: str = "") -> list[str]:
         return self.terms.terms_of(field, start)
 
+    def doc_frequency(self, field: str, term: str) -> int:
+        """The term's number of documents as its term info records it: deleted ones and every
+        scope's counted, so at least as many as any caller sees of it."""
+        info = self.terms.get(field, term)
+        return 0 if info is None else int(_TERM_INFO.unpack_from(info, 0)[2])
+
     def blocks(self, field: str, term: str) -> Iterator[tuple[tuple[int, ...], Any]]:
         """The term's postings, block by block: (document numbers, weights), in order."""
         info = self.terms.get(field, term)
