@@ -212,3 +212,32 @@ def test_mcp_tools_take_the_same_syntax(built: Path) -> None:
     assert "suggestions" not in payload(out["private"])
     assert out["refused"].is_error and "only excludes" in out["refused"].content[0].text
     assert "margin" not in [p["page"] for p in payload(out["context"])["pages"]]
+
+
+def test_peers_take_the_same_syntax(built: Path, tmp_path: Path) -> None:
+    peer = Project(tmp_path / "billing").write(
+        {
+            "knowl.toml": "repo_name = 'billing-kb'\n[rules]\nKB202 = 'off'\n",
+            "knowledge/global/invoices.md": (
+                "---\nsummary: Invoice revenue\nvisibility: workspace\n---\n"
+                "Revenue net of discounts, invoiced.\n"
+            ),
+            "knowledge/global/drafts.md": (
+                "---\nsummary: Draft revenue\nvisibility: workspace\n---\nRevenue, a draft.\n"
+            ),
+            "knowledge/global/internal.md": (
+                "---\nsummary: Internal revenue\n---\nRevenue net of discounts, internal.\n"
+            ),
+        }
+    )
+    peer.commit()
+    invoke(["build", "--repo", str(peer.root)])
+    with Reader.open(built, peers=[peer.root]) as reader:
+        found = {(h["repo"], h["page"]) for h in reader.search("revenu* -draft", limit=20)["hits"]}
+        phrase = reader.search('"net of discounts"', limit=20)["hits"]
+    assert ("billing-kb", "invoices") in found and ("billing-kb", "drafts") not in found
+    assert ("billing-kb", "internal") not in found  # not shared with the workspace
+    assert {(h["repo"], h["page"]) for h in phrase} == {
+        ("kb", "revenue"),
+        ("billing-kb", "invoices"),
+    }
