@@ -139,10 +139,20 @@ def github_slugs(headings: Iterable[str]) -> frozenset[str]:
     """Every fragment that names one of `headings` (their texts, markup removed, in page
     order): GitHub's slugs, a repeated one numbered as GitHub numbers it (`x`, `x-1`, ...),
     and MkDocs' (`toc`) slugs, numbered `x_1` as it does."""
+    return heading_slugs((text, None) for text in headings)
+
+
+def heading_slugs(headings: Iterable[tuple[str, str | None]]) -> frozenset[str]:
+    """`github_slugs` of headings given as (text, explicit id): a heading with an explicit id
+    (`## Links { #custom-links }`) is named by that id instead of a slug, as MkDocs and Hugo
+    name it, and takes no slug's number."""
     found: set[str] = set()
     seen: dict[str, int] = {}
     toc_seen: dict[str, int] = {}
-    for text in headings:
+    for text, anchor in headings:
+        if anchor is not None:
+            found.add(anchor)
+            continue
         base = _github_slug(text)
         slug = base
         while slug in seen:

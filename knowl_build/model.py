@@ -169,8 +169,11 @@ class Suppression(NamedTuple):
 
 class Heading(NamedTuple):
     level: int
-    text: str  # inline markup removed
+    text: str  # inline markup and a trailing attribute list `{ #id }` removed
     line: int
+    # An explicit id (`## Links { #custom-links }`, MkDocs' attr_list and Hugo's heading
+    # attributes): the heading's anchor instead of its slug.
+    anchor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,12 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from knowl_build.config import SecurityConfig
 from knowl_build.config_loader import config_from_mapping
 from knowl_build.pipeline.analysis import analyse
-from tests.helpers import Project
+from knowl_build.pipeline.pages import parse_page
+from knowl_build.secrets.scanner import SecretScanner
+from tests.helpers import Project, invoke
 
 G = "knowledge/global"
 P = f"{G}/page.md"
@@ -177,3 +180,52 @@ def test_a_link_into_git_or_knowls_folder_is_kb008_saying_so(tmp_path: Path) -> 
             "[m](../../.git/nothing) points into .git/, which is no part of the project's files",
         ),
     ]
+
+
+# --- 1. explicit heading ids -------------------------------------------------------------
+
+
+def _site(tmp_path: Path, files: dict[str, str | bytes]) -> Path:
+    """`knowl build` then `knowl site` on a committed project; the site's folder."""
+    project = Project(tmp_path / "p").write(files)
+    project.commit()
+    invoke(["build", "--repo", str(project.root), "-q", "--allow-errors"])
+    out = tmp_path / "site"
+    invoke(["site", "--repo", str(project.root), "--out", str(out), "-q"])
+    return out
+
+
+IDS: dict[str, str | bytes] = {
+    f"{G}/t.md": FM + "# T\n\n## Links { #custom-links }\n\n## Other {: #o .wide }\n\n"
+    "## Set {a, b}\n",
+    P: FM + "[a](t.md#custom-links) [k](t.md#links) [[t#Links]] [o](t.md#o) [[t#Other]]\n"
+    "[s](t.md#set-a-b)\n",
+}
+
+
+def test_an_explicit_heading_id_replaces_its_slug(tmp_path: Path) -> None:
+    found = _findings(tmp_path, IDS)
+    assert _codes(found) == [(P, "KB105", 4, 24)]
+    assert found[0][4] == "[k](t.md#links): page 't.md' has no heading '#links'"
+
+
+def test_an_explicit_heading_id_is_no_part_of_its_text(tmp_path: Path) -> None:
+    text = IDS[f"{G}/t.md"]
+    assert isinstance(text, str)
+    parsed = parse_page(text.encode(), SecurityConfig(), SecretScanner())
+    assert [(h.text, h.anchor) for h in parsed.headings] == [
+        ("T", None),
+        ("Links", "custom-links"),
+        ("Other", "o"),
+        ("Set {a, b}", None),
+    ]
+
+
+def test_the_site_anchors_a_heading_by_its_explicit_id_and_shows_its_text(tmp_path: Path) -> None:
+    out = _site(tmp_path, IDS)
+    html = (out / "pages" / "t.html").read_text()
+    assert '<h3 id="custom-links">Links</h3>' in html
+    assert '<h3 id="o">Other</h3>' in html
+    assert "#custom-links }" not in html and "{: #o" not in html
+    page_html = (out / "pages" / "page.html").read_text()
+    assert 'href="../pages/t.html#custom-links"' in page_html

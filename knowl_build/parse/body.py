@@ -352,6 +352,28 @@ def strip_inline(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
+# A heading's trailing attribute list (MkDocs' attr_list, Hugo's heading attributes):
+# `{ #id .class key=value }` or `{: #id }`, after a space, at the end of the heading.
+_ATTRIBUTE = r"""(?:[#.][^\s{}#.="']+|[\w-]+=(?:"[^"\n]*"|'[^'\n]*'|[^\s{}"']+))"""
+_ATTRIBUTES = re.compile(rf"\{{:?[ \t]*{_ATTRIBUTE}(?:[ \t]+{_ATTRIBUTE})*[ \t]*\}}[ \t]*")
+_ID = re.compile(r"(?:^|[ \t:{])#([^\s{}#.=\"']+)")
+
+
+def heading_attributes(content: str) -> tuple[str, str | None]:
+    """A heading's source text without its trailing attribute list, and the list's id:
+    `Links { #custom-links }` is `("Links", "custom-links")`. Text without such a list (one
+    not after a space, or holding anything but `#id`, `.class` and `key=value`) is itself,
+    with no id. Linear time: only the text after the last `{` is matched."""
+    brace = content.rfind("{")
+    if brace == -1 or (brace > 0 and content[brace - 1] not in " \t"):
+        return content, None
+    tail = content[brace:]
+    if _ATTRIBUTES.fullmatch(tail) is None:
+        return content, None
+    found = _ID.search(tail[1:])
+    return content[:brace].rstrip(), found.group(1) if found else None
+
+
 def heading_key(text: str) -> str:
     """How headings are compared: markup removed, whitespace collapsed, case folded."""
     return strip_inline(text).casefold()
@@ -406,8 +428,9 @@ def scan_body(
                         continue  # a `# comment` of the TOML in a code shortcode
                     inline = tokens[pos + 1]
                     level = int(token.tag[1])
-                    title = strip_inline(inline.content)
-                    headings.append(Heading(level, title, first_line + token.map[0]))
+                    content, anchor = heading_attributes(inline.content)
+                    title = strip_inline(content)
+                    headings.append(Heading(level, title, first_line + token.map[0], anchor))
                     if h1 is None and level == 1 and token.markup == "#":
                         h1 = title or None
             if "knowl:" in body:

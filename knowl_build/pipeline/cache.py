@@ -39,8 +39,9 @@ from knowl_build.trust import NO_KEY, MachineKey, Sealer, machine_key, read_cach
 # links and images are links, and their http(s) targets URLs; 14: public values (SRI hashes,
 # SVG path data, ids of public-id keys) are no KB401; 16: a number, date or boolean in a text
 # field is its text as written (`title: 0.840`); 17: a bound value that is no hash is kept
-# (not valid) beside its KB002, as drift
-CACHE_FORMAT = 17
+# (not valid) beside its KB002, as drift; 18: a heading's trailing attribute list
+# (`{ #id }`) is no part of its text, and its id is the heading's anchor
+CACHE_FORMAT = 18
 
 
 def ensure_knowl_dir(root: Path) -> Path:

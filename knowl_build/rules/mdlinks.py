@@ -23,7 +23,7 @@ from collections import defaultdict
 
 from knowl_build.config import OBSIDIAN
 from knowl_build.hints import SKIPPED, NearNames, suggestion
-from knowl_build.linkpaths import github_slugs, leaves, relative_path
+from knowl_build.linkpaths import heading_slugs, leaves, relative_path
 from knowl_build.model import MARKDOWN, Link, Page
 from knowl_build.resolve import Resolution, fold, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
@@ -170,7 +170,9 @@ class _Checker:
     def slugs(self, target: Page) -> frozenset[str]:
         found = self._slugs.get(target.path)
         if found is None:
-            found = self._slugs[target.path] = github_slugs(h.text for h in target.parsed.headings)
+            found = self._slugs[target.path] = heading_slugs(
+                (h.text, h.anchor) for h in target.parsed.headings
+            )
         return found
 
     def _fragment(self, page: Page, link: Link, targets: list[Page]) -> Emitted:

@@ -33,7 +33,7 @@ from markdown_it.utils import EnvType, OptionsDict
 from knowl_build.artifacts.schema import LinkRecord, PageRecord
 from knowl_build.linkpaths import split_path
 from knowl_build.model import MARKDOWN
-from knowl_build.parse.body import heading_key
+from knowl_build.parse.body import heading_attributes, heading_key
 
 WIKI = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
@@ -234,8 +234,10 @@ class Headings:
         self.seen: dict[str, int] = dict.fromkeys(RESERVED, 1)
         self.title = self.anchor(title)
 
-    def anchor(self, text: str) -> str:
-        base = slug(text)
+    def anchor(self, text: str, explicit: str | None = None) -> str:
+        """The next heading's anchor: its explicit id (`{ #id }`) if it has one, else the
+        slug of its text; numbered when taken."""
+        base = explicit or slug(text)
         count = self.seen.get(base, 0)
         self.seen[base] = count + 1
         return base if count == 0 else f"{base}-{count}"
@@ -246,8 +248,22 @@ def _first_heading_is_title(tokens: list[Token], title: str) -> bool:
         len(tokens) >= 3
         and tokens[0].type == "heading_open"
         and tokens[0].tag == "h1"
-        and heading_key(tokens[1].content) == heading_key(title)
+        and heading_key(heading_attributes(tokens[1].content)[0]) == heading_key(title)
     )
+
+
+def _drop_attributes(inline: Token) -> tuple[str, str | None]:
+    """A heading's text without its trailing attribute list (`## Links { #custom-links }`
+    shows "Links"), taken off the inline token, and the list's id, as the body scan reads
+    them (`parse.body.heading_attributes`)."""
+    content, explicit = heading_attributes(inline.content)
+    removed = inline.content[len(content) :].strip()
+    if removed:
+        inline.content = content
+        last = inline.children[-1] if inline.children else None
+        if last is not None and last.type == "text" and last.content.endswith(removed):
+            last.content = last.content[: -len(removed)].rstrip()
+    return content, explicit
 
 
 def _links(
@@ -341,7 +357,7 @@ def render_body(
             level = min(int(token.tag[1]) + 1, 6)
             token.tag = f"h{level}"
             if token.type == "heading_open":
-                token.attrSet("id", anchors.anchor(tokens[i + 1].content))
+                token.attrSet("id", anchors.anchor(*_drop_attributes(tokens[i + 1])))
     body_links = [link for link in record.links if link.kind in ("link", "embed")]
     _links(tokens, body_links, resolve)
     env: dict[str, Any] = {}
