@@ -440,7 +440,7 @@ def test_fix_rewrites_links_to_moved_pages_in_their_form(tmp_path: Path) -> None
         "[again](<../guide/getting started.md>), [ref][s], [[getting started#Install|wiki]] "
         "and ![pic](../a%20b.png).\n"
     ) in out
-    assert "+[s]: ../guide/getting%20started.md\n" in out
+    assert "+[s]: ./../guide/getting%20started.md\n" in out
     assert "+Back [home](../archive/home.md).\n" in out
     invoke(["fix", "--repo", str(project.root), "--apply"])
     check = json.loads(invoke(["check", "--repo", str(project.root), "--format", "json"]).stdout)

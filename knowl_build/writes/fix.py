@@ -171,6 +171,7 @@ def plan(analysis: Analysis, user: str | None = None) -> FixPlan:
         ]
         pages = deleted_pages(analysis, page)
         relinks = moved_links(analysis, page, moves)
+        result.reported.extend(relinks.refused)
         if not (renames or gone or stray or pages or relinks):
             continue
         if fields.frozen or fields.provenance in PROTECTED:
