@@ -28,8 +28,7 @@ from __future__ import annotations
 import re
 from bisect import insort
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from knowl_build.errors import UsageError
 from knowl_build.index.fields import _TOKEN, TEXT_FIELDS, _stem
@@ -57,8 +56,7 @@ FILTERS["usage_mode"] = "usage_mode"
 _PART = re.compile(r'(-?)(?:"([^"]*)(?:"|$)|([A-Za-z_-]+):([^\s"]+)|([^\s"]+))')
 
 
-@dataclass(frozen=True, slots=True)
-class Query:
+class Query(NamedTuple):  # not a dataclass: cheaper to import (start-up time)
     """A parsed query: stemmed terms, prefixes as typed (lowercased), phrases as sequences of
     stemmed terms, excluded terms and field filters (option name -> values)."""
 
@@ -67,7 +65,7 @@ class Query:
     phrases: tuple[tuple[str, ...], ...] = ()
     excluded: tuple[str, ...] = ()
     filters: tuple[tuple[str, str], ...] = ()
-    words: tuple[str, ...] = field(default=())  # what the query asks for, as typed
+    words: tuple[str, ...] = ()  # what the query asks for, as typed
 
     @property
     def plain(self) -> bool:
