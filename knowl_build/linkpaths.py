@@ -1,7 +1,7 @@
 """Markdown link destinations as paths: what `[text](dest)` names, before any page is looked up.
 
 Pure string work, shared by the body scan (what a destination is), the resolution of links
-(`resolve.PageIndex.resolve_link`) and `knowl fix` (a destination rewritten in its own form):
+(`resolve.PageIndex.resolve_link`) and `knowl fix` (`writes.relink` rewrites a destination):
 
 - a destination with a scheme (`https:`, `mailto:`, `tel:`, ...) or a protocol-relative one
   (`//host/x`) is no path: only http(s) destinations are kept, as URLs;
@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 HTTP_SCHEMES = ("http", "https")
@@ -90,25 +90,6 @@ def forms(path: str, target: str, *, pretty: bool) -> list[str]:
     if pretty:
         found += [f"{path}/{name}" for name in PRETTY_INDEXES]
     return found
-
-
-def rewritten(destination: str, new_path: str, page_path: str) -> str:
-    """`destination` (as written) pointing at `new_path` (project-relative) instead, in the
-    destination's own form: relative from the linking page, `%20`-encoded when it was, in
-    angle brackets when it was, its `#fragment` (and `?query`) kept. Used for relative
-    destinations only."""
-    angle = destination.startswith("<") and destination.endswith(">")
-    inner = destination[1:-1] if angle else destination
-    cut = min((at for at in (inner.find("?"), inner.find("#")) if at != -1), default=len(inner))
-    old, rest = inner[:cut], inner[cut:]
-    path = posixpath.relpath(new_path, posixpath.dirname(page_path) or ".")
-    if old.startswith("./") and not path.startswith("../"):
-        path = "./" + path
-    if "%" in old or (" " in path and not angle):
-        path = quote(path, safe="/!$&'()*+,;=:@-._~")
-    if angle:
-        return f"<{path}{rest}>"
-    return path + rest
 
 
 # --- heading slugs ---------------------------------------------------------------------------

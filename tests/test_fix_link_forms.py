@@ -191,7 +191,7 @@ def test_dendron_links_keep_their_vault_and_their_label(tmp_path: Path) -> None:
         tmp_path,
         {
             f"{G}/root.md": "---\nid: root\ntitle: root\n---\n"
-            "[[dendron://vault/a.b]] [[dendron://vault/a.b#header-22]] [[a.b|a.b]] [[a.b]]\n",
+            "[[dendron://vault/a.b]] [[dendron://vault/a.b#header-22]] [[a.b|a.b]] [[label|a.b]] [[a.b]]\n",
             f"{G}/a.b.md": "---\nid: ab\ntitle: a.b\n---\n# A\n\n## Header 2.2\n",
         },
         [(f"{G}/a.b.md", f"{G}/a.c.md")],
@@ -199,9 +199,9 @@ def test_dendron_links_keep_their_vault_and_their_label(tmp_path: Path) -> None:
     )
     assert fixed(project, f"{G}/root.md") == (
         "---\nid: root\ntitle: root\n---\n"
-        "[[dendron://vault/a.c]] [[dendron://vault/a.c#header-22]] [[a.b|a.c]] [[a.c]]\n"
+        "[[dendron://vault/a.c]] [[dendron://vault/a.c#header-22]] [[a.b|a.c]] [[label|a.c]] [[a.c]]\n"
     )
-    assert resolved(project, f"{G}/root.md") == [f"{G}/a.c.md"] * 4
+    assert resolved(project, f"{G}/root.md") == [f"{G}/a.c.md"] * 5
 
 
 # --- defect 4: the style of the destination -----------------------------------------------------

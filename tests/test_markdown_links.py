@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from knowl_build.config import SecurityConfig
 from knowl_build.config_loader import config_from_mapping
-from knowl_build.linkpaths import exclude_problem, github_slugs, rewritten
+from knowl_build.linkpaths import exclude_problem, github_slugs
 from knowl_build.model import MARKDOWN
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.pages import parse_page
@@ -294,23 +294,6 @@ def test_a_bad_exclude_pattern_is_a_one_line_config_error(tmp_path: Path) -> Non
 def test_github_slugs() -> None:
     slugs = github_slugs(["The Section", "FAQ", "FAQ", "A & B: c_d", "Ünïcode"])
     assert {"the-section", "faq", "faq-1", "a--b-c_d", "a-b-c_d", "ünïcode", "faq_1"} <= slugs
-
-
-@pytest.mark.parametrize(
-    "destination, new, page_path, expected",
-    [
-        ("guide/setup.md#x", f"{G}/guide/start.md", P, "guide/start.md#x"),
-        ("<guide/setup.md>", f"{G}/a b/start.md", P, "<a b/start.md>"),
-        ("a%20b.md", f"{G}/c d.md", P, "c%20d.md"),
-        ("./a.md", f"{G}/sub/a.md", P, "./sub/a.md"),
-        ("a.md", f"{G}/x y.md", P, "x%20y.md"),
-        ("../x.md?v=2", f"{G}/y.md", f"{G}/sub/p.md", "../y.md?v=2"),
-    ],
-)
-def test_a_rewritten_destination_keeps_its_form(
-    destination: str, new: str, page_path: str, expected: str
-) -> None:
-    assert rewritten(destination, new, page_path) == expected
 
 
 def test_the_memo_sees_a_linked_file_appear(tmp_path: Path) -> None:
