@@ -15,7 +15,11 @@ from typing import Any
 
 from knowl_build.vocabulary import SEVERITY_CHOICES
 
-DEFAULT_BOOSTS = MappingProxyType({"summary": 3.0, "tags": 2.0, "title": 2.0, "body": 1.0})
+# `title` is the page's names (title, file name, aliases); the values are tuned on the quality
+# benchmark (bench/quality_bench.py) with index/ranking.py's K1 and B.
+DEFAULT_BOOSTS = MappingProxyType(
+    {"summary": 3.0, "tags": 2.0, "title": 1.0, "body": 1.0, "headings": 0.5}
+)
 BOOST_FIELDS = tuple(DEFAULT_BOOSTS)
 PER_PATH = "per-path"
 RULE_CODE = re.compile(r"KB[0-9]{3}")  # the shape of a code; the rules know which exist

@@ -61,12 +61,12 @@ def test_artifact_layout_and_contents(project: Callable[..., Project]) -> None:
     assert folder.name == head[:12]
     assert (proj.root / ".knowl" / ".gitignore").read_text() == "*\n"
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["format"] == "knowl-build" and manifest["schema_version"] == "2.1"
+    assert manifest["format"] == "knowl-build" and manifest["schema_version"] == "2.2"
     assert manifest["commit"] == head and manifest["dirty"] is False
     assert manifest["build_id"] == head[:12]
     assert manifest["repo"] == "proj"
     assert manifest["search"] == {
-        "boosts": {"body": 1.0, "summary": 3.0, "tags": 2.0, "title": 2.0},
+        "boosts": {"body": 1.0, "headings": 0.5, "summary": 3.0, "tags": 2.0, "title": 1.0},
         "max_caveats": 3,
     }
     assert set(JSON_FILES) <= set(manifest["files"])

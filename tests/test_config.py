@@ -19,7 +19,13 @@ def test_defaults_without_file(tmp_path: Path) -> None:
     config = load_config(tmp_path)
     assert config == Config()
     assert severity(config, "KB202") == "warning"
-    assert config.search.boosts == {"summary": 3.0, "tags": 2.0, "title": 2.0, "body": 1.0}
+    assert config.search.boosts == {
+        "summary": 3.0,
+        "tags": 2.0,
+        "title": 1.0,
+        "body": 1.0,
+        "headings": 0.5,
+    }
 
 
 def test_partial_tables_merge_over_defaults(tmp_path: Path) -> None:
@@ -32,7 +38,13 @@ def test_partial_tables_merge_over_defaults(tmp_path: Path) -> None:
     config = load_config(tmp_path)
     assert config.staleness_days == 30
     assert severity(config, "KB202") == "off"
-    assert config.search.boosts == {"summary": 3.0, "tags": 2.0, "title": 5.0, "body": 1.0}
+    assert config.search.boosts == {
+        "summary": 3.0,
+        "tags": 2.0,
+        "title": 5.0,
+        "body": 1.0,
+        "headings": 0.5,
+    }
     assert config.search.max_caveats == 3
     assert config.security.extra_patterns == ("acme-internal",)
     assert config.security.reject_secrets is True

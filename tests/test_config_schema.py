@@ -41,7 +41,7 @@ CASES: dict[str, tuple[str, object, object]] = {
     "search.boosts": (
         "search.boosts",
         {"title": 5},
-        {"summary": 3.0, "tags": 2.0, "title": 5.0, "body": 1.0},
+        {"summary": 3.0, "tags": 2.0, "title": 5.0, "body": 1.0, "headings": 0.5},
     ),
     "search.max_caveats": ("search.max_caveats", 0, 0),
     "security.reject_secrets": ("security.reject_secrets", False, False),

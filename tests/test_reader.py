@@ -111,6 +111,8 @@ def test_search_answer_shape_filters_and_caveats(built: Path) -> None:
         "freshness",
         "drift_flag",
         "annotations",
+        "section",
+        "snippet",
     }
     assert (hit["page"], hit["matched_on"], hit["drift_flag"]) == ("revenue", ["lexical"], False)
     # Caveats bound to the hit's measure ride along, alice's own included, each naming the

@@ -193,7 +193,9 @@ def test_search_finds_the_distinctive_page_first(
     assert links[0].get_attribute("href") == f"{url}pages/{page}.html"
 
 
-@pytest.mark.parametrize("text", ["revenue", "Refunds of REVENUES", "margin growth", "notes"])
+@pytest.mark.parametrize(
+    "text", ["revenue", "Refunds of REVENUES", "margin growth", "notes", "RÉFUND Policy"]
+)
 def test_search_ranks_as_knowl_search(
     driver: WebDriver, site: tuple[Path, Path, str], text: str
 ) -> None:

@@ -9,6 +9,7 @@ import json
 import math
 import re
 from collections.abc import Iterator
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 
 from knowl_build.artifacts.schema import CatalogEntry
 from knowl_build.index.analysis import query_terms
+from knowl_build.index.fields import name_key
 from knowl_build.reader import Reader
 from knowl_build.reader.view import ArtifactView, find_artifact, visible
 from knowl_build.site import datafiles, graph, search, urls
@@ -151,7 +153,7 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
     acc: dict[int, float] = {}
     terms = query_terms(text)
     shards = {}
-    for term in terms:
+    for term in [*terms, search.NAMED + name_key(text)]:
         name = meta["shards"][search.fnv1a32(term) % len(meta["shards"])]
         shards[term] = json.loads((folder / search.TERMS / f"{name}.json").read_text())
     k1, b, n = meta["k1"], meta["b"], max(meta["doc_count"], 1)
@@ -160,7 +162,7 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
             entry = shards[term].get(term)
             if entry is None or not entry[0][f]:
                 continue
-            idf = math.log(n / (entry[0][f] + 1)) + 1
+            idf = math.log(1 + (n - entry[0][f] + 0.5) / (entry[0][f] + 0.5))
             weight = meta["boosts"][f] * idf * (k1 + 1)
             postings, doc = entry[1 + f], 0
             for i in range(0, len(postings), 3):
@@ -168,7 +170,11 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
                 tf, length = postings[i + 1], postings[i + 2]
                 norm = k1 * (1 - b + b * length / meta["avg_lengths"][f])
                 acc[doc] = acc.get(doc, 0.0) + weight * tf / (tf + norm)
-    hits = sorted(acc.items(), key=lambda item: (-item[1], item[0]))
+    named_key = search.NAMED + name_key(text)
+    named = set(accumulate(shards[named_key].get(named_key, []))) if name_key(text) else set()
+    for doc in named:
+        acc.setdefault(doc, 0.0)
+    hits = sorted(acc.items(), key=lambda item: (item[0] not in named, -item[1], item[0]))
     chunks: dict[int, list[Any]] = {}
     result = []
     for doc, score in hits:
@@ -180,7 +186,16 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
     return result
 
 
-QUERIES = ["zymurgical", "quincunx", "revenue", "refunds revenue", "Revenues of ORDERS", "margin"]
+QUERIES = [
+    "zymurgical",
+    "quincunx",
+    "revenue",
+    "refunds revenue",
+    "Revenues of ORDERS",
+    "margin",
+    "Revenue",
+    "RÉFUND Policy",
+]
 
 
 @pytest.mark.parametrize("text", QUERIES)
@@ -246,6 +261,7 @@ def test_meta_names_its_files_by_content(built: tuple[Path, Path]) -> None:
         "summary",
         "tags",
         "body",
+        "headings",
     ]
     assert len(meta["shards"]) & (len(meta["shards"]) - 1) == 0  # a power of two
     names = {*meta["shards"], *meta["chunks"]}

@@ -11,7 +11,7 @@ FORMAT = "knowl-build"
 # 1.1: catalog.json lists the caveats by entity; 1.2: the index holds no positions;
 # 2.0: the records are pages.jsonl.gz, one gzip member per record (`artifacts.records`)
 # 2.1: a Markdown link's record has its form, end and text
-SCHEMA_VERSION = "2.1"
+SCHEMA_VERSION = "2.2"
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 LOCK = ".knowl-lock"

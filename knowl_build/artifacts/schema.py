@@ -368,6 +368,21 @@ class SearchHit(TypedDict):
     freshness: str
     drift_flag: bool
     annotations: list[PageRef]
+    # Since 2.2: the best-matching section and the line of it with most query terms.
+    section: NotRequired[HitSection | None]
+    snippet: NotRequired[Snippet | None]
+
+
+class HitSection(TypedDict):
+    heading: str
+    anchor: str  # the heading's anchor on the page's site page
+    line: int  # the heading's line in the page's file
+
+
+class Snippet(TypedDict):
+    text: str
+    line: int  # in the page's file
+    matches: list[list[int]]  # [start, end) of each matched word in `text`, in characters
 
 
 class TriggeredCaveat(TypedDict):

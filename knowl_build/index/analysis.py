@@ -9,6 +9,7 @@ from whoosh.analysis.analyzers import Analyzer
 from knowl_build.index.fields import (
     DOCS_FILE,
     INDEX_NAME,
+    NAMES_FIELD,
     STATS_FILE,
     TEXT_FIELDS,
     TOKEN,
@@ -18,6 +19,7 @@ from knowl_build.index.fields import (
 __all__ = [
     "DOCS_FILE",
     "INDEX_NAME",
+    "NAMES_FIELD",
     "STATS_FILE",
     "TEXT_FIELDS",
     "analyzer",
@@ -48,4 +50,7 @@ def schema() -> fields.Schema:
         summary=fields.TEXT(analyzer=text, phrase=False),
         tags=fields.TEXT(analyzer=text, phrase=False),
         body=fields.TEXT(analyzer=text, phrase=False),
+        headings=fields.TEXT(analyzer=text, phrase=False),
+        # One term per name (`name_key`s, comma-separated: a key holds no comma), unscored.
+        **{NAMES_FIELD: fields.KEYWORD(commas=True, scorable=False)},
     )

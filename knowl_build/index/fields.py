@@ -6,14 +6,28 @@ terms."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 from whoosh.lang.porter import stem
 
-TEXT_FIELDS = ("title", "summary", "tags", "body")
+# `title` holds the page's names (its title, file name and aliases), `headings` its headings.
+TEXT_FIELDS = ("title", "summary", "tags", "body", "headings")
+# The page's names as whole keys (`name_key`): a query equal to one puts the page first.
+NAMES_FIELD = "names"
 # Every field of the schema (`analysis.schema`), the text fields and the stored ids.
 SCHEMA_FIELDS = frozenset(
-    {"key", "page_id", "scope", "status", "category", "usage_mode", "visibility", *TEXT_FIELDS}
+    {
+        "key",
+        "page_id",
+        "scope",
+        "status",
+        "category",
+        "usage_mode",
+        "visibility",
+        NAMES_FIELD,
+        *TEXT_FIELDS,
+    }
 )
 STATS_FILE = "stats.json"
 DOCS_FILE = "docs.json"
@@ -31,3 +45,15 @@ def query_terms(text: str) -> list[str]:
     for match in _TOKEN.finditer(text):
         seen.setdefault(_stem(match.group(0).lower()), None)
     return list(seen)
+
+
+def name_key(text: str) -> str:
+    """A name as a query equal to it is compared: accents dropped (NFKD without its marks),
+    lowercased, its runs of letters and digits joined by one space (`Total_Revenue`,
+    `total revenue` and `Tôtal-Revenue` are one name). search.js computes it too."""
+    bare = "".join(
+        c
+        for c in unicodedata.normalize("NFKD", text)
+        if not unicodedata.category(c).startswith("M")
+    )
+    return " ".join(_TOKEN.findall(bare.lower()))

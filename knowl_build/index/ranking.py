@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from knowl_build.errors import ArtifactError
-from knowl_build.index.fields import SCHEMA_FIELDS, STATS_FILE, TEXT_FIELDS
+from knowl_build.index.fields import NAMES_FIELD, SCHEMA_FIELDS, STATS_FILE, TEXT_FIELDS
 from knowl_build.index.postings import Mask, live_mask
 from knowl_build.index.segments import (
     LENGTH_OF_BYTE,
@@ -32,8 +32,18 @@ class Hit(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to import (star
     score: float
 
 
-K1 = 1.2
-B = 0.75
+# Tuned on the quality benchmark (bench/quality_bench.py), with the boosts of config.py.
+K1 = 1.6
+B = 0.9
+
+
+def idf(docs: int, df: int) -> float:
+    """Lucene's BM25 idf, `log(1 + (docs - df + 0.5) / (df + 0.5))`: near 0 for a word most
+    pages have (Whoosh's `log(docs / (df + 1)) + 1` gave such words a weight of about 1, so
+    a long query's "the" and "when" outweighed its rarer words). search.js computes it too."""
+    return math.log(1 + (docs - df + 0.5) / (df + 0.5))
+
+
 # Callers (sets of visible scopes) whose statistics an open Searcher keeps.
 MAX_VIEWS = 16
 
@@ -74,7 +84,7 @@ class Searcher:
     Scoring reads each query term's postings in bulk, block by block, and adds up Whoosh's
     BM25 formula per field, weighted by the field's boost:
     `boost * idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg_length))` with
-    `idf = log(docs / (df + 1)) + 1`. The statistics (`docs`, `df`, `avg_length`) are those
+    `idf = log(1 + (docs - df + 0.5) / (df + 0.5))` (`idf`). The statistics (`docs`, `df`, `avg_length`) are those
     of the live documents the caller may see: the scopes given with the query (SPEC 6.2: a
     user sees global pages and their own), so that no page of another user changes a score or
     an order; deleted documents are skipped and not counted, so an incrementally updated
@@ -250,8 +260,7 @@ class Searcher:
                 if not df:
                     continue
                 # df <= doc_count in an index whose statistics were checked: log() is finite.
-                idf = math.log(max(view.doc_count, 1) / (df + 1)) + 1
-                weight = boost * idf * (K1 + 1)
+                weight = boost * idf(max(view.doc_count, 1), df) * (K1 + 1)
                 # The norm of a document's length: one of 256 (a length is stored as a byte).
                 norms = [K1 * (1 - B + B * length / avg) for length in LENGTH_OF_BYTE]
                 for position, pairs in lists:
@@ -284,10 +293,35 @@ class Searcher:
                             return offset + doc
         return None
 
+    def named(self, name: str, scopes: Iterable[str] | None = None) -> frozenset[int]:
+        """The documents the caller may see that have the name `name` (a `name_key`)."""
+        if not name:
+            return frozenset()
+        with self._reading():
+            view = self._view(scopes)
+            found = []
+            for position, segment in enumerate(self.segments):
+                pairs = segment_postings(segment, NAMES_FIELD, name, view.visible[position])
+                found += [self.offsets[position] + doc for doc, _tf in pairs]
+            return frozenset(found)
+
     def query(
-        self, terms: list[str], boosts: Mapping[str, float], scopes: Iterable[str] | None = None
+        self,
+        terms: list[str],
+        boosts: Mapping[str, float],
+        scopes: Iterable[str] | None = None,
+        name: str = "",
     ) -> Scored:
-        return Scored(self, self.scores(terms, boosts, scopes) if terms else {})
+        """The documents matching any term, and those named `name` (a `name_key`: a query
+        equal to a page's name, accents aside), which rank before every other (scored 0 when
+        no term matches them: `Résumé` for `resume`)."""
+        if not terms:
+            return Scored(self, {})
+        scores = self.scores(terms, boosts, scopes)
+        named = self.named(name, scopes)
+        for doc in sorted(named):
+            scores.setdefault(doc, 0.0)
+        return Scored(self, scores, named)
 
 
 def _finite(score: float, folder: Path) -> float:
@@ -300,24 +334,40 @@ def _finite(score: float, folder: Path) -> float:
 class Scored:
     """Every matching document's score for one query."""
 
-    def __init__(self, searcher: Searcher, scores: dict[int, float]) -> None:
+    def __init__(
+        self, searcher: Searcher, scores: dict[int, float], named: frozenset[int] = frozenset()
+    ) -> None:
         self.searcher = searcher
         self.scores = scores
+        self.named = named & scores.keys()  # the documents named as the query: first
 
     def __len__(self) -> int:
         return len(self.scores)
 
+    def _rank(self, item: tuple[int, float]) -> tuple[bool, float]:
+        return item[0] in self.named, item[1]
+
     def top(self, limit: int | None = None) -> list[Hit]:
-        """Best first (score, then key). With a `limit`, every document tied with the last one
-        is considered before cutting, so the answer never depends on index order."""
+        """Best first (named as the query, then score, then key). With a `limit`, every
+        document tied with the last one is considered before cutting, so the answer never
+        depends on index order."""
         items = self.scores.items()
         if limit is not None and len(self.scores) > limit:
-            cut = heapq.nlargest(limit, items, key=lambda item: item[1])[-1][1]
-            items = [item for item in items if item[1] >= cut]  # type: ignore[assignment]
+            cut = self._rank(heapq.nlargest(limit, items, key=self._rank)[-1])
+            items = [item for item in items if self._rank(item) >= cut]  # type: ignore[assignment]
         folder = self.searcher.folder
-        hits = [Hit(self.searcher.key(doc), _finite(score, folder)) for doc, score in items]
-        hits.sort(key=lambda h: (-h.score, h.key))
+        ranked = [
+            (doc in self.named, Hit(self.searcher.key(doc), _finite(score, folder)))
+            for doc, score in items
+        ]
+        ranked.sort(key=lambda nh: (not nh[0], -nh[1].score, nh[1].key))
+        hits = [hit for _named, hit in ranked]
         return hits if limit is None else hits[:limit]
+
+    def is_named(self, key: str) -> bool:
+        """Whether the page `key` is named as the query (it ranks before unnamed pages)."""
+        docnum = self.searcher.docnum(key) if self.named else None
+        return docnum is not None and docnum in self.named
 
     def of(self, key: str) -> float | None:
         """The score of the page `key`, or None when it did not match."""

@@ -74,6 +74,9 @@ def segment_stats(segments: list[Segment]) -> dict[str, Any]:
 
 
 MAX_COUNT = 1 << 53
+# Text fields added after 2.0 (schema 2.2: `headings`): an index written before has none, its
+# stats.json no sum of their lengths (0: they match nothing).
+LATER_FIELDS = frozenset({"headings"})
 
 
 def is_count(entry: object) -> bool:
@@ -81,13 +84,19 @@ def is_count(entry: object) -> bool:
     if type(entry) is not dict or not int_in(entry.get("doc_count"), 0, MAX_COUNT):
         return False
     sums = entry.get("length_sums")
-    return type(sums) is dict and all(int_in(sums.get(f), 0, MAX_COUNT) for f in TEXT_FIELDS)
+    return type(sums) is dict and all(
+        int_in(sums.get(f, 0 if f in LATER_FIELDS else None), 0, MAX_COUNT) for f in TEXT_FIELDS
+    )
 
 
 def summed(entries: Iterable[dict[str, Any]]) -> tuple[int, ...]:
     """The document count and the length sums of `entries`, added up."""
-    rows = [(e["doc_count"], *(e["length_sums"][f] for f in TEXT_FIELDS)) for e in entries]
-    return tuple(sum(column) for column in zip(*rows, strict=True)) if rows else (0,) * 5
+    rows = [(e["doc_count"], *(e["length_sums"].get(f, 0) for f in TEXT_FIELDS)) for e in entries]
+    return (
+        tuple(sum(column) for column in zip(*rows, strict=True))
+        if rows
+        else (0,) * (1 + len(TEXT_FIELDS))
+    )
 
 
 def load_stats(folder: Path) -> dict[str, Any]:

@@ -16,7 +16,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, StaleRow, TraverseAnswer
+from knowl_build.artifacts.schema import (
+    SearchAnswer,
+    SearchHit,
+    ShowAnswer,
+    StaleRow,
+    TraverseAnswer,
+)
 from knowl_build.diagnostics import Diagnostic
 from knowl_build.output.escapes import REORDERING
 
@@ -291,6 +297,22 @@ def _strength(score: float, best: float) -> Text:
     return _text("█" * filled + "·" * (10 - filled), style="green")
 
 
+def _snippet(about: Text, hit: SearchHit) -> None:
+    """The passage that matched, under its section's heading, the matched words in bold."""
+    snippet, section = hit.get("snippet"), hit.get("section")
+    if not snippet:
+        return
+    about.append("\n")
+    if section:
+        _append(about, f"§ {section['heading']}: ", style="dim")
+    text, at = snippet["text"], 0
+    for start, end in snippet["matches"]:
+        _append(about, text[at:start], style="dim")
+        _append(about, text[start:end], style="bold")
+        at = end
+    _append(about, text[at:], style="dim")
+
+
 def search_results(answer: SearchAnswer, out: Console) -> None:
     hits = answer["hits"]
     if not hits:
@@ -314,6 +336,7 @@ def search_results(answer: SearchAnswer, out: Console) -> None:
             _append(about, heading, style="bold")
             if summary:
                 _append(about.append("\n"), summary)
+            _snippet(about, hit)
             for note in hit["annotations"]:
                 note_line = f"+ your note: {note['page']} ({note['scope']})"
                 _append(about.append("\n"), note_line, style="cyan")

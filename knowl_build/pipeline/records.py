@@ -25,6 +25,7 @@ from knowl_build.artifacts.schema import (
     PageRecord,
 )
 from knowl_build.history.records import History
+from knowl_build.index.fields import NAMES_FIELD, name_key
 from knowl_build.index.writer import IndexDocument
 from knowl_build.model import MARKDOWN, Page
 from knowl_build.pipeline.analysis import Analysis
@@ -227,10 +228,11 @@ def page_document(page: Page, text: str, layer: SemanticLayer) -> IndexDocument:
             "category": f.category or "",
             "usage_mode": f.usage_mode,
             "visibility": f.visibility,
-            "title": page.title,
             "summary": f.summary,
             "tags": " ".join(f.tags),
             "body": render_body(text[page.parsed.body_offset :], layer),
+            **_name_fields(page.title, page.path, page.parsed.frontmatter),
+            "headings": "\n".join(h.text for h in page.parsed.headings),
         },
     )
 
@@ -246,12 +248,27 @@ def index_document(row: PageRecord) -> IndexDocument:
             "category": f.category or "",
             "usage_mode": f.usage_mode,
             "visibility": f.visibility,
-            "title": row.title,
             "summary": f.summary,
             "tags": " ".join(f.tags),
             "body": row.body,
+            **_name_fields(row.title, row.path, row.frontmatter),
+            "headings": "\n".join(h.text for h in row.headings),
         },
     )
+
+
+def _name_fields(title: str, path: str, frontmatter: Mapping[str, Any]) -> dict[str, str]:
+    """The index's fields of a page's names: its title, its file name and its `aliases`,
+    each once (by `name_key`), as the ranked `title` field and as whole keys (`names`)."""
+    aliases = frontmatter.get("aliases")
+    if isinstance(aliases, str):
+        aliases = [aliases]
+    stem = path.rpartition("/")[2].rpartition(".")[0] or path.rpartition("/")[2]
+    names: dict[str, str] = {}
+    for name in [title, stem, *(aliases if isinstance(aliases, list) else [])]:
+        if isinstance(name, str) and name_key(name):
+            names.setdefault(name_key(name), name.strip())
+    return {"title": "\n".join(names.values()), NAMES_FIELD: ",".join(names)}
 
 
 def catalog_entry(row: PageRecord, offset: int) -> CatalogEntry:

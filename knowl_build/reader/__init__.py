@@ -20,7 +20,7 @@ from pathlib import Path
 from knowl_build.artifacts.answers import ContextAnswer, EntityDescription, EntityList
 from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, StaleAnswer, TraverseAnswer
 from knowl_build.errors import PageNotFound
-from knowl_build.reader import context, entities, queries, traversal
+from knowl_build.reader import context, entities, passages, queries, traversal
 from knowl_build.reader.queries import Filters
 from knowl_build.reader.view import ArtifactView, find_artifact
 
@@ -71,9 +71,10 @@ class Reader:
         tags: Sequence[str] = (),
     ) -> SearchAnswer:
         filters = Filters(status, category, usage_mode, tuple(tags))
-        return queries.search(
+        answer = queries.search(
             self.view, query, user=user, limit=limit, filters=filters, peers=self.peers
         )
+        return passages.attach([self.view, *self.peers], answer)
 
     def show(self, page: str, *, user: str | None = None) -> ShowAnswer:
         return queries.show(self.view, page, user)

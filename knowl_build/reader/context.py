@@ -19,10 +19,9 @@ from knowl_build.artifacts.answers import (
     SupersededPage,
 )
 from knowl_build.artifacts.schema import CatalogEntry, PageRecord, SearchHit
+from knowl_build.reader.passages import passage
 from knowl_build.reader.queries import Filters, search
 from knowl_build.reader.view import ArtifactView, visible
-
-PASSAGE_CHARS = 240  # of the cited line, at most
 
 
 def context(
@@ -93,36 +92,20 @@ def _page_of_hit(hit: SearchHit, path: str | None, citation: Citation | None) ->
 
 
 def cite(record: PageRecord, terms: set[str]) -> Citation:
-    """The line of the page that matches most of the question's terms (the first of equals);
-    the title's line when no line of the body does (the match was in the title, summary or
-    tags). Lines count in the page's file, frontmatter included."""
-    # Whoosh's analyser, loaded only when a question is asked (start-up time of the reader).
-    from knowl_build.index.fields import query_terms
-
-    first = record.body_line if isinstance(record.body_line, int) else 1
-    best, best_line, best_text = 0, 0, ""
-    # The rendered body (live definitions filled in) when it keeps the lines of the file.
-    lines = record.raw_body.splitlines()
-    rendered = record.body.splitlines()
-    if len(rendered) == len(lines):
-        lines = rendered
-    for number, line in enumerate(lines):
-        if not line.strip():
-            continue
-        found = len(terms.intersection(query_terms(line)))
-        if found > best:
-            best, best_line, best_text = found, number, line
-    if best == 0:
+    """The passage a search hit of the page carries (`passages.passage`: the line with most of
+    the question's terms in the best-matching section); the title's line when no line of the
+    body does (the match was in the title, summary or tags). Lines count in the page's file,
+    frontmatter included."""
+    found = passage(record, terms)
+    if found is None:
+        first = record.body_line if isinstance(record.body_line, int) else 1
         heading = record.headings[0] if record.headings else None
         return {
             "path": record.path,
             "line": heading.line if heading is not None else first,
             "text": record.title,
         }
-    text = best_text.strip()
-    if len(text) > PASSAGE_CHARS:
-        text = text[: PASSAGE_CHARS - 1] + "…"
-    return {"path": record.path, "line": first + best_line, "text": text}
+    return {"path": record.path, "line": found.line, "text": found.text}
 
 
 def _entity(view: ArtifactView, name: str, used_by: list[EntityUse]) -> ContextEntity:

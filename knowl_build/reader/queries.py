@@ -73,10 +73,12 @@ class _Arm:
         top: Callable[[int | None], list[tuple[str, float]]],
         of: Callable[[str], float | None],
         size: int,
+        named: Callable[[str], bool] = lambda key: False,
     ) -> None:
         self.top = top  # limit -> [(key, score)], best first
         self.of = of  # key -> score or None
         self.size = size
+        self.named = named  # key -> named as the query (ranks before unnamed pages)
 
 
 def scopes_of(user: str | None, peer: bool = False) -> frozenset[str]:
@@ -85,9 +87,14 @@ def scopes_of(user: str | None, peer: bool = False) -> frozenset[str]:
     return frozenset({GLOBAL} if peer or user is None else {GLOBAL, f"user:{user}"})
 
 
-def _lexical(view: ArtifactView, terms: list[str], scopes: frozenset[str]) -> _Arm:
-    scored = view.searcher.query(terms, view.boosts, scopes)
-    return _Arm(lambda n: [(h.key, h.score) for h in scored.top(n)], scored.of, len(scored))
+def _lexical(view: ArtifactView, terms: list[str], scopes: frozenset[str], name: str = "") -> _Arm:
+    scored = view.searcher.query(terms, view.boosts, scopes, name)
+    return _Arm(
+        lambda n: [(h.key, h.score) for h in scored.top(n)],
+        scored.of,
+        len(scored),
+        scored.is_named,
+    )
 
 
 def _scope_of(view: ArtifactView, key: str) -> str | None:
@@ -125,22 +132,28 @@ def _merge(
     want = limit * 2 + 8
     while True:
         raw = arm.top(want)
-        best: dict[str, tuple[float, CatalogEntry]] = {}
+        best: dict[str, tuple[float, CatalogEntry, bool]] = {}
         for key, score in raw:
             page = view.by_key.get(key)
             if page is None or page.scope not in scopes:
                 continue
+            named = arm.named(key)
             if page.scope != GLOBAL:
                 shadowed = view.page(GLOBAL, page.id)
                 if shadowed is not None:
                     own = arm.of(shadowed.key)
-                    page, score = shadowed, (own if own is not None else score)
+                    if own is not None:
+                        score, named = own, arm.named(shadowed.key)
+                    page = shadowed
             if peer and page.visibility != "workspace":
                 continue
             if page.key in best or not filters.admit(page):
                 continue
-            best[page.key] = (score, page)
-        hits = sorted(best.values(), key=lambda sp: (-sp[0], sp[1].id, sp[1].scope))
+            best[page.key] = (score, page, named)
+        ranked = sorted(
+            best.values(), key=lambda spn: (not spn[2], -spn[0], spn[1].id, spn[1].scope)
+        )
+        hits = [(score, page) for score, page, _named in ranked]
         if len(hits) >= limit or len(raw) < want or want >= arm.size:
             return hits[:limit]
         want *= 4
@@ -153,11 +166,13 @@ def rank(
     filters: Filters,
     limit: int,
     peer: bool = False,
+    name: str = "",
 ) -> list[SearchHit]:
-    """One artifact's lexical hits (see _merge)."""
+    """One artifact's lexical hits (see _merge); pages named `name` (a `name_key`) first."""
     if not terms or limit <= 0:
         return []
-    merged = _merge(view, _lexical(view, terms, scopes_of(user, peer)), user, filters, limit, peer)
+    arm = _lexical(view, terms, scopes_of(user, peer), name)
+    merged = _merge(view, arm, user, filters, limit, peer)
     return [_hit(view, page, score, None if peer else user) for score, page in merged]
 
 
@@ -221,24 +236,27 @@ def search(
 ) -> SearchAnswer:
     # Whoosh loads only when a query runs (start-up time of `knowl show`).
     from knowl_build.index import query as syntax
-    from knowl_build.index.fields import query_terms
+    from knowl_build.index.fields import name_key, query_terms
 
     terms = query_terms(query)
     parsed = syntax.parse(query)  # a UsageError says why a query cannot be searched
     if parsed.filters or not parsed.plain:
         return _syntax_search(view, query, parsed, user, filters, limit, peers)
+    name = name_key(query)
     similarities = view.similarities(query) if terms else None
     if similarities is None:
-        hits = rank(view, terms, user, filters, limit)
+        hits = rank(view, terms, user, filters, limit, name=name)
     else:
         depth = max(limit * 4, 20)  # enough of each ranking for the fused top `limit`
         scopes = scopes_of(user)
-        lexical = _merge(view, _lexical(view, terms, scopes), user, filters, depth)
+        lexical = _merge(view, _lexical(view, terms, scopes, name), user, filters, depth)
         visible = {k: s for k, s in similarities.items() if _scope_of(view, k) in scopes}
         vector = _merge(view, _vectors(visible), user, filters, depth)
         hits = fuse_arms(view, lexical, vector, user, limit)
     if peers:
-        lists = [hits] + [rank(peer, terms, user, filters, limit, peer=True) for peer in peers]
+        lists = [hits] + [
+            rank(peer, terms, user, filters, limit, peer=True, name=name) for peer in peers
+        ]
         hits = fuse(lists, limit)
     return _answer(view, query, parsed, user, hits, similarities is None, bool(peers))
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from knowl_build.artifacts import memo
 from knowl_build.artifacts.schema import CatalogEntry
-from knowl_build.index.analysis import TEXT_FIELDS
+from knowl_build.index.analysis import NAMES_FIELD, TEXT_FIELDS
 from knowl_build.index.postings import deleted_docs, live_mask, live_postings
 from knowl_build.index.ranking import K1, B
 from knowl_build.index.storage import Reading, open_index
@@ -53,6 +53,8 @@ DOCS_PER_CHUNK = 32
 POSTINGS_PER_SHARD = 4096
 MAX_SHARDS = 4096
 SUMMARY_CHARS = 240
+# The key of a name's entry in its shard: "=" + name_key (no term holds a "=").
+NAMED = "="
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,7 @@ class _Export:
     doc_count: int
     length_sums: list[int]
     terms: dict[str, _Postings]
+    names: dict[str, list[int]]  # name_key -> the written documents of that name
 
 
 @contextlib.contextmanager
@@ -151,6 +154,7 @@ def _export(view: ArtifactView, docs: list[_Doc]) -> _Export:
 def _export_from(leaves: list[Any], docs: list[_Doc]) -> _Export:
     number = {doc.entry.key: n for n, doc in enumerate(docs)}
     terms: dict[str, _Postings] = {}
+    names: dict[str, list[int]] = {}
     doc_count = 0
     sums = [0] * len(TEXT_FIELDS)
     for leaf in leaves:
@@ -165,6 +169,11 @@ def _export_from(leaves: list[Any], docs: list[_Doc]) -> _Export:
             found = number.get(str(leaf.stored_fields(d)["key"]))
             if found is not None:
                 ours[d] = found
+        if NAMES_FIELD in leaf.indexed_field_names():  # not in an index written before 2.2
+            for key in leaf.field_terms(NAMES_FIELD):
+                for d, _w in live_postings(leaf, NAMES_FIELD, key, mask):
+                    if d in ours:
+                        names.setdefault(key, []).append(ours[d])
         for i, name in enumerate(TEXT_FIELDS):
             length = leaf._perdoc.doc_field_length_reader(name, 0)
             lengths = {d: int(length(d) or 0) for d in mine}
@@ -188,7 +197,7 @@ def _export_from(leaves: list[Any], docs: list[_Doc]) -> _Export:
     # A term of no written page says nothing about a result, and may come from a page that
     # must not reach the site (a draft, say): only the df of global pages is kept with it.
     kept = {term: p for term, p in terms.items() if any(p.postings)}
-    return _Export(doc_count, sums, kept)
+    return _Export(doc_count, sums, kept, {k: sorted(v) for k, v in names.items()})
 
 
 def _gaps(postings: list[int | float]) -> list[int | float]:
@@ -216,6 +225,10 @@ def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry
     for term, entry in export.terms.items():
         postings = [_gaps(p) for p in entry.postings]
         shards[fnv1a32(term) % count][term] = [entry.df, *postings]
+    for name, numbers in export.names.items():
+        # "=" + name: the documents named so, as gaps (search.js ranks them first).
+        gaps = [b - a for a, b in zip([0, *numbers], numbers, strict=False)]
+        shards[fnv1a32(NAMED + name) % count][NAMED + name] = gaps
     shard_names = []
     for shard in shards:
         data = encode(shard)

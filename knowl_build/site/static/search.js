@@ -3,7 +3,8 @@
  * A query is analysed as the index was (index/analysis.py): runs of letters and digits,
  * lowercased, Porter-stemmed exactly as Whoosh's whoosh.lang.porter.stem does (its quirks
  * included). Only the shards of the query's terms are fetched, then the chunks of the results
- * shown. Scores are BM25F as index/ranking.py computes them, in the same order of additions.
+ * shown. Scores are BM25F as index/ranking.py computes them, in the same order of additions;
+ * a page named as the query (its title, file name or an alias) comes first, as there.
  * Page text is only ever set with textContent: nothing from the index is parsed as HTML.
  */
 (function () {
@@ -113,6 +114,16 @@
     return out;
   }
 
+  // index/fields.py's name_key: accents dropped (NFKD without its marks), lowercased, the runs
+  // of letters and digits joined by one space. A query equal to a page's name puts it first.
+  function nameKey(text) {
+    var bare = String(text).normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase();
+    return (bare.match(TOKEN) || []).join(" ");
+  }
+
+  // The documents named `key` live in the shard of "=" + key (no term holds a "=").
+  var NAMED = "=";
+
   function fnv1a32(text) {
     var bytes = new TextEncoder().encode(text);
     var h = 0x811c9dc5;
@@ -147,10 +158,12 @@
     return "terms/" + m.shards[fnv1a32(term) % m.shards.length] + ".json";
   }
 
-  /* Every matching result's score, best first (ties by document number: by page id). */
-  function rank(m, queryTerms) {
+  /* Every matching result's score, best first: the documents named as the query first, then by
+   * score (ties by document number: by page id). */
+  function rank(m, queryTerms, name) {
     var needed = {};
     queryTerms.forEach(function (t) { needed[shardOf(m, t)] = true; });
+    if (name) needed[shardOf(m, NAMED + name)] = true;
     return Promise.all(Object.keys(needed).map(function (p) {
       return getJSON(p).then(function (shard) { return [p, shard]; });
     })).then(function (loaded) {
@@ -165,7 +178,7 @@
           if (!entry) continue;
           var df = entry[0][f];
           if (!df) continue;
-          var idf = Math.log(n / (df + 1)) + 1;
+          var idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
           var weight = m.boosts[f] * idf * (k1 + 1);
           var postings = entry[1 + f];
           var doc = 0;
@@ -177,8 +190,22 @@
           }
         }
       }
-      var hits = Array.from(acc, function (pair) { return { doc: pair[0], score: pair[1] }; });
-      hits.sort(function (x, y) { return y.score - x.score || x.doc - y.doc; });
+      var named = new Set();
+      var docs = name ? shards[shardOf(m, NAMED + name)][NAMED + name] : null;
+      if (docs) {
+        var at = 0;
+        for (var j = 0; j < docs.length; j++) {
+          at += docs[j];
+          named.add(at);
+          if (!acc.has(at)) acc.set(at, 0); // named, though no term matches it (accents)
+        }
+      }
+      var hits = Array.from(acc, function (pair) {
+        return { doc: pair[0], score: pair[1], named: named.has(pair[0]) };
+      });
+      hits.sort(function (x, y) {
+        return (y.named - x.named) || y.score - x.score || x.doc - y.doc;
+      });
       return hits;
     });
   }
@@ -206,7 +233,7 @@
     return meta().then(function (m) {
       var queryTerms = terms(text);
       if (!queryTerms.length) return { total: 0, results: [] };
-      return rank(m, queryTerms).then(function (hits) {
+      return rank(m, queryTerms, nameKey(text)).then(function (hits) {
         return describe(m, hits.slice(0, limit || PAGE_SIZE)).then(function (results) {
           return { total: hits.length, results: results };
         });
@@ -379,7 +406,9 @@
     });
   }
 
-  window.knowlSearch = { stem: stem, terms: terms, fnv1a32: fnv1a32, search: search };
+  window.knowlSearch = {
+    stem: stem, terms: terms, nameKey: nameKey, fnv1a32: fnv1a32, search: search
+  };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);
   else setup();
 })();
