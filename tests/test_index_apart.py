@@ -102,10 +102,10 @@ def test_pages_parsed_by_workers_are_indexed_as_they_come(
 def _in_small_chunks(parse: Any) -> Any:
     """`_parse_uncached` in batches of a few pages, as worker chunks arrive."""
 
-    def chunked(todo: dict[str, bytes], security: Any) -> Any:
+    def chunked(todo: dict[str, bytes], *args: Any) -> Any:
         items = list(todo.items())
         for start in range(0, len(items), 7):
-            yield from parse(dict(items[start : start + 7]), security)
+            yield from parse(dict(items[start : start + 7]), *args)
 
     return chunked
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from knowl_build.app.project import Locator, Project
 from knowl_build.artifacts import publication
 from knowl_build.artifacts.folders import git_problem, make_out_dir, output_errors
-from knowl_build.config import Config
+from knowl_build.config import DENDRON, Config
 from knowl_build.diagnostics import EXIT_OK
 from knowl_build.errors import UsageError
 from knowl_build.history.gitdir import git_folders
@@ -90,6 +90,7 @@ def settings(project: Project | None, full: bool = False) -> site_build.Settings
         templates=templates,
         root=root,
         full=full,
+        label_first=config.link_resolution == DENDRON,
     )
 
 
@@ -112,14 +113,17 @@ def build_site(locator: Locator, options: SiteOptions = SiteOptions()) -> SiteOu
     # (exit 2), never an internal error; each file is written whole or not at all.
     with output_errors(out, SITE_FOLDER, writing=True):
         check_out(out, project, folder)
-        # A folder knowl makes, or finds empty, is marked as knowl's before anything else is
-        # written, so a build that stops half way (a full disk) leaves one the next finishes.
-        adopted = not out.is_dir() or not any(out.iterdir())
-        make_out_dir(out, SITE_FOLDER)
-        if adopted:
-            claim(out)
+        # The artifact is validated before the site folder is touched: a refused artifact
+        # leaves no folder behind.
         view = ArtifactView.open(folder)
         try:
+            # A folder knowl makes, or finds empty, is marked as knowl's before anything else
+            # is written, so a build that stops half way (a full disk) leaves one the next
+            # finishes.
+            adopted = not out.is_dir() or not any(out.iterdir())
+            make_out_dir(out, SITE_FOLDER)
+            if adopted:
+                claim(out)
             result = site_build.build(view, out, settings(project, options.full))
         finally:
             view.close()
