@@ -229,3 +229,32 @@ def test_the_site_anchors_a_heading_by_its_explicit_id_and_shows_its_text(tmp_pa
     assert "#custom-links }" not in html and "{: #o" not in html
     page_html = (out / "pages" / "page.html").read_text()
     assert 'href="../pages/t.html#custom-links"' in page_html
+
+
+# --- 2. Dendron's [[label|note]] on the site ------------------------------------------------
+
+
+def test_the_site_reads_dendrons_links_label_first(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {
+        "knowl.toml": '[links]\nresolution = "dendron"\n',
+        f"{G}/a.b.md": FM + "# A B\n\nThe note.\n",
+        P: FM + "# Page\n\nSee [[the label|a.b]] and [[a.b]] here.\n",
+    }
+    out = _site(tmp_path, files)
+    html = (out / "pages" / "page.html").read_text()
+    assert '<a class="wikilink" href="../pages/a.b.html">the label</a>' in html
+    assert '<a class="wikilink" href="../pages/a.b.html">a.b</a>' in html
+    assert "unresolved" not in html
+    target = (out / "pages" / "a.b.html").read_text()
+    # The backlinks' mentions show the label, for the link and the links around it.
+    assert "<p>See <mark>the label</mark> and a.b here.</p>" in target
+    assert "<p>See the label and <mark>a.b</mark> here.</p>" in target
+
+
+def test_outside_dendron_mode_the_site_reads_links_target_first(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {
+        f"{G}/a.b.md": FM + "# A B\n",
+        P: FM + "# Page\n\nSee [[a.b|the label]].\n",
+    }
+    html = (_site(tmp_path, files) / "pages" / "page.html").read_text()
+    assert '<a class="wikilink" href="../pages/a.b.html">the label</a>' in html

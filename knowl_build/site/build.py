@@ -47,6 +47,8 @@ class Settings:
     templates: Path | None = None
     root: Path | None = None
     full: bool = False  # render every file again, whatever the manifest says
+    # `[links] resolution = "dendron"`: wiki-links are `[[label|note]]`.
+    label_first: bool = False
 
 
 @dataclass
@@ -92,6 +94,7 @@ def _files(data: model.SiteData) -> list[_File]:
             return render_body(
                 page.record,
                 lambda path: None if (h := data.href_of_path(path)) is None else root + h,
+                label_first=data.label_first,
             )
 
         files.append(
@@ -149,11 +152,11 @@ def build(view: ArtifactView, out: Path, settings: Settings = Settings()) -> Sit
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     templates = Templates(settings.templates, settings.root)
-    data = model.gather(view)
+    data = model.gather(view, settings.label_first)
     title = settings.title or view.repo
     base_url = settings.base_url
     site = {"title": title, "base_url": base_url, "version": __version__}
-    common = _ENCODER.encode([__version__, templates.digest, site])
+    common = _ENCODER.encode([__version__, templates.digest, site, settings.label_first])
     folder = SiteFolder(out, settings.full)
     result = SiteResult(out, len(data.pages), len(data.entities))
     for file in _files(data):

@@ -87,13 +87,21 @@ def _markdown_match(href: str, embed: bool, record: LinkRecord) -> bool:
     )
 
 
-def parse_wiki(inner: str, embed: bool = False) -> WikiLink | None:
-    """The inside of `[[...]]`: None where the scan makes no link (`[[]]`, `[[|x]]`)."""
+def parse_wiki(inner: str, embed: bool = False, label_first: bool = False) -> WikiLink | None:
+    """The inside of `[[...]]`: None where the scan makes no link (`[[]]`, `[[|x]]`).
+    `label_first`: Dendron's `[[label|note]]` (`[links] resolution = "dendron"`), read as
+    `parse.dendron.label_first` reads it for the checker."""
     bar = inner.find("|")
-    target = inner if bar == -1 else inner[:bar]
-    alias = None if bar == -1 else inner[bar + 1 :].strip() or None
-    if bar != -1 and target.endswith("\\"):
-        target = target[:-1]  # `\|` separates the alias inside Markdown tables
+    if bar != -1 and not inner[:bar]:
+        return None  # `[[|x]]` is no link in any mode (the scan made none)
+    if label_first and bar != -1:
+        label = inner[:bar]
+        target, alias = inner[bar + 1 :], label.removesuffix("\\").strip() or None
+    else:
+        target = inner if bar == -1 else inner[:bar]
+        alias = None if bar == -1 else inner[bar + 1 :].strip() or None
+        if bar != -1 and target.endswith("\\"):
+            target = target[:-1]  # `\|` separates the alias inside Markdown tables
     heading: str | None = None
     hash_at = target.find("#")
     if hash_at != -1:
@@ -174,7 +182,7 @@ def _wiki_rule(state: StateInline, silent: bool) -> bool:
     match = WIKI.match(src, pos, state.posMax)
     if match is None:
         return False
-    link = parse_wiki(match.group(2), bool(match.group(1)))
+    link = parse_wiki(match.group(2), bool(match.group(1)), bool(state.env.get("label_first")))
     if link is None:
         return False
     if not silent:
@@ -341,14 +349,19 @@ def _close_omitted(children: list[Token]) -> None:
 
 
 def render_body(
-    record: PageRecord, resolve: Callable[[str], str | None], *, title: str | None = None
+    record: PageRecord,
+    resolve: Callable[[str], str | None],
+    *,
+    title: str | None = None,
+    label_first: bool = False,
 ) -> str:
     """The record's rendered body as HTML. `resolve` gives the link (relative to the page) of
     a page of the site by its path, or None. A first `# heading` that repeats the title is
     left out (the page shows the title, anchored `Headings(title).title`), and headings move
-    one level down under it."""
+    one level down under it. `label_first`: wiki-links are Dendron's, `[[label|note]]`."""
     title = record.title if title is None else title
-    tokens = _MD.parse(record.body)
+    env: dict[str, Any] = {"label_first": label_first}
+    tokens = _MD.parse(record.body, env)
     if _first_heading_is_title(tokens, title):
         tokens = tokens[3:]
     anchors = Headings(title)
@@ -360,6 +373,5 @@ def render_body(
                 token.attrSet("id", anchors.anchor(*_drop_attributes(tokens[i + 1])))
     body_links = [link for link in record.links if link.kind in ("link", "embed")]
     _links(tokens, body_links, resolve)
-    env: dict[str, Any] = {}
     html: str = _MD.renderer.render(tokens, _MD.options, env)
     return html

@@ -98,6 +98,8 @@ class SiteData:
     # the review queue lists them.
     withheld: frozenset[str] = frozenset()
     withheld_ids: list[str] = field(default_factory=list)
+    # Wiki-links are Dendron's, `[[label|note]]` (`[links] resolution = "dendron"`).
+    label_first: bool = False
 
     def item(self, page: Page) -> dict[str, Any]:
         return self.items[page.key]
@@ -145,9 +147,10 @@ def withheld(view: ArtifactView) -> frozenset[str]:
     return frozenset(e.key for e in view.pages if e.key in paths and visible(e, None))
 
 
-def gather(view: ArtifactView) -> SiteData:
+def gather(view: ArtifactView, label_first: bool = False) -> SiteData:
     """Every global page with its record, and what the pages say of each other; the pages
-    that hold a secret are left out (`withheld`) before anything is counted or linked."""
+    that hold a secret are left out (`withheld`) before anything is counted or linked.
+    `label_first`: the project's wiki-links are Dendron's, `[[label|note]]`."""
     left_out = withheld(view)
     entries = {e.offset: e for e in view.pages if visible(e, None) and e.key not in left_out}
     pages: list[Page] = []
@@ -178,6 +181,7 @@ def gather(view: ArtifactView) -> SiteData:
         withheld=left_out,
         # An id is a name, never a secret (resolve.place); redacted all the same.
         withheld_ids=sorted({redact(view.by_key[key].id) for key in left_out}),
+        label_first=label_first,
     )
     _links(data)
     _supersession(data)
@@ -194,7 +198,7 @@ def _links(data: SiteData) -> None:
             to = link.to
             if isinstance(to, UnsetType) or to not in data.by_key or to == page.key:
                 continue
-            found = snippet(page.record, link)
+            found = snippet(page.record, link, data.label_first)
             if found is None:
                 mentions[to].append(Mention(page, link.kind))
             else:

@@ -34,9 +34,18 @@ class Snippet:
     after: str
 
 
-def _plain(text: str) -> str:
+def _label(match: re.Match[str]) -> str:
+    """A Dendron `[[label|note]]` as a reader sees it: its label."""
+    found = parse_wiki(match.group(2), bool(match.group(1)), label_first=True)
+    return match.group(0) if found is None else found.text
+
+
+def _plain(text: str, label_first: bool = False) -> str:
     """Inline markup dropped, white space collapsed; a space kept at either end if there was
-    one, so the pieces join as they were written."""
+    one, so the pieces join as they were written. `label_first`: wiki-links are Dendron's
+    and read as their labels."""
+    if label_first and "[[" in text:
+        text = WIKI.sub(_label, text)
     inner = strip_inline(text)
     if not inner:
         return " " if text[:1].isspace() or text[-1:].isspace() else ""
@@ -78,9 +87,9 @@ def _lines(record: PageRecord, index: int, column: int, raw: str) -> tuple[list[
     return rendered, at
 
 
-def snippet(record: PageRecord, link: LinkRecord) -> Snippet | None:
+def snippet(record: PageRecord, link: LinkRecord, label_first: bool = False) -> Snippet | None:
     """The sentence of `record`'s body around `link` (None for a frontmatter `refs` item, or a
-    link not found where its record says)."""
+    link not found where its record says). `label_first`: Dendron's `[[label|note]]`."""
     if link.kind not in ("link", "embed"):
         return None
     first = record.body_line if not isinstance(record.body_line, UnsetType) else 1
@@ -101,7 +110,7 @@ def snippet(record: PageRecord, link: LinkRecord) -> Snippet | None:
         match = WIKI.match(raw_line, column)
         if match is None:
             return None
-        found = parse_wiki(match.group(2), bool(match.group(1)))
+        found = parse_wiki(match.group(2), bool(match.group(1)), label_first)
         if found is None:
             return None
         raw, text = match.group(0), found.text
@@ -139,5 +148,6 @@ def snippet(record: PageRecord, link: LinkRecord) -> Snippet | None:
     if begin == 0:
         before = _MARKER.sub("", before)
     # Other links and markup in the sentence read as their text.
-    before, after = _plain(before).lstrip(), _plain(paragraph[stop:finish]).rstrip()
+    before = _plain(before, label_first).lstrip()
+    after = _plain(paragraph[stop:finish], label_first).rstrip()
     return Snippet(_clip_start(before), text, _clip_end(after))
