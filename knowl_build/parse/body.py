@@ -519,13 +519,12 @@ def _span(index: TextIndex, start: int, end: int) -> Span:
     return Span(line, column, end_line, end_column)
 
 
-def _make_link(match: re.Match[str], base: int, index: TextIndex) -> Link | None:
-    inner = match.group(2)
-    bar = inner.find("|")
-    target = inner if bar == -1 else inner[:bar]
-    if bar != -1 and target.endswith("\\"):
-        target = target[:-1]  # `\|` separates the alias inside Markdown tables
-    heading: str | None = None
+def wiki_target(written: str) -> tuple[str, str | None] | None:
+    """A wiki link's page part and heading, from what names them (`id#Heading`, `id.md`):
+    the page part without `.md`, both stripped; None when both are empty (`[[]]`, `[[|x]]`).
+    Every reading of a `[[link]]` (the scan, Dendron's label-first order, the site) splits
+    it here."""
+    target, heading = written, None
     hash_at = target.find("#")
     if hash_at != -1:
         heading = target[hash_at + 1 :].strip()
@@ -534,7 +533,20 @@ def _make_link(match: re.Match[str], base: int, index: TextIndex) -> Link | None
     if target.endswith(".md"):
         target = target[:-3].rstrip()
     if not target and not heading:
+        return None
+    return target, heading
+
+
+def _make_link(match: re.Match[str], base: int, index: TextIndex) -> Link | None:
+    inner = match.group(2)
+    bar = inner.find("|")
+    target = inner if bar == -1 else inner[:bar]
+    if bar != -1 and target.endswith("\\"):
+        target = target[:-1]  # `\|` separates the alias inside Markdown tables
+    named = wiki_target(target)
+    if named is None:
         return None  # `[[]]`, `[[|x]]`
+    target, heading = named
     start = base + match.start()
     return Link(
         raw=match.group(0),

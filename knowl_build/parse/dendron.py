@@ -17,7 +17,7 @@ import dataclasses
 import re
 
 from knowl_build.model import WIKI, Link, ParsedPage
-from knowl_build.parse.body import strip_inline
+from knowl_build.parse.body import strip_inline, wiki_target
 
 _OFFSET = re.compile(r",\s*\d+\s*$")  # `#heading,1`: skip a line of the referenced text
 POSITIONS = frozenset({"^begin", "^end"})  # Dendron's reserved block anchors
@@ -41,18 +41,10 @@ def _relabel(link: Link) -> Link | None:
     bar = inner.find("|")
     if bar == -1:
         return link
-    target = inner[bar + 1 :]
-    heading: str | None = None
-    hash_at = target.find("#")
-    if hash_at != -1:
-        heading = target[hash_at + 1 :].strip()
-        target = target[:hash_at]
-    target = target.strip()
-    if target.endswith(".md"):
-        target = target[:-3].rstrip()
-    if not target and not heading:
+    named = wiki_target(inner[bar + 1 :])
+    if named is None:
         return None
-    return link._replace(target=target, heading=heading)
+    return link._replace(target=named[0], heading=named[1])
 
 
 def anchors(heading: str) -> list[str]:
