@@ -455,8 +455,10 @@ def knowl_engine(pages: Sequence[Page], root: Path) -> tuple[Engine, Callable[[]
     by_file = {p.id.casefold(): p.id for p in pages}
 
     def ask(query: str) -> list[str]:
+        # knowl's own order (ties by page id already): a page named as the query comes first
+        # whatever its score, which a re-sort by score would undo.
         hits = search(reader, query, options)["hits"]
-        return by_score((h["score"], by_file.get(h["page"].casefold(), h["page"])) for h in hits)
+        return [by_file.get(h["page"].casefold(), h["page"]) for h in hits][:K]
 
     return ask, reader.close
 

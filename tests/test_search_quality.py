@@ -212,3 +212,15 @@ def test_the_site_ranks_as_knowl_search(project: Path, tmp_path: Path) -> None:
             got = ranked(tmp_path, query)
             assert [h for h, _ in got] == [h for h, _ in expected], query
             assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-12)
+
+
+def test_the_mcp_text_shows_the_passage(project: Path) -> None:
+    from knowl_build.mcp_server import text
+
+    with Reader.open(project) as reader:
+        answer = reader.search("credentials rotated quarter", limit=1)
+    shown = text.search(answer).splitlines()
+    assert shown[2] == (
+        "  (Rotating the warehouse credentials, line 12) "
+        "The credentials are rotated every quarter by the on-call engineer."
+    )

@@ -60,6 +60,10 @@ def search(answer: SearchAnswer) -> str:
     for hit in hits[:SHOWN]:
         flags = _flags(hit["freshness"], hit["drift_flag"], hit["status"])
         lines.append(f"- {_short(hit['page'], 60)}: {_short(hit['title'])} ({flags})")
+        snippet, section = hit.get("snippet"), hit.get("section")
+        if snippet:
+            where = f"{_short(section['heading'], 60)}, " if section else ""
+            lines.append(f"  ({where}line {snippet['line']}) {_short(snippet['text'], 200)}")
     if answer["caveats"]:
         lines.append("Caveats to relay: " + _names(c["page"] for c in answer["caveats"]))
     for term, near in answer.get("suggestions", {}).items():
