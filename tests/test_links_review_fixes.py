@@ -258,3 +258,36 @@ def test_outside_dendron_mode_the_site_reads_links_target_first(tmp_path: Path) 
     }
     html = (_site(tmp_path, files) / "pages" / "page.html").read_text()
     assert '<a class="wikilink" href="../pages/a.b.html">the label</a>' in html
+
+
+# --- 3. Hugo's code shortcodes and TOML front matter on the site ----------------------------
+
+HUGO: dict[str, str | bytes] = {
+    f"{G}/guide/_index.md": '+++\ntitle = "Guide"\n# comment heading?\n[[cascade]]\n+++\n'
+    "# Guide\n\nIntro.\n\n## Setup\n\nText.\n",
+    P: FM + '# Page\n\n{{< code-toggle file="hugo" >}}\n# not a heading\n[[menus.main]]\n'
+    "[link](nothing.md)\n{{< /code-toggle >}}\n\n"
+    'See {{< ref "[x](gone.md)" >}} and [setup](guide/_index.md#setup).\n\n## After\n',
+}
+
+
+def test_the_checker_reads_no_link_or_heading_in_hugos_regions(tmp_path: Path) -> None:
+    found = _findings(tmp_path, HUGO)
+    assert [f for f in _codes(found) if f[1] in ("KB103", "KB105")] == []
+
+
+def test_the_site_renders_hugos_regions_as_the_checker_reads_them(tmp_path: Path) -> None:
+    out = _site(tmp_path, HUGO)
+    html = (out / "pages" / "page.html").read_text()
+    assert "<pre><code># not a heading\n[[menus.main]]\n[link](nothing.md)\n</code></pre>" in html
+    assert "not a heading</h" not in html
+    assert "menus.main</span>" not in html and "link-omitted" not in html
+    assert "{{&lt; code-toggle file=&quot;hugo&quot; &gt;}}" in html
+    assert "{{&lt; /code-toggle &gt;}}" in html
+    assert "See {{&lt; ref &quot;[x](gone.md)&quot; &gt;}} and" in html
+    assert '<h3 id="after">After</h3>' in html
+    assert 'href="../pages/guide.html#setup"' in html
+    guide = (out / "pages" / "guide.html").read_text()
+    assert "comment heading" not in guide and "cascade" not in guide
+    assert '<h3 id="setup">Setup</h3>' in guide
+    assert 'id="guide-1"' not in guide

@@ -91,6 +91,7 @@ def settings(project: Project | None, full: bool = False) -> site_build.Settings
         root=root,
         full=full,
         label_first=config.link_resolution == DENDRON,
+        code_shortcodes=config.code_names,
     )
 
 

@@ -26,6 +26,7 @@ import msgspec
 from markupsafe import Markup
 
 from knowl_build import __version__
+from knowl_build.parse.body import CODE_SHORTCODES
 from knowl_build.reader.view import ArtifactView
 from knowl_build.site import graph, model, search, urls
 from knowl_build.site.markup import render_body
@@ -49,6 +50,8 @@ class Settings:
     full: bool = False  # render every file again, whatever the manifest says
     # `[links] resolution = "dendron"`: wiki-links are `[[label|note]]`.
     label_first: bool = False
+    # Hugo shortcodes whose bodies are code (`Config.code_names`).
+    code_shortcodes: frozenset[str] = CODE_SHORTCODES
 
 
 @dataclass
@@ -80,7 +83,7 @@ def _root_of(name: str) -> str:
     return "../" * name.count("/")
 
 
-def _files(data: model.SiteData) -> list[_File]:
+def _files(data: model.SiteData, code_shortcodes: frozenset[str]) -> list[_File]:
     files = [
         _File(urls.INDEX, "index.html", model.index_context(data)),
         _File(urls.STALE, "stale.html", model.stale_context(data)),
@@ -95,6 +98,7 @@ def _files(data: model.SiteData) -> list[_File]:
                 page.record,
                 lambda path: None if (h := data.href_of_path(path)) is None else root + h,
                 label_first=data.label_first,
+                code_shortcodes=code_shortcodes,
             )
 
         files.append(
@@ -156,10 +160,11 @@ def build(view: ArtifactView, out: Path, settings: Settings = Settings()) -> Sit
     title = settings.title or view.repo
     base_url = settings.base_url
     site = {"title": title, "base_url": base_url, "version": __version__}
-    common = _ENCODER.encode([__version__, templates.digest, site, settings.label_first])
+    rendering = [settings.label_first, sorted(settings.code_shortcodes)]
+    common = _ENCODER.encode([__version__, templates.digest, site, rendering])
     folder = SiteFolder(out, settings.full)
     result = SiteResult(out, len(data.pages), len(data.entities))
-    for file in _files(data):
+    for file in _files(data, settings.code_shortcodes):
         inputs = _inputs(file, common)
         if folder.current(file.name, inputs):
             continue

@@ -33,7 +33,8 @@ from markdown_it.utils import EnvType, OptionsDict
 from knowl_build.artifacts.schema import LinkRecord, PageRecord
 from knowl_build.linkpaths import split_path
 from knowl_build.model import MARKDOWN
-from knowl_build.parse.body import heading_attributes, heading_key
+from knowl_build.parse.body import CODE_SHORTCODES, heading_attributes, heading_key
+from knowl_build.parse.shortcodes import front_matter, regions
 
 WIKI = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
@@ -348,20 +349,87 @@ def _close_omitted(children: list[Token]) -> None:
             token.tag = "span"
 
 
+# ASCII punctuation, each written with a backslash to be read as itself (CommonMark).
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+_BACKTICKS = re.compile(r"`+")
+
+
+def _literal(text: str) -> str:
+    """Markdown that renders as `text` itself: a shortcode's delimiters hold parameters,
+    never a link, a wiki-link or emphasis."""
+    return _PUNCTUATION.sub(r"\\\1", text)
+
+
+def _fenced(code: str) -> str:
+    """`code` as a fenced code block, its fence longer than any run of backticks in it."""
+    fence = "`" * max(3, 1 + max((len(m) for m in _BACKTICKS.findall(code)), default=0))
+    return f"\n\n{fence}\n{code.strip(chr(10))}\n{fence}\n\n"
+
+
+def _right_end(text: str) -> int:
+    """Where the opening shortcode of a region (`{{< … >}}`, `{{% … %}}`, Hugo's escape
+    `{{</* … */>}}`) ends."""
+    right = ("*/" if text.startswith("/*", 3) else "") + text[2].replace("<", ">") + "}}"
+    at = text.find(right, 3)
+    return len(text) if at == -1 else at + len(right)
+
+
+def hugo_source(body: str, code: frozenset[str], toml: bool) -> str:
+    """The body as Hugo's pages read, for markdown-it: its TOML front matter (`toml`: the
+    page has no YAML frontmatter) left out, each code shortcode's body (`code-toggle`,
+    `highlight`, `code`, `[links] code_shortcodes`) a fenced code block, and the text inside
+    shortcode delimiters plain text. These are the regions the body scan reads no links or
+    headings in (`parse.shortcodes`), so the site's headings and their anchors are the
+    checker's. Shortcodes inside a code block are left as written (already text)."""
+    if toml:
+        skipped = front_matter(body)
+        if skipped:
+            body = body[skipped[0][1] :]
+    found = regions(body, code)
+    if not found:
+        return body
+    code_lines: set[int] = set()
+    for token in _MD.parse(body):
+        if token.type in ("fence", "code_block") and token.map is not None:
+            code_lines.update(range(token.map[0], token.map[1]))
+    out: list[str] = []
+    pos = 0
+    for start, end in found:
+        out.append(body[pos:start])
+        text = body[start:end]
+        if body.count("\n", 0, start) in code_lines:
+            out.append(text)
+        else:
+            opening = _right_end(text)
+            closing = text.rfind("{{", opening) if opening < len(text) else -1
+            if closing == -1:
+                out.append(_literal(text))
+            else:  # a code shortcode with its body and closing
+                out.append(_literal(text[:opening]))
+                out.append(_fenced(text[opening:closing]))
+                out.append(_literal(text[closing:]))
+        pos = end
+    out.append(body[pos:])
+    return "".join(out)
+
+
 def render_body(
     record: PageRecord,
     resolve: Callable[[str], str | None],
     *,
     title: str | None = None,
     label_first: bool = False,
+    code_shortcodes: frozenset[str] = CODE_SHORTCODES,
 ) -> str:
     """The record's rendered body as HTML. `resolve` gives the link (relative to the page) of
     a page of the site by its path, or None. A first `# heading` that repeats the title is
     left out (the page shows the title, anchored `Headings(title).title`), and headings move
-    one level down under it. `label_first`: wiki-links are Dendron's, `[[label|note]]`."""
+    one level down under it. `label_first`: wiki-links are Dendron's, `[[label|note]]`;
+    Hugo's regions are read as `hugo_source` says, with the project's `code_shortcodes`."""
     title = record.title if title is None else title
     env: dict[str, Any] = {"label_first": label_first}
-    tokens = _MD.parse(record.body, env)
+    toml = not isinstance(record.body_line, int) or record.body_line == 1
+    tokens = _MD.parse(hugo_source(record.body, code_shortcodes, toml), env)
     if _first_heading_is_title(tokens, title):
         tokens = tokens[3:]
     anchors = Headings(title)
