@@ -153,7 +153,9 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
     acc: dict[int, float] = {}
     terms = query_terms(text)
     shards = {}
-    for term in [*terms, search.NAMED + name_key(text)]:
+    key = name_key(text)
+    # A name's entry is in the shard of its first term.
+    for term in [*terms, *query_terms(key)[:1]]:
         name = meta["shards"][search.fnv1a32(term) % len(meta["shards"])]
         shards[term] = json.loads((folder / search.TERMS / f"{name}.json").read_text())
     k1, b, n = meta["k1"], meta["b"], max(meta["doc_count"], 1)
@@ -170,8 +172,9 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
                 tf, length = postings[i + 1], postings[i + 2]
                 norm = k1 * (1 - b + b * length / meta["avg_lengths"][f])
                 acc[doc] = acc.get(doc, 0.0) + weight * tf / (tf + norm)
-    named_key = search.NAMED + name_key(text)
-    named = set(accumulate(shards[named_key].get(named_key, []))) if name_key(text) else set()
+    named = (
+        set(accumulate(shards[query_terms(key)[0]].get(search.NAMED + key, []))) if key else set()
+    )
     for doc in named:
         acc.setdefault(doc, 0.0)
     hits = sorted(acc.items(), key=lambda item: (item[0] not in named, -item[1], item[0]))

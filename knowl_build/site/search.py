@@ -36,7 +36,7 @@ from typing import Any
 
 from knowl_build.artifacts import memo
 from knowl_build.artifacts.schema import CatalogEntry
-from knowl_build.index.analysis import NAMES_FIELD, TEXT_FIELDS
+from knowl_build.index.analysis import NAMES_FIELD, TEXT_FIELDS, query_terms
 from knowl_build.index.postings import deleted_docs, live_mask, live_postings
 from knowl_build.index.ranking import K1, B
 from knowl_build.index.storage import Reading, open_index
@@ -53,7 +53,8 @@ DOCS_PER_CHUNK = 32
 POSTINGS_PER_SHARD = 4096
 MAX_SHARDS = 4096
 SUMMARY_CHARS = 240
-# The key of a name's entry in its shard: "=" + name_key (no term holds a "=").
+# The key of a name's entry in the shard of its first term: "=" + name_key (no term holds a
+# "=").
 NAMED = "="
 
 
@@ -226,9 +227,10 @@ def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry
         postings = [_gaps(p) for p in entry.postings]
         shards[fnv1a32(term) % count][term] = [entry.df, *postings]
     for name, numbers in export.names.items():
-        # "=" + name: the documents named so, as gaps (search.js ranks them first).
+        # "=" + name: the documents named so, as gaps (search.js ranks them first), in the
+        # shard of the name's first term: the shard a query equal to it fetches anyway.
         gaps = [b - a for a, b in zip([0, *numbers], numbers, strict=False)]
-        shards[fnv1a32(NAMED + name) % count][NAMED + name] = gaps
+        shards[fnv1a32(query_terms(name)[0]) % count][NAMED + name] = gaps
     shard_names = []
     for shard in shards:
         data = encode(shard)

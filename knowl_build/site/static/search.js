@@ -121,8 +121,11 @@
     return (bare.match(TOKEN) || []).join(" ");
   }
 
-  // The documents named `key` live in the shard of "=" + key (no term holds a "=").
+  // The documents named `key` are "=" + key (no term holds a "=") in the shard of the first
+  // term of `key`: the query's own first term, but for its accents.
   var NAMED = "=";
+
+  function nameShard(m, name) { return shardOf(m, terms(name)[0]); }
 
   function fnv1a32(text) {
     var bytes = new TextEncoder().encode(text);
@@ -163,7 +166,7 @@
   function rank(m, queryTerms, name) {
     var needed = {};
     queryTerms.forEach(function (t) { needed[shardOf(m, t)] = true; });
-    if (name) needed[shardOf(m, NAMED + name)] = true;
+    if (name) needed[nameShard(m, name)] = true;
     return Promise.all(Object.keys(needed).map(function (p) {
       return getJSON(p).then(function (shard) { return [p, shard]; });
     })).then(function (loaded) {
@@ -191,7 +194,7 @@
         }
       }
       var named = new Set();
-      var docs = name ? shards[shardOf(m, NAMED + name)][NAMED + name] : null;
+      var docs = name ? shards[nameShard(m, name)][NAMED + name] : null;
       if (docs) {
         var at = 0;
         for (var j = 0; j < docs.length; j++) {
