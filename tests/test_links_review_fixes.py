@@ -224,11 +224,13 @@ def test_an_explicit_heading_id_is_no_part_of_its_text(tmp_path: Path) -> None:
 def test_the_site_anchors_a_heading_by_its_explicit_id_and_shows_its_text(tmp_path: Path) -> None:
     out = _site(tmp_path, IDS)
     html = (out / "pages" / "t.html").read_text()
-    assert '<h3 id="custom-links">Links</h3>' in html
-    assert '<h3 id="o">Other</h3>' in html
+    assert '<h3 id="o"><span id="other"></span>Other</h3>' in html
     assert "#custom-links }" not in html and "{: #o" not in html
     page_html = (out / "pages" / "page.html").read_text()
     assert 'href="../pages/t.html#custom-links"' in page_html
+    # `[[t#Links]]` names the heading by its text: the heading has that anchor too.
+    assert 'href="../pages/t.html#links"' in page_html
+    assert '<h3 id="custom-links"><span id="links"></span>Links</h3>' in html
 
 
 # --- 2. Dendron's [[label|note]] on the site ------------------------------------------------

@@ -261,6 +261,15 @@ def _first_heading_is_title(tokens: list[Token], title: str) -> bool:
     )
 
 
+def _text_anchor(inline: Token, anchor: str) -> None:
+    """A second anchor inside a heading that has an explicit id, by its text's slug: a
+    wiki-link names a heading by its text (`[[t#Links]]` links `t.html#links`, `fragment`),
+    a Markdown link by the id (`#custom-links`); both reach it."""
+    mark = Token("html_inline", "", 0)
+    mark.content = f'<span id="{escapeHtml(anchor)}"></span>'
+    inline.children = [mark, *(inline.children or [])]
+
+
 def _drop_attributes(inline: Token) -> tuple[str, str | None]:
     """A heading's text without its trailing attribute list (`## Links { #custom-links }`
     shows "Links"), taken off the inline token, and the list's id, as the body scan reads
@@ -438,7 +447,11 @@ def render_body(
             level = min(int(token.tag[1]) + 1, 6)
             token.tag = f"h{level}"
             if token.type == "heading_open":
-                token.attrSet("id", anchors.anchor(*_drop_attributes(tokens[i + 1])))
+                inline = tokens[i + 1]
+                text, explicit = _drop_attributes(inline)
+                token.attrSet("id", anchors.anchor(text, explicit))
+                if explicit is not None and slug(text) != explicit:
+                    _text_anchor(inline, anchors.anchor(text))
     body_links = [link for link in record.links if link.kind in ("link", "embed")]
     _links(tokens, body_links, resolve)
     html: str = _MD.renderer.render(tokens, _MD.options, env)
