@@ -247,6 +247,7 @@ def exclude_problem(pattern: str) -> str | None:
 def _sre_parse(pattern: str) -> Any:
     parser: Any = getattr(re, "_parser", None)
     if parser is None:  # pragma: no cover - Python before 3.11 named it sre_parse
+        # optional: only where `re._parser` is missing.
         import sre_parse as parser
     return parser.parse(pattern)
 

@@ -32,7 +32,6 @@ from knowl_build.artifacts.layout import BUILD_MARKER, BUILD_SEAL, MANIFEST, REC
 from knowl_build.artifacts.publication import current_folder
 from knowl_build.artifacts.validate import validate
 from knowl_build.clock import today as utc_today
-from knowl_build.config import SecurityConfig
 from knowl_build.config_loader import load_config
 from knowl_build.history.replay import HISTORY_SEAL
 from knowl_build.model import ParsedPage
@@ -87,10 +86,10 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         return analyse(*args, **kwargs)
 
     def counting_parse(
-        todo: dict[str, bytes], security: SecurityConfig
+        todo: dict[str, bytes], *args: Any
     ) -> Iterator[list[tuple[str, ParsedPage, bytes | None]]]:
         counts["parsed"] += len(todo)
-        return parse(todo, security)
+        return parse(todo, *args)
 
     monkeypatch.setattr(checking, "analyse", counting_analyse)
     monkeypatch.setattr(publishing, "analyse", counting_analyse)

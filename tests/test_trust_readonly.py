@@ -47,9 +47,9 @@ from knowl_build.errors import UsageError
 
 parsed = []
 original = pages._parse_uncached
-def counting(todo, security):
+def counting(todo, *args):
     parsed.extend(todo)
-    return original(todo, security)
+    return original(todo, *args)
 pages._parse_uncached = counting
 
 command, root = sys.argv[1], Path(sys.argv[2])

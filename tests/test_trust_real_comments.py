@@ -32,10 +32,14 @@ CASES: dict[str, tuple[str, list[tuple[str, int, int]]]] = {
         [("KB401", 6, 1)],
     ),
     "in a link destination": (
+        # Markdown links are checked: the destination names no file (KB103), and hides nothing.
         FM + "[x](<!-- knowl: disable KB401 -->)\n\n" + TOKEN + "\n",
-        [("KB401", 6, 1)],
+        [("KB103", 4, 1), ("KB401", 6, 1)],
     ),
-    "in an image description": (FM + f"![{HIDE}](x.png)\n\n{TOKEN}\n", [("KB401", 6, 1)]),
+    "in an image description": (
+        FM + f"![{HIDE}](x.png)\n\n{TOKEN}\n",
+        [("KB103", 4, 1), ("KB401", 6, 1)],
+    ),
     "in a reference definition's title": (
         FM + f'[x]: https://e.x "{HIDE}"\n\nSee [x].\n\n{TOKEN}\n',
         [("KB401", 8, 1)],

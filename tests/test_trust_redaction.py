@@ -21,7 +21,9 @@ from tests.helpers import SEMANTICS, Project, invoke
 
 TOKEN = "ghp_" + "A1b2" * 9  # a GitHub token: SPEC 9's known prefix
 AWS = "AKIA" + "ABCDEFGHIJKLMNOP"
-ENTROPY = "Zq8" * 11  # a high-entropy word of 33 characters
+# A high-entropy word of 33 characters. (`Zq8` alone would be SVG path data: a word of path
+# commands and digits only, which a random token of 33 characters is with odds below 1e-10.)
+ENTROPY = "Zx8" * 11
 
 PAGES = {
     **SEMANTICS,

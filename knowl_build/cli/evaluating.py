@@ -95,6 +95,7 @@ def eval_(
     if as_json:
         emit_json(answer)
     else:
+        # Imported here: start-up time (the text renderer only when text is asked for).
         from knowl_build.output.evaluation import render
 
         render(answer, sys.stdout, quiet=found.quiet)

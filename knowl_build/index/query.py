@@ -99,6 +99,7 @@ def _shown(text: str) -> str:
 
 
 def _check_filter(name: str, value: str) -> None:
+    # Imported here: start-up time of `knowl search` (only a filter in the query needs it).
     from knowl_build.model import CATEGORIES, STATUSES, USAGE_MODES
 
     allowed = {
@@ -193,6 +194,7 @@ def parse(text: str) -> Query:
 
 def docs_with(searcher: Searcher, term: str, scopes: Iterable[str] | None) -> set[int]:
     """The documents the caller may see that hold `term` in any text field."""
+    # Imported here: start-up time (the parser is imported before the ranking is needed).
     from knowl_build.index.ranking import segment_postings
 
     view = searcher._view(scopes)
@@ -208,6 +210,7 @@ def docs_with(searcher: Searcher, term: str, scopes: Iterable[str] | None) -> se
 
 
 def _visible_anywhere(searcher: Searcher, term: str, scopes: Iterable[str] | None) -> bool:
+    # Imported here: start-up time (the parser is imported before the ranking is needed).
     from knowl_build.index.ranking import segment_postings
 
     view = searcher._view(scopes)

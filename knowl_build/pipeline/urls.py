@@ -52,6 +52,7 @@ def check_page_urls(
         return UrlCheck()
     policy = Policy(config.link_exclude, config.url_allow_private, config.security.extra_patterns)
     if asker is None:
+        # Imported here: start-up time (http.client and ssl load only when URLs are checked).
         from knowl_build.pipeline.urlcheck import Asker, UrlSettings
 
         asker = Asker(policy, UrlSettings.of(config))

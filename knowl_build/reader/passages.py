@@ -130,6 +130,7 @@ def attach(views: Sequence[ArtifactView], answer: SearchAnswer) -> SearchAnswer:
     """The answer with each hit's `section` and `snippet` (null when only its summary or tags
     matched), from the record of the repository it came from (`views`: the artifact first,
     then its peers)."""
+    # Imported here: start-up time (the stemmer loads only when passages are made).
     from knowl_build.index.fields import query_terms
 
     terms = set(query_terms(answer["query"]))

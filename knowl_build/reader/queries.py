@@ -385,6 +385,7 @@ def _syntax_arm(
 ) -> tuple[_Arm, Callable[[str], bool]]:
     """The lexical ranking of a query with syntax, and which other pages (the vectors') it
     admits: none without a phrase of the query, none holding an excluded word."""
+    # Imported here: start-up time (a query without syntax never loads the parser).
     from knowl_build.index import query as syntax
     from knowl_build.index.ranking import Scored
 
@@ -482,6 +483,7 @@ def _answer(
     }
     asked = [*parsed.scored, *parsed.prefixes]
     if not hits and asked:
+        # Imported here: start-up time (suggestions only when nothing was found).
         from knowl_build.index import query as syntax
 
         near = syntax.suggestions(view.searcher, asked, scopes_of(user))

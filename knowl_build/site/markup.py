@@ -33,7 +33,7 @@ from markdown_it.utils import EnvType, OptionsDict
 from knowl_build.artifacts.schema import LinkRecord, PageRecord
 from knowl_build.linkpaths import split_path
 from knowl_build.model import MARKDOWN
-from knowl_build.parse.body import CODE_SHORTCODES, heading_attributes, heading_key
+from knowl_build.parse.body import CODE_SHORTCODES, heading_attributes, heading_key, wiki_target
 from knowl_build.parse.shortcodes import front_matter, regions
 
 WIKI = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
@@ -103,17 +103,10 @@ def parse_wiki(inner: str, embed: bool = False, label_first: bool = False) -> Wi
         alias = None if bar == -1 else inner[bar + 1 :].strip() or None
         if bar != -1 and target.endswith("\\"):
             target = target[:-1]  # `\|` separates the alias inside Markdown tables
-    heading: str | None = None
-    hash_at = target.find("#")
-    if hash_at != -1:
-        heading = target[hash_at + 1 :].strip()
-        target = target[:hash_at]
-    target = target.strip()
-    if target.endswith(".md"):
-        target = target[:-3].rstrip()
-    if not target and not heading:
+    named = wiki_target(target)
+    if named is None:
         return None
-    return WikiLink(target, heading, alias, embed)
+    return WikiLink(named[0], named[1], alias, embed)
 
 
 def safe_url(url: str) -> bool:
