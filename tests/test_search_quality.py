@@ -80,6 +80,17 @@ Daily loads run at night.
 Ask the platform team first.
 The credentials are rotated every quarter by the on-call engineer.
 """,
+    f"{G}/glossary.md": """\
+---
+title: Glossary
+summary: Words we use.
+---
+# Glossary
+
+## Brewing words { #zymurgy }
+
+Zymurgy is the chemistry of fermentation.
+""",
     f"{G}/access-faq.md": """\
 ---
 title: Access FAQ
@@ -173,6 +184,13 @@ def test_json_and_text_output_carry_the_passage(project: Path) -> None:
     assert hit["snippet"]["matches"] == [[4, 15], [20, 27]]
     text = invoke(["search", "rotating credentials", "--repo", str(project)]).stdout
     assert "§ Rotating the warehouse credentials" in text
+
+
+def test_an_explicit_heading_id_is_the_sections_anchor(project: Path) -> None:
+    with Reader.open(project) as reader:
+        hit = reader.search("zymurgy fermentation", limit=1)["hits"][0]
+    assert hit["section"] == {"heading": "Brewing words", "anchor": "zymurgy", "line": 7}
+    assert hit["snippet"] is not None and hit["snippet"]["line"] == 9
 
 
 def test_context_cites_the_same_passage(project: Path) -> None:

@@ -131,6 +131,8 @@ class Heading(Struct, frozen=True):
     level: Count
     text: str
     line: Count
+    # Since 2.2: an explicit id (`## Links { #custom-links }`), the heading's anchor.
+    anchor: str | UnsetType = UNSET
 
 
 class LinkRecord(Struct, frozen=True):

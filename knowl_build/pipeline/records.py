@@ -117,7 +117,10 @@ def page_record(analysis: Analysis, page: Page, text: str) -> PageRecord:
         fields=_fields(page),
         body=render_body(raw_body, analysis.layer),
         raw_body=raw_body,
-        headings=[Heading(level=h.level, text=h.text, line=h.line) for h in page.parsed.headings],
+        headings=[
+            Heading(level=h.level, text=h.text, line=h.line, anchor=h.anchor or UNSET)
+            for h in page.parsed.headings
+        ],
         links=links,
         freshness=convert(
             assessment.to_json() if assessment else {"value": "fresh", "reasons": []}, Freshness

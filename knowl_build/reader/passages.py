@@ -34,12 +34,13 @@ def slug(text: str) -> str:
 
 
 def anchors(record: PageRecord) -> list[str]:
-    """Each heading's anchor, unique within the page (`x`, `x-1`, ...), the title taking the
-    first; a first `# heading` equal to the title is the title's."""
+    """Each heading's anchor as the site gives it: its explicit id (`{ #id }`) or its slug,
+    unique within the page (`x`, `x-1`, ...), the title taking the first; a first `# heading`
+    equal to the title is the title's."""
     seen: dict[str, int] = {}
 
-    def take(text: str) -> str:
-        base = slug(text)
+    def take(text: str, explicit: str | None = None) -> str:
+        base = explicit or slug(text)
         count = seen.get(base, 0)
         seen[base] = count + 1
         return base if count == 0 else f"{base}-{count}"
@@ -50,7 +51,10 @@ def anchors(record: PageRecord) -> list[str]:
         if number == 0 and heading.level == 1 and slug(heading.text) == slug(record.title):
             found.append(title)
         else:
-            found.append(take(heading.text))
+            explicit = heading.anchor if isinstance(heading.anchor, str) else None
+            found.append(take(heading.text, explicit))
+            if explicit is not None and slug(heading.text) != explicit:
+                take(heading.text)  # the site anchors its text too
     return found
 
 
