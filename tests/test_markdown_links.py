@@ -544,3 +544,63 @@ def test_the_fast_destination_parse_is_markdown_its(text: str, data: st.DataObje
     maximum = data.draw(st.integers(pos, len(text)))
     ours, theirs = link_destination(text, pos, maximum), parseLinkDestination(text, pos, maximum)
     assert (ours.ok, ours.pos, ours.str) == (theirs.ok, theirs.pos, theirs.str)
+
+
+# Pieces that make plain regions (links, images, wiki-links, stray brackets and parentheses)
+# and a few that make a region markdown-it's alone (`\\`, a backtick, `<`, `&`).
+PIECES = st.lists(
+    st.sampled_from(
+        [
+            "[a](b.md)",
+            "![x](y.png)",
+            "[t\n  u](d#h)",
+            "[](c)",
+            "[[w]]",
+            "![[e|f]]",
+            "[a]",
+            "(b)",
+            "[",
+            "]",
+            "(",
+            ")",
+            "!",
+            " ",
+            "\n",
+            "a",
+            "\u00a0",
+            '"',
+            "*",
+            "\\",
+            "`",
+            "<",
+            "&",
+        ]
+    ),
+    max_size=14,
+).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=st.one_of(PIECES, INLINE))
+def test_plain_regions_read_as_markdown_it_reads_them(text: str) -> None:
+    from knowl_build.parse.mdlinks import parsed_links, plain_links
+
+    plain = plain_links(text, {})
+    if plain is not None:
+        assert plain == parsed_links(text, {})
+
+
+def test_plain_regions_are_read_without_the_inline_parser() -> None:
+    from knowl_build.parse.mdlinks import plain_links
+
+    text = "See [[a]] [page b](../x/b.md#h) and ![c](c.png) (d)."
+    found = plain_links(text, {})
+    assert found is not None
+    assert [(s.start, s.end, s.embed, s.destination, s.text) for s in found] == [
+        (10, 31, False, (19, 30, True, "../x/b.md#h"), "page b"),
+        (36, 47, True, (41, 46, True, "c.png"), "c"),
+    ]
+    # Not plain: markdown-it reads these.
+    assert plain_links("[a](b) `c`", {}) is None
+    assert plain_links("[a][r]", {"references": {"R": {}}}) is None
+    assert plain_links("[a [b](c)](d)", {}) is None

@@ -10,8 +10,9 @@ reference-style link, where its definition's destination is. `_Lines` of the bod
 those back to the page, so positions are exact. A `[[wiki-link]]` is read first, as the site
 renders it: `[[a]](b)` is a wiki-link and text.
 
-Only inline regions that can hold a link are parsed (`may_hold_links`), and markdown-it's
-inline parser is linear: each position's token is found once (its `cache`).
+Only inline regions that can hold a link are parsed (`may_hold_links`), a plain region's
+plain links are read without the parser (`plain_links`), and markdown-it's inline parser is
+linear: each position's token is found once (its `cache`).
 """
 
 from __future__ import annotations
@@ -418,6 +419,64 @@ def body_links(
     return found
 
 
+# A wiki-link (read first, as `_wiki_first` reads it), or an inline link or image whose text
+# holds no bracket and whose destination no space, control character, parenthesis, bracket,
+# `<` or a backslash (so no title either).
+_PLAIN_LINK = re.compile(r"!?\[\[[^\[\]\n]*\]\]|(!?)\[([^\[\]]*)\]\(([^\x00-\x20\x7f()<\[\]\\]+)\)")
+# The characters that start an inline rule other than text, links and images (escapes, code
+# spans, autolinks, raw HTML, entities).
+_OTHER_RULES = re.compile(r"[\\`<&]")
+
+
+def plain_links(content: str, env: dict[str, Any]) -> list[_Seen] | None:
+    """The links of an inline region as markdown-it reads them, without running it, when the
+    region is plain: none of `_OTHER_RULES`' characters, no reference definitions in the
+    body, and every bracket inside a `_PLAIN_LINK` (found from the left, as markdown-it's
+    rules stop at each `[` and `!`). None when it is not: markdown-it reads it
+    (`parsed_links`). Most regions of a documentation page are plain, and the inline parser
+    costs more than the rest of a link's reading (tests/test_markdown_links.py compares the
+    two)."""
+    if env.get("references") or _OTHER_RULES.search(content) is not None:
+        return None
+    seen: list[_Seen] = []
+    brackets = 0
+    for match in _PLAIN_LINK.finditer(content):
+        destination = match.group(3)
+        if destination is None:  # a wiki-link: text to markdown-it
+            brackets += 4
+            continue
+        brackets += 2
+        end = match.end()
+        start = end - len(destination) - 1
+        seen.append(
+            _Seen(
+                match.start(),
+                end,
+                bool(match.group(1)),
+                _Destination(start, end - 1, True, destination),
+                None,
+                _SPACES.sub(" ", match.group(2)).strip(),
+            )
+        )
+    if brackets != content.count("[") + content.count("]"):
+        return None
+    return seen
+
+
+def parsed_links(content: str, env: dict[str, Any]) -> list[_Seen]:
+    """The links of an inline region, in order, as markdown-it's inline parser reads them."""
+    seen: list[_Seen] = []
+    env[_SOURCE], env[_FOUND] = content, seen
+    _current[0] = content
+    try:
+        _md.inline.parse(content, _md, env, [])
+    finally:
+        del env[_SOURCE], env[_FOUND]
+        _current[0] = ""
+        _parsed.clear()
+    return sorted(seen, key=lambda s: s.start)
+
+
 def scan_region(
     content: str,
     mapper: Mapper,
@@ -432,16 +491,10 @@ def scan_region(
     added to `found`. `mapper` maps its offsets to body offsets, `base` is the body's offset
     in the page, and `definitions` gives a label's definition with its destination's offset
     in the page."""
-    seen: list[_Seen] = []
-    env[_SOURCE], env[_FOUND] = content, seen
-    _current[0] = content
-    try:
-        _md.inline.parse(content, _md, env, [])
-    finally:
-        del env[_SOURCE], env[_FOUND]
-        _current[0] = ""
-        _parsed.clear()
-    for item in sorted(seen, key=lambda s: s.start):
+    seen = plain_links(content, env)
+    if seen is None:
+        seen = parsed_links(content, env)
+    for item in seen:
         start, last = mapper.offset(item.start), mapper.offset(item.end - 1)
         if start is None or last is None or skip(start):
             continue  # not found where markdown-it read it, or in a Hugo shortcode
