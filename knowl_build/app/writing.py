@@ -35,9 +35,10 @@ from knowl_build.model import CATEGORIES, DRAFT
 from knowl_build.names import valid_user
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.secrets.scanner import redact
+from knowl_build.writes import create, governance
 from knowl_build.writes import fix as fixes
-from knowl_build.writes import governance
 from knowl_build.writes.common import NOTHING_WRITTEN, Committed, commit, commit_repo
+from knowl_build.writes.create import NewPage
 from knowl_build.writes.pagefile import Change, WriteRaced
 from knowl_build.writes.request import Request
 from knowl_build.writes.store import Outcome
@@ -345,3 +346,39 @@ def fix(
             commits = [([path], message) for path, message in pairs]
             committed = commit(repo, commits) if commits else NOTHING_WRITTEN
     return Fixed(plan, written, True, EXIT_OK, committed)
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """What `knowl new` wrote (or why not): the page, its findings, the commit."""
+
+    outcome: Outcome
+    exit_status: int
+
+    def to_json(self) -> dict[str, Any]:
+        answer = {
+            "action": "created" if self.outcome.action == "inserted" else "refused",
+            "page": self.outcome.to_json()["page"],
+            "path": self.outcome.to_json()["path"],
+            "diagnostics": self.outcome.diagnostics,
+            "message": redact(self.outcome.message),
+        }
+        commit = self.outcome.commit
+        answer["commit"] = commit.to_json() if commit is not None else None
+        answer["committed"] = commit is not None and commit.committed
+        return answer
+
+
+def new_page(project: Project, request: NewPage, *, do_commit: bool = False) -> Created:
+    """A person's new page with valid frontmatter (`knowl new`); a refusal (error findings, an
+    id the scope already holds) writes nothing and is exit 1."""
+    if request.category is not None and request.category not in CATEGORIES:
+        raise UsageError(f"category must be one of {', '.join(CATEGORIES)}")
+    try:
+        with write_lock(project.out_dir):
+            outcome = create.new(project.root, project.config, request, do_commit=do_commit)
+    except WriteRaced as exc:
+        if exc.written:
+            raise
+        outcome = Outcome("refused", Path(exc.path).stem, exc.path, message=str(exc))
+    return Created(outcome, EXIT_FINDINGS if outcome.action == "refused" else EXIT_OK)

@@ -13,7 +13,7 @@ _COMMANDS = {
     "reading": ("search", "context", "show", "traverse", "timeline", "graph", "verify"),
     "publishing": ("site",),
     "serving": ("mcp",),
-    "writing": ("store", "supersede", "review", "fix"),
+    "writing": ("store", "new", "supersede", "review", "fix"),
     "evaluating": ("eval",),
 }
 assert isinstance(cli, KnowlGroup)

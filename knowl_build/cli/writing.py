@@ -1,4 +1,4 @@
-"""Commands that write knowledge: store, supersede, review, fix (SPEC 7).
+"""Commands that write knowledge: store, new, supersede, review, fix (SPEC 7).
 
 Each command imports the application layer and the renderers when it runs (start-up time:
 `knowl --help` loads neither).
@@ -192,6 +192,90 @@ def store(
     _print_commit(stored.commit)
     _print_build(stored.build)
     ctx.exit(stored.exit_status)
+
+
+@cli.command()
+@click.argument("title")
+@USER_OPTION
+@click.option(
+    "--folder",
+    default="",
+    metavar="PATH",
+    help="A folder below the scope's folder (knowledge/global/ or knowledge/user/<you>/).",
+)
+@click.option("--name", default=None, help="The file name without .md (default: from the title).")
+@click.option("--summary", default=None, help="One line.")
+@click.option("--category", type=click.Choice(CATEGORIES), default=None)
+@click.option("--usage-mode", type=click.Choice(USAGE_MODES), default=None)
+@click.option(
+    "--sl-ref",
+    "sl_refs",
+    multiple=True,
+    metavar="ENTITY",
+    help="A semantic entity the page is about (repeatable): bound to its live definition.",
+)
+@click.option("--tag", "tags", multiple=True)
+@click.option("--ref", "refs", multiple=True, help="Another page, by id.")
+@click.option("--content", default=None, help="The body (default: empty, for you to write).")
+@click.option("--commit", "do_commit", is_flag=True, help="Commit exactly the file written.")
+@JSON_OPTION
+@global_options
+@click.pass_context
+def new(
+    ctx: click.Context,
+    title: str,
+    user: str | None,
+    folder: str,
+    name: str | None,
+    summary: str | None,
+    category: str | None,
+    usage_mode: str | None,
+    sl_refs: tuple[str, ...],
+    tags: tuple[str, ...],
+    refs: tuple[str, ...],
+    content: str | None,
+    do_commit: bool,
+    as_json: bool,
+) -> None:
+    """Write a new page titled TITLE with valid frontmatter, for you to fill in.
+
+    Each --sl-ref entity is bound to its live definition (meta.bound_fingerprints, with
+    meta.last_validated_at now), so a later change of it is drift. The page is checked first:
+    an error finding, or an id its scope already holds, writes nothing (exit 1). It never
+    replaces a file and does not rebuild: run knowl check or knowl build next.
+
+    \b
+    Examples:
+      knowl new "Gross margin" --sl-ref orders.gross_margin --usage-mode definition
+      knowl new "Refund policy" --folder finance --category decision --commit
+      knowl new "My notes" --user alice
+    """
+    # Lazy: the writes load with the command (start-up time).
+    from knowl_build.app import writing
+    from knowl_build.writes.create import NewPage
+
+    request = NewPage(
+        title=title,
+        user=user,
+        folder=folder,
+        name=name,
+        content=content or "",
+        summary=summary,
+        category=category,
+        usage_mode=usage_mode,
+        tags=list(tags),
+        sl_refs=list(sl_refs),
+        refs=list(refs),
+    )
+    created = writing.new_page(settings(ctx).locator.project(), request, do_commit=do_commit)
+    if as_json:
+        emit_json(created.to_json())
+    else:
+        from knowl_build.output import text
+
+        text.new_outcome(created.outcome, text.console(sys.stderr))
+    _print_commit(created.outcome.commit)
+    ctx.exit(created.exit_status)
 
 
 @cli.command()

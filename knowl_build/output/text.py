@@ -472,6 +472,25 @@ def store_outcome(outcome: Any, out: Console) -> None:
         out.print(_text(f"  {outcome.message}", style="dim" if outcome.action != "refused" else ""))
 
 
+def new_outcome(outcome: Any, out: Console) -> None:
+    """`knowl new`: the page written, or the refusal and its error findings; then every other
+    finding on the new page, so the writer sees what to fill in."""
+    refused = outcome.action == "refused"
+    line = _text(
+        "refused: " if refused else "created: ", style="bold red" if refused else "bold green"
+    )
+    _append(line, f"{outcome.page} ({outcome.path})")
+    out.print(line)
+    for d in outcome.diagnostics:
+        out.print(
+            _text(
+                f"  {d['path']}:{d['line']}:{d['column']}: {d['severity']} {d['code']} {d['message']}"
+            )
+        )
+    if outcome.message:
+        out.print(_text(f"  {outcome.message}"))
+
+
 def conflict_table(groups: list[dict[str, Any]], out: Console) -> None:
     if not groups:
         out.print(_text("no exclusive pages", style="dim"))
