@@ -22,3 +22,8 @@ SEVERITY_CHOICES = (*SEVERITIES, "off")
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+
+
+def counted(number: int, singular: str, plural: str | None = None) -> str:
+    """`1 page`, `2 pages`, `1 entity`, `0 entities`: a count with its noun agreeing."""
+    return f"{number} {singular if number == 1 else plural or singular + 's'}"

@@ -51,6 +51,28 @@ CHROMEDRIVER = os.environ.get("KNOWL_CHROMEDRIVER", "/usr/bin/chromedriver")
 SCREENSHOT = ROOT / "docs" / "img" / "site-page.png"
 WAIT = 15.0
 
+# A page of sections (the passage is under the heading that matches most, a long line is cut
+# near its match) and one whose title, heading and text hold markup that must stay text.
+LONG = " ".join(["filler words before the match"] * 12)
+PASSAGE_PAGES = {
+    "knowledge/global/metrics-handbook.md": (
+        "---\ntitle: Metrics handbook\nsummary: Where the metrics are defined.\n"
+        "tags: [handbook]\n---\nAn introduction to the handbook, and to churn.\n\n"
+        "## Churn and retention\n\nChurn counts the customers lost in a month.\n\n"
+        "Churn and retention are complements; churn comes first.\n\n"
+        f"## Gross margin\n\n{LONG} the gross margin of an order, then more words after it.\n\n"
+        "## Basilisk notes\n\nNothing here.\n"
+    ),
+    "knowledge/global/hostile-passage.md": (
+        "---\ntitle: '<img src=x onerror=\"window.__knowlPwned = 8\"> Trap <b>bold</b>'\n"
+        "summary: A trap.\n---\n## Cockatrice <i>heading</i>\n\n"
+        'The cockatrice: <img src=x onerror="window.__knowlPwned = 9"> beside '
+        "<script>window.__knowlPwned = 10</script> the basilisk.\n"
+    ),
+}
+PASSAGE_QUERIES = ["churn", "churn retention", "gross margin", "basilisk", "cockatrice onerror"]
+PWNED = "return window.__knowlPwned === undefined ? null : window.__knowlPwned"
+
 
 def missing(reason: str) -> None:
     """No browser: a failure in CI, where .ci/run installs it; a skip elsewhere."""
@@ -99,7 +121,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path,
     monkey.setenv("SOURCE_DATE_EPOCH", "1780000000")
     monkey.setenv("KNOWL_EMBEDDINGS", "off")
     root = tmp_path_factory.mktemp("browser") / "proj"
-    make_site_project(root)
+    proj = make_site_project(root)
+    proj.write(PASSAGE_PAGES)
+    proj.commit("Pages with sections, and a hostile passage")
     out = root.parent / "site"
     build(root)
     invoke(["site", "--repo", str(root), "--out", str(out), "-q"])
@@ -141,7 +165,7 @@ def search_for(driver: WebDriver, url: str, text: str) -> list[WebElement]:
     )
     state = driver.execute_script("return document.documentElement.dataset.searchState")
     assert state == "done", driver.find_element(By.ID, "search-status").text
-    return driver.find_elements(By.CSS_SELECTOR, "#search-results li a")
+    return driver.find_elements(By.CSS_SELECTOR, "#search-results .search-result-title a")
 
 
 def graph_ready(driver: WebDriver) -> WebElement:
@@ -262,7 +286,7 @@ def test_typing_updates_the_results_and_the_address(
         lambda d: (
             [
                 a.get_attribute("href")
-                for a in d.find_elements(By.CSS_SELECTOR, "#search-results li a")
+                for a in d.find_elements(By.CSS_SELECTOR, "#search-results .search-result-title a")
             ]
             == [f"{url}pages/fiscal-calendar.html"]
         ),
@@ -424,3 +448,224 @@ def test_no_page_of_the_site_names_a_user_page(site: tuple[Path, Path, str]) -> 
             text = path.read_text(encoding="utf-8")
             for entry in users:
                 assert entry.id not in text and entry.title not in text, path
+
+
+# --- passages and results as you type ----------------------------------------------------------
+
+
+def cli_hits(root: Path, text: str, limit: int) -> list[tuple[str, Any, Any]]:
+    """`knowl search`'s hits: (href, {heading, anchor} or None, {text, matches} or None)."""
+    with Reader.open(root) as reader:
+        found = []
+        for hit in reader.search(text, limit=limit)["hits"]:
+            entry = reader.view.page(hit["scope"], hit["page"])
+            assert entry is not None
+            section = hit["section"]
+            snippet = hit["snippet"]
+            found.append(
+                (
+                    urls.page_href(entry),
+                    None if section is None else [section["heading"], section["anchor"]],
+                    None if snippet is None else [snippet["text"], snippet["matches"]],
+                )
+            )
+    return found
+
+
+def site_hits(driver: WebDriver, text: str, limit: int) -> list[tuple[str, Any, Any]]:
+    found = driver.execute_async_script(
+        "var done = arguments[arguments.length - 1];"
+        "window.knowlSearch.search(arguments[0], arguments[1]).then(function (r) {"
+        "  done(r.results.map(function (x) { return [x.href,"
+        "    x.section && [x.section.heading, x.section.anchor],"
+        "    x.snippet && [x.snippet.text, x.snippet.matches]]; })); });",
+        text,
+        limit,
+    )
+    return [(href, section, snippet) for href, section, snippet in found]
+
+
+@pytest.mark.parametrize("text", [*PASSAGE_QUERIES, "revenue", "refunds of revenue"])
+def test_passages_are_those_of_knowl_search(
+    driver: WebDriver, site: tuple[Path, Path, str], text: str
+) -> None:
+    root, _out, url = site
+    driver.get(url + "search.html")
+    expected = cli_hits(root, text, 100)
+    assert expected and any(snippet for _h, _s, snippet in expected)
+    assert site_hits(driver, text, 100) == expected
+
+
+def test_passages_pick_the_section_and_cut_the_line(
+    driver: WebDriver, site: tuple[Path, Path, str]
+) -> None:
+    _root, _out, url = site
+    driver.get(url + "search.html")
+    handbook = "pages/metrics-handbook.html"
+    hits = {href: (s, p) for href, s, p in site_hits(driver, "churn retention", 50)}
+    section, (text, matches) = hits[handbook]
+    # The section whose heading and lines hold both words, and its line with both.
+    assert section == ["Churn and retention", "churn-and-retention"]
+    assert text == "Churn and retention are complements; churn comes first."
+    assert [text[a:b] for a, b in matches] == ["Churn", "retention", "churn"]
+    hits = {href: (s, p) for href, s, p in site_hits(driver, "margin", 50)}
+    section, (text, matches) = hits[handbook]
+    assert section == ["Gross margin", "gross-margin"]
+    # A long line is cut a little before its first match.
+    assert text.startswith("…") and len(text) <= 242
+    assert [text[a:b] for a, b in matches] == ["margin"]
+    assert matches[0][0] < 80
+
+
+def panel_ready(driver: WebDriver) -> WebElement:
+    """The header's panel, once the results of what was typed are shown."""
+    panel: WebElement = wait(
+        driver, lambda d: d.find_element(By.ID, "site-search-panel"), "the panel"
+    )
+    wait(driver, lambda d: panel.get_attribute("data-state") in ("done", "error"), "results")
+    assert panel.get_attribute("data-state") == "done", panel.text
+    return panel
+
+
+def type_in_header(driver: WebDriver, text: str) -> WebElement:
+    box = driver.find_element(By.ID, "site-search")
+    box.click()
+    box.clear()
+    box.send_keys(text)
+    return box
+
+
+def test_typing_in_the_header_shows_results_with_passages(
+    driver: WebDriver, site: tuple[Path, Path, str]
+) -> None:
+    root, _out, url = site
+    driver.get(url + "pages/fiscal-calendar.html")
+    type_in_header(driver, "churn complements")
+    panel = panel_ready(driver)
+    assert panel.is_displayed()
+    options = panel.find_elements(By.CSS_SELECTOR, "li.search-option")
+    expected = cli_hits(root, "churn complements", 8)
+    assert [o.get_attribute("data-href") for o in options] == [url + h for h, _s, _p in expected]
+    hrefs = [o.get_attribute("data-href") for o in options]
+    first = options[hrefs.index(url + "pages/metrics-handbook.html")]
+    section = first.find_element(By.CSS_SELECTOR, "a.search-section")
+    assert section.text == "Churn and retention"
+    assert section.get_attribute("href") == url + "pages/metrics-handbook.html#churn-and-retention"
+    snippet = first.find_element(By.CSS_SELECTOR, ".search-option-snippet")
+    assert snippet.text == "Churn and retention are complements; churn comes first."
+    marks = [m.text for m in snippet.find_elements(By.TAG_NAME, "mark")]
+    assert marks == ["Churn", "complements", "churn"]
+    # Typing on updates the panel; a query with no hit says so.
+    type_in_header(driver, "quincunx")
+    wait(
+        driver,
+        lambda d: (
+            [
+                o.get_attribute("data-href")
+                for o in d.find_elements(By.CSS_SELECTOR, "#site-search-panel li.search-option")
+            ]
+            == [url + "pages/fiscal-calendar.html"]
+        ),
+        "the new results",
+    )
+    type_in_header(driver, "zzqqxxnothing")
+    wait(
+        driver,
+        lambda d: "No page matches" in d.find_element(By.ID, "site-search-panel").text,
+        "no hit",
+    )
+    assert not driver.find_elements(By.CSS_SELECTOR, "#site-search-panel li")
+
+
+def test_the_header_results_are_keyboard_navigable(
+    driver: WebDriver, site: tuple[Path, Path, str]
+) -> None:
+    _root, _out, url = site
+    driver.get(url + "index.html")
+    box = type_in_header(driver, "revenue")
+    panel = panel_ready(driver)
+    options = panel.find_elements(By.CSS_SELECTOR, "li.search-option")
+    assert len(options) >= 3
+
+    def selected() -> list[str]:
+        return [
+            str(o.get_attribute("id"))
+            for o in panel.find_elements(By.CSS_SELECTOR, "li.search-option")
+            if o.get_attribute("aria-selected") == "true"
+        ]
+
+    ids = [str(o.get_attribute("id")) for o in options]
+    assert selected() == [] and box.get_attribute("aria-expanded") == "true"
+    box.send_keys(Keys.ARROW_DOWN)
+    assert selected() == [ids[0]] and box.get_attribute("aria-activedescendant") == ids[0]
+    box.send_keys(Keys.ARROW_DOWN, Keys.ARROW_DOWN, Keys.ARROW_UP)
+    assert selected() == [ids[1]]
+    assert driver.switch_to.active_element == box  # the focus stays in the box
+    box.send_keys(Keys.ESCAPE)
+    assert not panel.is_displayed() and box.get_attribute("aria-expanded") == "false"
+    box.send_keys(Keys.ARROW_DOWN)  # opens it again, on the first result
+    assert panel.is_displayed() and selected() == [ids[0]]
+    box.send_keys(Keys.ARROW_DOWN)
+    target = options[1].get_attribute("data-href")
+    box.send_keys(Keys.ENTER)
+    wait(driver, lambda d: d.current_url == target, "the second result's page")
+    # With none selected, Enter opens the full results page, which shows the same passages.
+    box = type_in_header(driver, "churn complements")
+    panel_ready(driver)
+    box.send_keys(Keys.ENTER)
+    wait(driver, lambda d: "search.html?q=churn+complements" in d.current_url, "the results page")
+    wait(
+        driver,
+        lambda d: d.execute_script("return document.documentElement.dataset.searchState") == "done",
+        "the results",
+    )
+    first = next(
+        r
+        for r in driver.find_elements(By.CSS_SELECTOR, "#search-results .search-result")
+        if r.find_element(By.CSS_SELECTOR, ".search-result-title a").text == "Metrics handbook"
+    )
+    assert first.find_element(By.CSS_SELECTOR, "a.search-section").get_attribute("href") == (
+        url + "pages/metrics-handbook.html#churn-and-retention"
+    )
+    snippet = first.find_element(By.CSS_SELECTOR, ".search-result-snippet")
+    assert [m.text for m in snippet.find_elements(By.TAG_NAME, "mark")] == [
+        "Churn",
+        "complements",
+        "churn",
+    ]
+
+
+def test_a_hostile_passage_renders_inert(driver: WebDriver, site: tuple[Path, Path, str]) -> None:
+    _root, _out, url = site
+    driver.get(url + "index.html")
+    type_in_header(driver, "cockatrice onerror")
+    panel = panel_ready(driver)
+    options = panel.find_elements(By.CSS_SELECTOR, "li.search-option")
+    hrefs = [o.get_attribute("data-href") for o in options]
+    # Both hostile pages (the other's summary and text hold `onerror` too).
+    assert {url + "pages/hostile-passage.html", url + "pages/hostile.html"} <= set(hrefs)
+    option = options[hrefs.index(url + "pages/hostile-passage.html")]
+    title = option.find_element(By.CSS_SELECTOR, ".search-option-title")
+    assert title.text == '<img src=x onerror="window.__knowlPwned = 8"> Trap <b>bold</b>'
+    snippet = option.find_element(By.CSS_SELECTOR, ".search-option-snippet")
+    assert '<img src=x onerror="window.__knowlPwned = 9">' in snippet.text
+    assert [m.text for m in snippet.find_elements(By.TAG_NAME, "mark")] == [
+        "cockatrice",
+        "onerror",
+    ]
+    # Text only: no element but the panel's own, nothing ran.
+    tags = driver.execute_script(
+        "return Array.from(document.getElementById('site-search-panel')"
+        ".querySelectorAll('*'), function (e) { return e.tagName; });"
+    )
+    assert set(tags) <= {"P", "UL", "LI", "A", "MARK", "SPAN"}, tags
+    assert driver.execute_script(PWNED) is None
+    search_for(driver, url, "cockatrice onerror")
+    results = driver.find_element(By.ID, "search-results")
+    tags = driver.execute_script(
+        "return Array.from(arguments[0].querySelectorAll('*'), function (e) { return e.tagName; });",
+        results,
+    )
+    assert set(tags) <= {"P", "LI", "A", "MARK", "SPAN"}, tags
+    assert "<script>" in results.text or "<img" in results.text
+    assert driver.execute_script(PWNED) is None

@@ -267,16 +267,18 @@ def test_meta_names_its_files_by_content(built: tuple[Path, Path]) -> None:
         "headings",
     ]
     assert len(meta["shards"]) & (len(meta["shards"]) - 1) == 0  # a power of two
-    names = {*meta["shards"], *meta["chunks"]}
-    on_disk = {p.stem for p in folder.glob("*/*.json")}
-    assert on_disk == names
-    for kind in (search.TERMS, search.DOCS):
-        for path in (folder / kind).glob("*.json"):
-            assert path.stem == datafiles.digest(path.read_bytes())
-    # Every result is an active global page, linked relative to the site's root.
     rows = [
         r for n in meta["chunks"] for r in json.loads((folder / "docs" / f"{n}.json").read_text())
     ]
+    # Every text file is named by a result's row, every other file by meta.json.
+    names = {*meta["shards"], *meta["chunks"], *(r[5] for r in rows)}
+    on_disk = {p.stem for p in folder.glob("*/*.json")}
+    assert on_disk == names
+    assert {p.stem for p in (folder / search.TEXT).glob("*.json")} == {r[5] for r in rows}
+    for kind in (search.TERMS, search.DOCS, search.TEXT):
+        for path in (folder / kind).glob("*.json"):
+            assert path.stem == datafiles.digest(path.read_bytes())
+    # Every result is an active global page, linked relative to the site's root.
     assert len(rows) == meta["docs"]
     assert all(re.fullmatch(r"pages/[A-Za-z0-9%._~-]+\.html", r[0]) for r in rows)
     drifted = [r for r in rows if r[0] == "pages/revenue.html"]

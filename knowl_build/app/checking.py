@@ -6,6 +6,7 @@ status the command ends with (SPEC 10: 0 clean, 1 findings or a refusal, 2 is an
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,22 @@ def repo_prefix(root: Path) -> str:
     resolves annotation and SARIF paths from the repository's root."""
     git = GitRepo.find(root)
     return git.prefix if git is not None else ""
+
+
+def here_prefix(root: Path, cwd: Path | None = None) -> str:
+    """The project's folder as seen from the current folder ("" when they are one, "../x/" or
+    "analytics/" otherwise) when the current folder is inside the project's git work tree:
+    text and github findings print paths that open from where the command was run, as ruff
+    and eslint do. Outside the work tree (or without git) paths stay project-relative ("")."""
+    git = GitRepo.find(root)
+    if git is None:
+        return ""
+    here = (cwd or Path.cwd()).resolve()
+    top = git.toplevel.resolve()
+    if here != top and top not in here.parents:
+        return ""
+    rel = Path(os.path.relpath(root.resolve(), here)).as_posix()
+    return "" if rel == "." else rel + "/"
 
 
 @dataclass(frozen=True, slots=True)

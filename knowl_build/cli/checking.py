@@ -95,6 +95,7 @@ def check(
         outcome = checking.check(project, options)
         rules = checking.rule_table(project.config)
         prefix = checking.repo_prefix(project.root) if fmt != "text" or sarif_file else ""
+        here = checking.here_prefix(project.root) if fmt in ("text", "github") else ""
         if sarif_file is not None:
             write_sarif(sarif_file, sarif.render(outcome.findings, rules, prefix))
     err = text.console(sys.stderr)
@@ -108,7 +109,7 @@ def check(
             found.quiet,
         )
     compared = outcome.compared.to_json() if outcome.compared else None
-    render_findings(fmt, outcome.findings, rules, "knowl check", prefix, compared)
+    render_findings(fmt, outcome.findings, rules, "knowl check", prefix, compared, here)
     if not found.quiet:
         err.print(
             text.summary_line(
@@ -189,11 +190,12 @@ def build(
             outcome = checking.build(project, options)
         rules = checking.rule_table(project.config)
         prefix = checking.repo_prefix(project.root) if fmt != "text" or sarif_file else ""
+        here = checking.here_prefix(project.root) if fmt in ("text", "github") else ""
         if sarif_file is not None:
             write_sarif(sarif_file, sarif.render(outcome.findings, rules, prefix))
     notices(outcome.result.notices, found.quiet)
     compared = outcome.compared.to_json() if outcome.compared else None
-    render_findings(fmt, outcome.findings, rules, "knowl build", prefix, compared)
+    render_findings(fmt, outcome.findings, rules, "knowl build", prefix, compared, here)
     if not found.quiet:
         text.build_summary(err, outcome.result, time.perf_counter() - started)
         if compared is not None:

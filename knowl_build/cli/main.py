@@ -335,9 +335,12 @@ def render_findings(
     title: str,
     repo_prefix: str,
     compared: dict[str, Any] | None = None,
+    here_prefix: str = "",
 ) -> None:
     """Findings in the chosen format on stdout (SPEC 10); `rules` is the rule table SARIF
-    lists, `repo_prefix` the project's folder in its repository (github and sarif paths)."""
+    lists, `repo_prefix` the project's folder in its repository (json and sarif paths),
+    `here_prefix` the project's folder from the current folder (text and github paths; on a
+    GitHub runner, github paths start at the repository's root, where GitHub resolves them)."""
     from knowl_build.output import github, json_format, sarif, text
 
     if fmt == "json":
@@ -345,20 +348,21 @@ def render_findings(
     elif fmt == "sarif":
         sys.stdout.write(sarif.render(diagnostics, rules, repo_prefix))
     elif fmt == "github":
-        sys.stdout.write(github.render(diagnostics, repo_prefix))
+        github_prefix = repo_prefix if os.environ.get("GITHUB_ACTIONS") == "true" else here_prefix
+        sys.stdout.write(github.render(diagnostics, github_prefix))
         summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_file:
             # Appended through whatever the name is (a link, a device): never replaced.
             try:
                 with open(summary_file, "a", encoding="utf-8") as handle:
-                    handle.write(github.step_summary(diagnostics, title, repo_prefix))
+                    handle.write(github.step_summary(diagnostics, title, github_prefix))
             except OSError as exc:
                 raise UsageError(
                     f"GITHUB_STEP_SUMMARY {summary_file}: cannot append the summary "
                     f"({exc.strerror or exc})"
                 ) from None
     else:
-        text.render(diagnostics, text.console())
+        text.render(diagnostics, text.console(), here_prefix)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from knowl_build.cli.main import ARTIFACT_OPTION, cli, global_options, notices, say, settings
+from knowl_build.vocabulary import counted
 
 
 def site_summary(outcome: Any, quiet: int) -> None:
@@ -20,7 +21,8 @@ def site_summary(outcome: Any, quiet: int) -> None:
         return
     r = outcome.result
     say(
-        f"site {r.out}: {r.pages} pages, {r.entities} entities; {len(r.written)} file(s) "
+        f"site {r.out}: {counted(r.pages, 'page')}, {counted(r.entities, 'entity', 'entities')}; "
+        f"{len(r.written)} file(s) "
         f"written, {r.skipped + r.unchanged} unchanged, {len(r.removed)} removed; search and "
         f"graph data: {r.data_written} written, {r.data_removed} removed ({r.seconds:.2f} s)"
     )

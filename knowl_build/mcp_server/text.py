@@ -14,6 +14,7 @@ from knowl_build.artifacts.answers import (
 )
 from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, TraverseAnswer
 from knowl_build.mcp_server.shapes import StoreAnswer, SupersedeAnswer, TimelineAnswer
+from knowl_build.vocabulary import counted
 from knowl_build.output.text import printable
 
 SHOWN = 5  # items named in a line; the structured content has them all
@@ -88,7 +89,8 @@ def show(answer: ShowAnswer) -> str:
 
 def traverse(answer: TraverseAnswer) -> str:
     text = (
-        f"{len(answer['pages'])} page(s) and {len(answer['entities'])} entit(ies) reached "
+        f"{len(answer['pages'])} page(s) and "
+        f"{counted(len(answer['entities']), 'entity', 'entities')} reached "
         f"from {_names(answer['seeds'])}."
     )
     if answer["truncated"]:
@@ -136,7 +138,7 @@ def context(answer: ContextAnswer) -> str:
 
 def entities(answer: EntityList) -> str:
     rows = answer["entities"]
-    text = f"{answer['total']} entit(ies) match; this answer holds {len(rows)}"
+    text = f"{counted(answer['total'], 'entity', 'entities')} match; this answer holds {len(rows)}"
     text += (": " + _names(r["entity"] for r in rows)) if rows else "."
     return "\n".join([text, *_more(answer["next_cursor"])])
 

@@ -23,7 +23,8 @@ from knowl_build.artifacts.schema import (
     StaleRow,
     TraverseAnswer,
 )
-from knowl_build.diagnostics import Diagnostic
+from knowl_build.diagnostics import Diagnostic, repo_path
+from knowl_build.vocabulary import counted
 from knowl_build.output.escapes import REORDERING
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -91,13 +92,16 @@ def console(stream: TextIO | None = None) -> Console:
     return Console(file=stream or sys.stdout, highlight=False, soft_wrap=True)
 
 
-def _finding_lines(d: Diagnostic) -> tuple[str, str | None]:
+def _finding_lines(d: Diagnostic, prefix: str = "") -> tuple[str, str | None]:
     """A finding's line and its hint's line, printable."""
-    head = printable(f"{d.path}:{d.line}:{d.column}: {d.severity} {d.code} {d.message}")
+    path = repo_path(d.path, prefix)
+    head = printable(f"{path}:{d.line}:{d.column}: {d.severity} {d.code} {d.message}")
     return head, printable(f"    hint: {d.hint}") if d.hint else None
 
 
-def render(diagnostics: Sequence[Diagnostic], out: Console) -> None:
+def render(diagnostics: Sequence[Diagnostic], out: Console, prefix: str = "") -> None:
+    """Findings as `path:line:col: severity CODE message`, each path given from `prefix` (the
+    project's folder as seen from where the command runs, "" for project-relative)."""
     ordered = sorted(diagnostics)
     if not ordered:
         return
@@ -106,7 +110,7 @@ def render(diagnostics: Sequence[Diagnostic], out: Console) -> None:
         # spends ~50 us a line (1 s for the 25,000 findings a hostile page can draw).
         lines: list[str] = []
         for d in ordered:
-            head, hint = _finding_lines(d)
+            head, hint = _finding_lines(d, prefix)
             lines.append(head)
             if hint is not None:
                 lines.append(hint)
@@ -116,7 +120,7 @@ def render(diagnostics: Sequence[Diagnostic], out: Console) -> None:
     for n, d in enumerate(ordered):
         if n:
             text.append("\n")
-        _append(text, f"{d.path}:{d.line}:{d.column}:", style="bold")
+        _append(text, f"{repo_path(d.path, prefix)}:{d.line}:{d.column}:", style="bold")
         text.append(" ")
         text.append(d.severity, style=_STYLE[d.severity])
         _append(text, f" {d.code} ", style="dim" if d.severity == "info" else "")
@@ -252,7 +256,8 @@ def build_summary(out: Console, result: Any, seconds: float) -> None:
         out.print(_text(f"  artifact: {result.folder} ({mode})"))
     out.print(
         _text(
-            f"  {c['pages']} pages, {c['entities']} entities, {c['semantic_files']} semantic files"
+            f"  {counted(c['pages'], 'page')}, {counted(c['entities'], 'entity', 'entities')}, "
+            f"{counted(c['semantic_files'], 'semantic file')}"
         )
     )
     findings = summary_line(

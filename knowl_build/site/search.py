@@ -10,13 +10,15 @@ frequencies and the (stored, quantised) field lengths, and writes them under `<s
     search/terms/<hash>.json    one shard of the terms: {term: [[df per field],
                                 [doc gap, tf, length, ...] per field]}
     search/docs/<hash>.json     one chunk of DOCS_PER_CHUNK results: [href, title, summary,
-                                freshness, drift]
+                                freshness, drift, the name of its text file]
+    search/text/<hash>.json     one result's text, by section, for its passage (sections())
 
 A term lives in shard `fnv1a32(term) mod len(shards)`; assets/search.js analyses the query as
 index/analysis.py does (the same tokens and the same Porter stemmer, checked word for word
 against Whoosh's by the browser tests), fetches only the shards of its terms, adds up
 `boost * idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg_length))` field by field
-and term by term as index/ranking.py does, and fetches the chunks of the hits it shows. The
+and term by term as index/ranking.py does, and fetches the chunks of the hits it shows, then
+the text files of those hits, from which it picks the passage as reader/passages.py does. The
 statistics (`doc_count`, `df`, `avg_length`) are those of the global pages, as `knowl search`
 computes them for a caller without a user; the results are the active pages (its default
 `--status active`), best first, ties by page id: the same order as `knowl search`.
@@ -35,18 +37,19 @@ from pathlib import Path
 from typing import Any
 
 from knowl_build.artifacts import memo
-from knowl_build.artifacts.schema import CatalogEntry
+from knowl_build.artifacts.schema import CatalogEntry, PageRecord
 from knowl_build.index.analysis import NAMES_FIELD, TEXT_FIELDS, query_terms
 from knowl_build.index.postings import deleted_docs, live_mask, live_postings
 from knowl_build.index.ranking import K1, B
 from knowl_build.index.storage import Reading, open_index
+from knowl_build.reader.passages import anchors
 from knowl_build.reader.view import GLOBAL, ArtifactView, visible
 from knowl_build.site.datafiles import Folder, Written, digest, encode
 
 FOLDER = "search"
 META = "meta.json"
-TERMS, DOCS = "terms", "docs"
-FORMAT = 1
+TERMS, DOCS, TEXT = "terms", "docs", "text"
+FORMAT = 2
 DOCS_PER_CHUNK = 32
 # About this many postings per shard (~25-50 kB of JSON); the number of shards is a power of
 # two, so that it changes only when the base doubles or halves.
@@ -95,6 +98,28 @@ def summary(text: str) -> str:
         return text
     cut = text.rfind(" ", 0, SUMMARY_CHARS)
     return text[: cut if cut > SUMMARY_CHARS // 2 else SUMMARY_CHARS].rstrip(" ,;:.") + "…"
+
+
+def sections(record: PageRecord) -> list[list[str]]:
+    """The page's lines as reader/passages.py reads them for a passage, by section: the first
+    item holds the lines before the first heading (["", "", line, ...]), each other one a
+    heading ([heading, anchor, line, ...]: its heading is its first row, as there). Blank lines
+    are left out and the others stripped: the passage search.js picks is the same."""
+    first = record.body_line if isinstance(record.body_line, int) else 1
+    lines = record.raw_body.splitlines()
+    rendered = record.body.splitlines()
+    if len(rendered) == len(lines):
+        lines = rendered
+    headings = {h.line - first: n for n, h in enumerate(record.headings)}
+    ids = anchors(record) if headings else []
+    out: list[list[str]] = [["", ""]]
+    for number, raw in enumerate(lines):
+        at = headings.get(number)
+        if at is not None:
+            out.append([record.headings[at].text, ids[at]])
+        elif raw.strip():
+            out[-1].append(raw.strip())
+    return out
 
 
 def _safe_href(href: str) -> str:
@@ -238,6 +263,13 @@ def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry
         folder.put(f"{TERMS}/{name}.json", data)
         shard_names.append(name)
 
+    texts = []
+    for d in docs:
+        data = encode(sections(view.record(d.entry)))
+        name = digest(data)
+        folder.put(f"{TEXT}/{name}.json", data)
+        texts.append(name)
+
     chunk_names = []
     for start in range(0, len(docs), DOCS_PER_CHUNK):
         rows = [
@@ -247,8 +279,9 @@ def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry
                 summary(d.entry.summary),
                 d.entry.freshness,
                 d.entry.drift_flag,
+                texts[start + n],
             ]
-            for d in docs[start : start + DOCS_PER_CHUNK]
+            for n, d in enumerate(docs[start : start + DOCS_PER_CHUNK])
         ]
         data = encode(rows)
         name = digest(data)
@@ -273,4 +306,4 @@ def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry
     }
     # meta.json last: until it is replaced, it names only files that still exist.
     folder.put(META, encode(meta) + b"\n")
-    return folder.prune([TERMS, DOCS])
+    return folder.prune([TERMS, DOCS, TEXT])

@@ -4,7 +4,9 @@
  * lowercased, Porter-stemmed exactly as Whoosh's whoosh.lang.porter.stem does (its quirks
  * included). Only the shards of the query's terms are fetched, then the chunks of the results
  * shown. Scores are BM25F as index/ranking.py computes them, in the same order of additions;
- * a page named as the query (its title, file name or an alias) comes first, as there.
+ * a page named as the query (its title, file name or an alias) comes first, as there. Each
+ * result shown gets its passage (reader/passages.py's choice, from the page's text file): the
+ * header's box shows the first results as one types, search.html all of them.
  * Page text is only ever set with textContent: nothing from the index is parsed as HTML.
  */
 (function () {
@@ -225,19 +227,106 @@
         var row = rows[Math.floor(h.doc / m.chunk)][h.doc % m.chunk];
         return {
           href: row[0], title: row[1], summary: row[2], freshness: row[3], drift: row[4],
-          score: h.score
+          text: row[5], score: h.score
         };
       });
     });
   }
 
-  /* Results for `text`: {total, results (the first `limit`, described)}. */
-  function search(text, limit) {
+  // --- the passage (reader/passages.py, step for step) ---------------------------------------
+
+  var PASSAGE_CHARS = 240;
+
+  /* A row's matched words: [start, end) of each token whose term is a query term. */
+  function matchLine(text, wanted, heading) {
+    var spans = [];
+    var found = new Set();
+    for (var m of String(text).matchAll(TOKEN)) {
+      var term = stem(m[0].toLowerCase());
+      if (wanted.has(term)) {
+        spans.push([m.index, m.index + m[0].length]);
+        found.add(term);
+      }
+    }
+    return { text: text, spans: spans, terms: found, heading: heading };
+  }
+
+  /* At most PASSAGE_CHARS of the line, from a little before its first match (passages._cut). */
+  function cut(text, matches) {
+    text = text.replace(/\s+$/u, "");
+    var start = text.length - text.replace(/^\s+/u, "").length;
+    if (matches.length && matches[0][0] - start > Math.floor(PASSAGE_CHARS / 3)) {
+      var before = matches[0][0] - Math.floor(PASSAGE_CHARS / 6);
+      start = Math.max(start, text.lastIndexOf(" ", before - 1) + 1);
+    }
+    var end = Math.min(text.length, start + PASSAGE_CHARS);
+    var prefix = start > 0 && text.slice(0, start).trim() ? "…" : "";
+    var suffix = end < text.length ? "…" : "";
+    var shift = prefix.length - start;
+    var kept = matches.filter(function (ab) { return ab[0] >= start && ab[1] <= end; })
+      .map(function (ab) { return [ab[0] + shift, ab[1] + shift]; });
+    return { text: prefix + text.slice(start, end) + suffix, matches: kept };
+  }
+
+  /* The best-matching section of a page's text (search.py's `sections`: the lines before the
+   * first heading, then each heading's) and its line with most of the query's terms; null when
+   * none has one. {heading, anchor} of the section (null before the first heading), {text,
+   * matches} of the passage. */
+  function passage(sections, queryTerms) {
+    var wanted = new Set(queryTerms);
+    var best = null;
+    if (!Array.isArray(sections)) return null;
+    sections.forEach(function (section, number) {
+      if (!Array.isArray(section)) return;
+      var rows = [];
+      if (number > 0) rows.push(matchLine(String(section[0]), wanted, true));
+      for (var i = 2; i < section.length; i++) rows.push(matchLine(String(section[i]), wanted, false));
+      var all = new Set();
+      rows.forEach(function (row) { row.terms.forEach(function (t) { all.add(t); }); });
+      if (!all.size || (best && all.size <= best.count)) return;
+      var top = null;
+      rows.forEach(function (row) {
+        if (!top || row.terms.size > top.terms.size ||
+            (row.terms.size === top.terms.size && top.heading && !row.heading)) top = row;
+      });
+      best = { count: all.size, number: number, top: top };
+    });
+    if (!best) return null;
+    var section = best.number > 0 ? sections[best.number] : null;
+    return {
+      section: section ? { heading: String(section[0]), anchor: String(section[1]) } : null,
+      snippet: cut(best.top.text, best.top.spans)
+    };
+  }
+
+  /* Each result with its `section` and `snippet` (null when only its summary or tags matched),
+   * from its text file: fetched for the results shown only. */
+  function attachPassages(results, queryTerms) {
+    return Promise.all(results.map(function (r) {
+      if (typeof r.text !== "string" || !/^[0-9a-f]{16}$/.test(r.text)) {
+        r.section = null; r.snippet = null;
+        return r;
+      }
+      return getJSON("text/" + r.text + ".json").then(function (sections) {
+        var found = passage(sections, queryTerms);
+        r.section = found ? found.section : null;
+        r.snippet = found ? found.snippet : null;
+        return r;
+      });
+    }));
+  }
+
+  /* Results for `text`: {total, results (the first `limit`, described, with their passages
+   * unless `options.passages` is false)}. */
+  function search(text, limit, options) {
+    var withPassages = !options || options.passages !== false;
     return meta().then(function (m) {
       var queryTerms = terms(text);
       if (!queryTerms.length) return { total: 0, results: [] };
       return rank(m, queryTerms, nameKey(text)).then(function (hits) {
         return describe(m, hits.slice(0, limit || PAGE_SIZE)).then(function (results) {
+          return withPassages ? attachPassages(results, queryTerms) : results;
+        }).then(function (results) {
           return { total: hits.length, results: results };
         });
       });
@@ -259,6 +348,34 @@
     return node;
   }
 
+  /* The passage as text nodes, its matched words in <mark>: never parsed as HTML. */
+  function marked(snippet, tag, className) {
+    var node = el(tag, className);
+    var text = String(snippet.text);
+    var at = 0;
+    (Array.isArray(snippet.matches) ? snippet.matches : []).forEach(function (ab) {
+      var a = ab[0], b = ab[1];
+      if (!(a >= at && b > a && b <= text.length)) return;
+      if (a > at) node.appendChild(document.createTextNode(text.slice(at, a)));
+      node.appendChild(el("mark", null, text.slice(a, b)));
+      at = b;
+    });
+    if (at < text.length) node.appendChild(document.createTextNode(text.slice(at)));
+    return node;
+  }
+
+  /* A link to the result's section (the heading its passage is under), or null. */
+  function sectionLink(r, href) {
+    if (!r.section || !r.section.heading) return null;
+    var link = el(href ? "a" : "span", "search-section", r.section.heading);
+    if (href) {
+      var url = new URL(href);
+      url.hash = r.section.anchor;
+      link.href = url.href;
+    }
+    return link;
+  }
+
   function resultItem(r) {
     var li = el("li", "search-result");
     var heading = el("p", "search-result-title");
@@ -273,13 +390,16 @@
         state.replace(/_/g, " ")));
     }
     li.appendChild(heading);
-    if (r.summary) li.appendChild(el("p", "search-result-summary", r.summary));
+    var where = sectionLink(r, href);
+    if (where) li.appendChild(el("p", "search-result-section")).appendChild(where);
+    if (r.snippet) li.appendChild(marked(r.snippet, "p", "search-result-snippet"));
+    else if (r.summary) li.appendChild(el("p", "search-result-summary", r.summary));
     li.appendChild(el("p", "search-result-freshness", "Freshness: " + r.freshness.replace(/_/g, " ") +
       (r.drift ? " (a definition it uses has changed)" : "")));
     return li;
   }
 
-  function links(list) { return Array.from(list.querySelectorAll("li a")); }
+  function links(list) { return Array.from(list.querySelectorAll(".search-result-title a")); }
 
   function setupSearchPage(input, list) {
     var status = document.getElementById("search-status");
@@ -395,10 +515,162 @@
     }
   }
 
+  // --- results as you type, under the header's box ------------------------------------------
+
+  var SUGGESTED = 8;
+
+  function optionItem(r, number) {
+    var li = el("li", "search-option");
+    li.id = "site-search-option-" + number;
+    li.setAttribute("role", "option");
+    li.setAttribute("aria-selected", "false");
+    var href = siteURL(r.href);
+    if (href) li.dataset.href = href;
+    var title = el(href ? "a" : "span", "search-option-title", r.title);
+    if (href) { title.href = href; title.tabIndex = -1; }
+    li.appendChild(title);
+    var where = sectionLink(r, href);
+    if (where) {
+      where.tabIndex = -1;
+      li.appendChild(document.createTextNode(" "));
+      li.appendChild(where);
+    }
+    if (r.snippet) li.appendChild(marked(r.snippet, "p", "search-option-snippet"));
+    else if (r.summary) li.appendChild(el("p", "search-option-summary", r.summary));
+    return li;
+  }
+
+  /* The header's box (every page): a panel of the first results, updated as the reader types
+   * (debounced); Up and Down move through them, Enter opens the one selected (or, with none
+   * selected, the full results page: the form's own submit), Escape closes the panel. */
+  function setupSuggestions(box) {
+    var form = box.form;
+    if (!form) return;
+    var panel = el("div", "search-panel");
+    panel.id = "site-search-panel";
+    panel.hidden = true;
+    var status = el("p", "search-panel-status");
+    status.setAttribute("role", "status");
+    status.setAttribute("aria-live", "polite");
+    var list = el("ul", "search-options");
+    list.id = "site-search-options";
+    list.setAttribute("role", "listbox");
+    list.setAttribute("aria-label", "Results");
+    var all = el("a", "search-panel-all", "All results");
+    panel.append(status, list, all);
+    form.appendChild(panel);
+    box.setAttribute("autocomplete", "off");
+    box.setAttribute("role", "combobox");
+    box.setAttribute("aria-autocomplete", "list");
+    box.setAttribute("aria-controls", list.id);
+    box.setAttribute("aria-expanded", "false");
+
+    var latest = 0;
+    var timer = null;
+    var selected = -1;
+
+    function options() { return Array.from(list.children); }
+
+    function select(to) {
+      var items = options();
+      selected = items.length ? Math.max(-1, Math.min(to, items.length - 1)) : -1;
+      items.forEach(function (item, n) {
+        item.setAttribute("aria-selected", n === selected ? "true" : "false");
+        item.classList.toggle("is-selected", n === selected);
+      });
+      if (selected >= 0) {
+        box.setAttribute("aria-activedescendant", items[selected].id);
+        items[selected].scrollIntoView({ block: "nearest" });
+      } else {
+        box.removeAttribute("aria-activedescendant");
+      }
+    }
+
+    function open(on) {
+      panel.hidden = !on;
+      box.setAttribute("aria-expanded", on ? "true" : "false");
+      if (!on) select(-1);
+    }
+
+    function run() {
+      var text = box.value.trim();
+      var ticket = ++latest;
+      if (!text) {
+        list.replaceChildren();
+        open(false);
+        return;
+      }
+      var page = new URL(form.getAttribute("action") || "search.html", window.location.href);
+      page.searchParams.set("q", text);
+      all.href = page.href;
+      search(text, SUGGESTED).then(function (found) {
+        if (ticket !== latest) return;
+        list.replaceChildren.apply(list, found.results.map(optionItem));
+        status.textContent = found.total === 0 ? "No page matches “" + text + "”." :
+          found.total + (found.total === 1 ? " page matches." : " pages match.");
+        all.hidden = found.total <= found.results.length;
+        select(-1);
+        open(document.activeElement === box || panel.contains(document.activeElement));
+        panel.dataset.state = "done";
+      }, function (error) {
+        if (ticket !== latest) return;
+        list.replaceChildren();
+        status.textContent = window.location.protocol === "file:" ?
+          "Search needs the site served over HTTP." :
+          "The search index could not be loaded (" + error.message + ").";
+        all.hidden = true;
+        open(true);
+        panel.dataset.state = "error";
+      });
+    }
+
+    box.addEventListener("input", function () {
+      clearTimeout(timer);
+      panel.dataset.state = "busy";
+      timer = setTimeout(run, 120);
+    });
+    box.addEventListener("focus", function () {
+      meta().catch(function () { /* reported by the first query */ });
+      if (box.value.trim() && list.children.length) open(true);
+    });
+    box.addEventListener("keydown", function (event) {
+      var items = options();
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        if (panel.hidden) {
+          if (!items.length) return;
+          open(true);
+        }
+        event.preventDefault();
+        if (event.key === "ArrowDown") select(selected + 1 >= items.length ? 0 : selected + 1);
+        else select(selected <= 0 ? items.length - 1 : selected - 1);
+      } else if (event.key === "Enter") {
+        if (!panel.hidden && selected >= 0 && items[selected].dataset.href) {
+          event.preventDefault();
+          window.location.href = items[selected].dataset.href;
+        }
+      } else if (event.key === "Escape") {
+        if (!panel.hidden) {
+          event.preventDefault();
+          open(false);
+        }
+      }
+    });
+    // Closed when the focus leaves the form (a click on a result keeps it until it opens).
+    form.addEventListener("focusout", function (event) {
+      if (!event.relatedTarget || !form.contains(event.relatedTarget)) open(false);
+    });
+    list.addEventListener("mousemove", function (event) {
+      var item = event.target.closest ? event.target.closest(".search-option") : null;
+      if (item) select(options().indexOf(item));
+    });
+  }
+
   function setup() {
     var input = document.getElementById("search-query");
     var list = document.getElementById("search-results");
     if (input && list) setupSearchPage(input, list);
+    var header = document.getElementById("site-search");
+    if (header) setupSuggestions(header);
     // `/` focuses the search box, as on most documentation sites.
     document.addEventListener("keydown", function (event) {
       if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
@@ -410,7 +682,8 @@
   }
 
   window.knowlSearch = {
-    stem: stem, terms: terms, nameKey: nameKey, fnv1a32: fnv1a32, search: search
+    stem: stem, terms: terms, nameKey: nameKey, fnv1a32: fnv1a32, search: search,
+    passage: passage
   };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);
   else setup();
