@@ -1,13 +1,18 @@
-"""Paths that CI understands: github and sarif paths start at the git repository's root.
+"""Paths that CI understands, and paths that open from where you stand.
 
-GitHub resolves annotation and SARIF paths from the repository's root, so a project in a
-sub-folder of a larger repository must print `analytics/knowledge/...`, while text and json
-stay project-relative (json adds `repo_path`). Without git, every format is project-relative.
+GitHub resolves annotation and SARIF paths from the repository's root, so on a runner (and
+from outside the work tree) a project in a sub-folder of a larger repository prints
+`analytics/knowledge/...` in github and sarif output; json stays project-relative (it adds
+`repo_path`). Run from inside the repository, text and github paths are given from the current
+folder, as ruff and eslint give them. Without git, every format is project-relative.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from knowl_build import diagnostics
@@ -140,3 +145,44 @@ def test_artifact_diagnostics_do_not_depend_on_the_repository_layout() -> None:
     finding = Diagnostic(PAGE, 1, 1, "KB103", "error", "x")
     [row] = diagnostics.diagnostics_document([finding])["diagnostics"]
     assert "repo_path" not in row
+
+
+def _check_from(folder: Path, *args: str, env: dict[str, str] | None = None) -> list[str]:
+    """`knowl check ARGS` run as a process from `folder`: its stdout lines."""
+    result = subprocess.run(
+        [sys.executable, "-m", "knowl_build", "check", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GITHUB_ACTIONS": "", **(env or {})},
+    )
+    assert result.returncode == 1, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_text_paths_open_from_the_current_folder(tmp_path: Path) -> None:
+    mono = monorepo(tmp_path)
+    [line, *_] = _check_from(mono.root, "--repo", "analytics")
+    assert line.startswith(f"analytics/{PAGE}:3:15: error KB103 ")
+    assert (mono.root / line.split(":")[0]).is_file()
+    (mono.root / "src/deep").mkdir()
+    [line, *_] = _check_from(mono.root / "src/deep", "--repo", "../../analytics")
+    assert line.startswith(f"../../analytics/{PAGE}:3:15: error KB103 ")
+    assert (mono.root / "src/deep" / line.split(":")[0]).resolve().is_file()
+    # In the project itself, paths are as they always were.
+    [line, *_] = _check_from(mono.root / "analytics")
+    assert line.startswith(f"{PAGE}:3:15: ")
+
+
+def test_github_paths_from_the_current_folder_except_on_a_runner(tmp_path: Path) -> None:
+    mono = monorepo(tmp_path)
+    here = _check_from(mono.root / "analytics", "--format", "github")
+    assert here[0].startswith(f"::error file={PAGE},line=3,col=15,")
+    runner = _check_from(
+        mono.root / "analytics", "--format", "github", env={"GITHUB_ACTIONS": "true"}
+    )
+    assert runner[0].startswith(f"::error file=analytics/{PAGE},line=3,col=15,")
+    # SARIF keeps repository-root URIs wherever it runs from.
+    log = json.loads("\n".join(_check_from(mono.root / "analytics", "--format", "sarif")))
+    uri = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert uri["uri"] == f"analytics/{PAGE}"

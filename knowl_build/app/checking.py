@@ -35,18 +35,19 @@ def repo_prefix(root: Path) -> str:
     return git.prefix if git is not None else ""
 
 
-def here_prefix(root: Path, cwd: Path | None = None) -> str:
+def here_prefix(root: Path, cwd: Path | None = None) -> str | None:
     """The project's folder as seen from the current folder ("" when they are one, "../x/" or
     "analytics/" otherwise) when the current folder is inside the project's git work tree:
     text and github findings print paths that open from where the command was run, as ruff
-    and eslint do. Outside the work tree (or without git) paths stay project-relative ("")."""
+    and eslint do. None outside the work tree or without git (text stays project-relative,
+    github starts at the repository's root)."""
     git = GitRepo.find(root)
     if git is None:
-        return ""
+        return None
     here = (cwd or Path.cwd()).resolve()
     top = git.toplevel.resolve()
     if here != top and top not in here.parents:
-        return ""
+        return None
     rel = Path(os.path.relpath(root.resolve(), here)).as_posix()
     return "" if rel == "." else rel + "/"
 

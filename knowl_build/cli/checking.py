@@ -72,7 +72,9 @@ def check(
     Without --repo, the project is the first folder upward from the current one holding
     knowl.toml, [tool.knowl] in pyproject.toml or knowledge/. Exit 0 when there is no error
     (with --strict: no warning either), 1 when there is, 2 for usage or configuration
-    problems. github and sarif paths start at the git repository's root.
+    problems. Run from inside the project's git repository, text and github paths open from
+    the current folder; sarif paths start at the repository's root (github's too on a GitHub
+    runner, where GitHub resolves them), json paths at the project (with repo_path beside).
 
     \b
     Examples:
@@ -95,7 +97,7 @@ def check(
         outcome = checking.check(project, options)
         rules = checking.rule_table(project.config)
         prefix = checking.repo_prefix(project.root) if fmt != "text" or sarif_file else ""
-        here = checking.here_prefix(project.root) if fmt in ("text", "github") else ""
+        here = checking.here_prefix(project.root) if fmt in ("text", "github") else None
         if sarif_file is not None:
             write_sarif(sarif_file, sarif.render(outcome.findings, rules, prefix))
     err = text.console(sys.stderr)
@@ -190,7 +192,7 @@ def build(
             outcome = checking.build(project, options)
         rules = checking.rule_table(project.config)
         prefix = checking.repo_prefix(project.root) if fmt != "text" or sarif_file else ""
-        here = checking.here_prefix(project.root) if fmt in ("text", "github") else ""
+        here = checking.here_prefix(project.root) if fmt in ("text", "github") else None
         if sarif_file is not None:
             write_sarif(sarif_file, sarif.render(outcome.findings, rules, prefix))
     notices(outcome.result.notices, found.quiet)

@@ -335,12 +335,13 @@ def render_findings(
     title: str,
     repo_prefix: str,
     compared: dict[str, Any] | None = None,
-    here_prefix: str = "",
+    here_prefix: str | None = None,
 ) -> None:
     """Findings in the chosen format on stdout (SPEC 10); `rules` is the rule table SARIF
     lists, `repo_prefix` the project's folder in its repository (json and sarif paths),
-    `here_prefix` the project's folder from the current folder (text and github paths; on a
-    GitHub runner, github paths start at the repository's root, where GitHub resolves them)."""
+    `here_prefix` the project's folder from the current folder when that is inside its git
+    work tree (text and github paths; on a GitHub runner, or from outside the work tree,
+    github paths start at the repository's root, where GitHub resolves them)."""
     from knowl_build.output import github, json_format, sarif, text
 
     if fmt == "json":
@@ -348,7 +349,8 @@ def render_findings(
     elif fmt == "sarif":
         sys.stdout.write(sarif.render(diagnostics, rules, repo_prefix))
     elif fmt == "github":
-        github_prefix = repo_prefix if os.environ.get("GITHUB_ACTIONS") == "true" else here_prefix
+        on_runner = os.environ.get("GITHUB_ACTIONS") == "true"
+        github_prefix = repo_prefix if on_runner or here_prefix is None else here_prefix
         sys.stdout.write(github.render(diagnostics, github_prefix))
         summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_file:
@@ -362,7 +364,7 @@ def render_findings(
                     f"({exc.strerror or exc})"
                 ) from None
     else:
-        text.render(diagnostics, text.console(), here_prefix)
+        text.render(diagnostics, text.console(), here_prefix or "")
 
 
 def main() -> None:
