@@ -288,21 +288,33 @@ def test_graph_exports(project: Callable[..., Project]) -> None:
 
 def test_stale_command(project: Callable[..., Project]) -> None:
     proj = project({**FILES, "knowl.toml": ""})
-    result = invoke(["stale", "--repo", str(proj.root), "--json"])
+    # Exit 1 while any page is not fresh, text or JSON: a script can gate on it.
+    result = invoke(["stale", "--repo", str(proj.root), "--json"], code=1)
     pages = json.loads(result.stdout)["pages"]
     assert [p["page"] for p in pages] == ["old-decision", "refunds", "revenue", "notes"]
     revenue = next(p for p in pages if p["page"] == "revenue")
     assert revenue["freshness"] == "stale" and revenue["reasons"][0]["code"] == "KB202"
-    text = invoke(["stale", "--repo", str(proj.root)])
+    text = invoke(["stale", "--repo", str(proj.root)], code=1)
     assert "revenue" in text.stdout and "KB202" in text.stdout
     none = invoke(
-        ["stale", "--repo", str(proj.root), "--json"], env={"SOURCE_DATE_EPOCH": "1767225600"}
+        ["stale", "--repo", str(proj.root), "--json"],
+        env={"SOURCE_DATE_EPOCH": "1767225600"},
+        code=1,
     )  # 2026-01-01, within 90 days
     assert [p["page"] for p in json.loads(none.stdout)["pages"]] == [
         "old-decision",
         "refunds",
         "notes",
     ]
+
+
+def test_stale_exits_0_when_every_page_is_fresh(project: Callable[..., Project]) -> None:
+    fresh = '---\nmeta:\n  last_validated_at: "2026-05-01T00:00:00Z"\n---\n# Fresh\n'
+    proj = project({"knowledge/global/fresh.md": fresh})
+    assert json.loads(invoke(["stale", "--repo", str(proj.root), "--json"]).stdout) == {
+        "pages": []
+    }
+    assert "0 page(s) not fresh" in invoke(["stale", "--repo", str(proj.root)]).stderr
 
 
 def _layer() -> SemanticLayer:

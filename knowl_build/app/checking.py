@@ -175,6 +175,11 @@ def build(project: Project, options: BuildOptions = BuildOptions()) -> BuildOutc
 class StaleOutcome:
     pages: list[StaleRow]  # sorted by scope, id, path
 
+    @property
+    def exit_status(self) -> int:
+        """1 when a page is not fresh (a script's gate), 0 when none is."""
+        return EXIT_FINDINGS if self.pages else EXIT_OK
+
     def to_json(self) -> dict[str, Any]:
         return {"pages": self.pages}
 

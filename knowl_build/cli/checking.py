@@ -221,10 +221,14 @@ def build(
 def stale(ctx: click.Context, as_json: bool) -> None:
     """List the pages that are not fresh, with every reason (from the working tree).
 
+    Exit 1 when a page is listed (needs_review or stale), 0 when every page is fresh, so a
+    script or CI step can gate on it.
+
     \b
     Examples:
       knowl stale
       knowl stale --json
+      knowl stale -q || echo "some pages need a review"
     """
     from knowl_build.app import checking
     from knowl_build.output import text
@@ -233,10 +237,11 @@ def stale(ctx: click.Context, as_json: bool) -> None:
     outcome = checking.stale(found.locator.project())
     if as_json:
         emit_json(outcome.to_json())
-        return
-    text.stale_table(outcome.pages, text.console())
-    if not found.quiet:
-        click.echo(f"{len(outcome.pages)} page(s) not fresh", err=True)
+    else:
+        text.stale_table(outcome.pages, text.console())
+        if not found.quiet:
+            click.echo(f"{len(outcome.pages)} page(s) not fresh", err=True)
+    ctx.exit(outcome.exit_status)
 
 
 @cli.command()
