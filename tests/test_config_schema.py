@@ -1,5 +1,6 @@
-"""knowl_build.config.SCHEMA is the configuration: every key the loader accepts is documented
-there, with the default the loader really uses, and no key is documented that it refuses."""
+"""knowl_build.config.SCHEMA is the configuration (the declarations that are Config's fields):
+every key the loader accepts is documented there, with the default the loader really uses, and
+no key is documented that it refuses."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from knowl_build.config import SCHEMA, Config, Option, SearchConfig, SecurityConfig
+from knowl_build.config import SCHEMA, Config, SearchConfig, SecurityConfig
 from knowl_build.config_loader import config_from_mapping
+from knowl_build.config_options import Option
 from knowl_build.errors import ConfigError
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -274,3 +276,148 @@ def test_a_value_of_another_kind_is_refused(option: Option) -> None:
     value, problem = WRONG[option.kind.split()[0]]
     where = "".join(PLACEHOLDERS.get(part, part) + "." for part in option.key.split("."))
     assert refusal(table_for(option.key, value)) == f"{SOURCE}: '{where[:-1]}': {problem}"
+
+
+# --- each key declared once: the Config's fields are the declarations --------------------
+
+
+def test_every_field_is_declared_once_and_the_schema_is_the_fields() -> None:
+    from knowl_build.config_options import OPTION
+
+    declared = [
+        f.metadata[OPTION].key
+        for cls in (Config, SearchConfig, SecurityConfig)
+        for f in dataclasses.fields(cls)
+        if OPTION in f.metadata
+    ]
+    assert sorted(declared) == sorted(KEYS)
+    assert [CASES[o.key][0] for o in SCHEMA] == [o.attribute for o in SCHEMA]
+
+
+# The configuration the build records (and hashes): what it was before the keys were
+# declared as fields, byte for byte, so no cache or artifact sees a new configuration.
+DEFAULT_RECORD = {
+    "frontmatter": {"allow": []},
+    "keep_builds": 3,
+    "knowledge_dir": "knowledge",
+    "links": {
+        "case_only": "ignore",
+        "code_shortcodes": [],
+        "exclude": [],
+        "resolution": "exact",
+        "site_root": None,
+    },
+    "out_dir": ".knowl/build",
+    "peers": {"paths": []},
+    "repo_name": None,
+    "rules": {},
+    "rules_per_path": [],
+    "search": {
+        "boosts": {"body": 1.0, "headings": 0.5, "summary": 3.0, "tags": 2.0, "title": 1.0},
+        "max_caveats": 3,
+    },
+    "security": {
+        "extra_patterns": [],
+        "max_body_chars": 200000,
+        "max_field_chars": 20000,
+        "reject_secrets": True,
+    },
+    "semantics": {"dbt": {"connection": None, "project_dir": None}},
+    "semantics_dir": "semantics",
+    "staleness_days": 90,
+    "writes": {"agent_status": "active"},
+}
+
+
+def test_the_record_is_the_recorded_keys_under_their_tables() -> None:
+    assert Config().to_json() == DEFAULT_RECORD
+    table: dict[str, Any] = {
+        "rules": {"KB202": "off", "per-path": {"b/**": {"KB103": "info"}, "a/*": {}}},
+        "links": {"exclude": ["^/api/"], "site_root": ".", "url_timeout": 3},
+    }
+    record = load(table).to_json()
+    assert record["rules"] == {"KB202": "off"}
+    assert record["rules_per_path"] == [["b/**", {"KB103": "info"}], ["a/*", {}]]
+    assert record["links"]["exclude"] == ["^/api/"]
+    assert record["links"]["site_root"] == ""
+    assert "url_timeout" not in record["links"]
+    # Keys no artifact depends on are not recorded: a new site title is not a new build, a
+    # new exclude pattern is.
+    assert load({**table, "site": {"title": "Acme"}}).sha256 == load(table).sha256
+    assert load({**table, "links": {"exclude": ["^/v1/"]}}).sha256 != load(table).sha256
+    unrecorded = {o.key for o in SCHEMA if not o.recorded}
+    assert unrecorded == {
+        "links.check_urls",
+        *(f"links.url_{name}" for name in ("timeout", "concurrency", "per_host", "retries")),
+        *(f"links.url_{name}" for name in ("cache_hours", "allow_private", "max", "max_per_host")),
+        "site.title",
+        "site.base_url",
+        "site.templates",
+        "index.memory_mb",
+        "eval.file",
+        "eval.min_mrr",
+    }
+
+
+def test_a_choice_suggests_the_nearest() -> None:
+    assert refusal({"links": {"resolution": "obsidan"}}) == (
+        f"{SOURCE}: 'links.resolution': must be one of exact, obsidian, dendron, got 'obsidan' "
+        "(did you mean 'obsidian'?)"
+    )
+    assert refusal({"writes": {"agent_status": "Draft"}}) == (
+        f"{SOURCE}: 'writes.agent_status': must be one of active, draft, got 'Draft' "
+        "(did you mean 'draft'?)"
+    )
+
+
+def test_a_required_key_is_required_only_when_its_table_sets_something() -> None:
+    assert load({"semantics": {"dbt": {}}}) == Config(source=SOURCE)
+    assert refusal({"semantics": {"dbt": {"connection": "shop"}}}) == (
+        f"{SOURCE}: 'semantics.dbt.project_dir': is required: the folder that holds dbt_project.yml"
+    )
+
+
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ({"out_dir": "."}, "'out_dir': must be a folder of its own, not the project root"),
+        (
+            {"out_dir": "notes/build", "knowledge_dir": "notes"},
+            "'out_dir': must be a folder of its own, apart from notes/, got 'notes/build'",
+        ),
+        (
+            {"semantics_dir": "sl", "semantics": {"dbt": {"project_dir": "sl/dbt"}}},
+            "'semantics.dbt.project_dir': must not lie under sl/, which holds Canonic files",
+        ),
+    ],
+)
+def test_keys_that_depend_on_others(table: dict[str, Any], message: str) -> None:
+    assert refusal(table) == f"{SOURCE}: {message}"
+
+
+@pytest.mark.parametrize(
+    "table, where, got",
+    [
+        ({"search": 3}, "search", "int"),
+        ({"semantics": {"dbt": []}}, "semantics.dbt", "list"),
+        ({"links": "exact"}, "links", "str"),
+    ],
+)
+def test_a_table_that_is_not_one_is_refused(table: dict[str, Any], where: str, got: str) -> None:
+    assert refusal(table) == f"{SOURCE}: '{where}': expected a table, got {got}"
+
+
+def test_hostile_values_are_refused_with_one_line() -> None:
+    for table in (
+        {"search": {"boosts": {"body": float("inf")}}},
+        {"links": {"url_timeout": float("nan")}},
+        {"links": {"exclude": ["(a+)+"]}},
+        {"links": {"exclude": ["a"] * 10_000}},
+        {"eval": {"file": "/etc/passwd"}},
+        {"site": {"templates": "../../etc"}},
+        {"knowledge_dir": "C:\\..\\x"},
+        {"rules": {"per-path": {"*.md": {"KB202": ["off"]}}}},
+        {"security": {"extra_patterns": ["x", 3]}},
+    ):
+        message = refusal(table)
+        assert message.startswith(f"{SOURCE}: '") and "\n" not in message, message

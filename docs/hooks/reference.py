@@ -6,7 +6,8 @@ A page asks for a generated section with a marker line, replaced here before Mar
   (the full reference below it is mkdocs-click's `::: mkdocs-click` block);
 - `<!-- generated: rules -->`: the rule table and one section per rule, anchored `#kb103`
   (SARIF's `helpUri` points there), from `knowl_build.rules.registry.RULES`;
-- `<!-- generated: configuration -->`: every key of `knowl_build.config.SCHEMA`;
+- `<!-- generated: configuration -->`: a table of every key, then a section per key, from
+  `knowl_build.config.SCHEMA` (the declarations that are `Config`'s fields);
 - `<!-- generated: changelog -->`: the repository's CHANGELOG.md, so it has one source.
 
 The generators are plain functions of their input, so tests can feed them a table of their own.
@@ -16,15 +17,12 @@ from __future__ import annotations
 
 import html
 import json
-import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 from mkdocs.exceptions import PluginError
-
-log = logging.getLogger("mkdocs.hooks.reference")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,9 +43,9 @@ class RuleLike(Protocol):
 
 
 class OptionLike(Protocol):
-    """An entry of `knowl_build.config.SCHEMA`: a dotted key (`security.max_body_chars`,
-    `rules.<CODE>`), a short type description, the default (None for none) and one paragraph
-    of Markdown."""
+    """An entry of `knowl_build.config.SCHEMA` (a `knowl_build.config_options.Option`): a
+    dotted key (`security.max_body_chars`, `rules.<CODE>`), a short type description, the
+    default (None for none) and one paragraph of Markdown."""
 
     @property
     def key(self) -> str: ...
@@ -145,30 +143,44 @@ def _toml_key(key: str) -> str:
 
 
 def config_reference(schema: Iterable[OptionLike]) -> str:
-    """Every key, grouped by its TOML table (the first part of the dotted key)."""
-    lines: list[str] = []
+    """A table of every key (its type and default, linking to its section), then each key's
+    section, grouped by its TOML table (the first part of the dotted key)."""
+    options = list(schema)
+    anchors: list[str] = []
+    for option in options:
+        anchor = option_anchor(option.key)
+        while anchor in anchors:
+            anchor += "-"
+        anchors.append(anchor)
+    lines = [
+        "| key | type | default |",
+        "| --- | --- | --- |",
+    ]
+    for option, anchor in zip(options, anchors, strict=True):
+        lines.append(
+            f"| [`{option.key}`](#{anchor}) | {inline(option.kind, cell=True)} "
+            f"| {_default_text(option.default)} |"
+        )
     group: str | None = None
-    seen: set[str] = set()
-    for option in schema:
+    for option, anchor in zip(options, anchors, strict=True):
         table = option.key.split(".", 1)[0] if "." in option.key else ""
         if table != group:
             group = table
             heading = f"`[{table}]`" if table else "Top-level keys"
             lines += ["", f"## {heading} {{ #table-{option_anchor(table) or 'top-level'} }}"]
-        anchor = option_anchor(option.key)
-        while anchor in seen:
-            anchor += "-"
-        seen.add(anchor)
-        default = "none" if option.default is None else f"`{toml_value(option.default)}`"
         lines += [
             "",
             f"### `{option.key}` {{ #{anchor} }}",
             "",
-            f"*{inline(option.kind)}*, default {default}",
+            f"*{inline(option.kind)}*, default {_default_text(option.default)}",
             "",
             option.doc.strip(),
         ]
-    return "\n".join(lines).lstrip("\n") + "\n"
+    return "\n".join(lines) + "\n"
+
+
+def _default_text(default: object) -> str:
+    return "none" if default is None else f"`{toml_value(default)}`"
 
 
 def commands_index(group: Any) -> str:
@@ -193,19 +205,9 @@ def _rules() -> str:
 
 
 def _configuration() -> str:
-    from knowl_build import config
+    from knowl_build.config import SCHEMA
 
-    schema = getattr(config, "SCHEMA", None)
-    if schema is None:
-        # Until the configuration module declares its schema, the page keeps its example.
-        log.info("knowl_build.config.SCHEMA is absent: no key-by-key configuration reference")
-        return (
-            "!!! note\n"
-            "    The key-by-key reference is generated from the configuration schema,\n"
-            "    which this version of knowl-build does not declare yet: the example above\n"
-            "    lists every key with its default.\n"
-        )
-    return config_reference(schema)
+    return config_reference(SCHEMA)
 
 
 def _commands() -> str:
