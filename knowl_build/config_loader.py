@@ -1,39 +1,54 @@
 """Reading the configuration: knowl.toml or pyproject.toml's [tool.knowl], every key checked
 against its declaration in `config` (`config.SCHEMA`), with a message that names the file and
-the key."""
+the key. Nothing here names a key but the checks between keys (`RELATIONS`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import sys
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
-from knowl_build.config import SCHEMA, Config
-from knowl_build.config_options import Invalid, Option, expect, is_section, unknown_keys
+from knowl_build.config import Config
+from knowl_build.config_options import (
+    Invalid,
+    Option,
+    expect,
+    is_section,
+    options_of,
+    unknown_keys,
+)
 from knowl_build.errors import ConfigError
 
+C = TypeVar("C")
 _MISSING = object()
 
 
-def _tables() -> dict[str, tuple[list[str], bool]]:
-    """Each table that holds keys of the schema (`""` for the root, `"semantics.dbt"`),
-    parents first: the names it holds, and whether it is open (a pattern option reads its
-    other entries, as `rules.<CODE>` does, and checks their names)."""
+Tables = dict[str, tuple[list[str], bool]]
+_SCHEMAS: dict[type, tuple[tuple[Option, ...], Tables]] = {}
+
+
+def _schema(cls: Any) -> tuple[tuple[Option, ...], Tables]:
+    """The options a configuration dataclass declares, and each table that holds them
+    (`""` for the root, `"semantics.dbt"`), parents first: the names it holds, and whether
+    it is open (a pattern option reads its other entries, as `rules.<CODE>` does, and checks
+    their names)."""
+    if cls in _SCHEMAS:
+        return _SCHEMAS[cls]
+    schema = options_of(cls)
     names: dict[str, list[str]] = {}
-    for declared in SCHEMA:
+    for declared in schema:
         parts = declared.table.split(".")
         for depth in range(len(parts)):
             held = names.setdefault(".".join(parts[:depth]), [])
             if parts[depth] not in held:
                 held.append(parts[depth])
-    read_whole = {declared.table for declared in SCHEMA if "<" in declared.key}
-    return {dotted: (held, dotted in read_whole) for dotted, held in names.items()}
-
-
-TABLES = _tables()
+    read_whole = {declared.table for declared in schema if "<" in declared.key}
+    tables = {dotted: (held, dotted in read_whole) for dotted, held in names.items()}
+    _SCHEMAS[cls] = schema, tables
+    return schema, tables
 
 
 def _lookup(data: Mapping[str, Any], dotted: str) -> Any:
@@ -45,9 +60,9 @@ def _lookup(data: Mapping[str, Any], dotted: str) -> Any:
     return value
 
 
-def _check_tables(data: Mapping[str, Any]) -> None:
+def _check_tables(data: Mapping[str, Any], tables: Tables) -> None:
     """Every table present is a table and holds only the names the schema gives it."""
-    for dotted, (names, is_open) in TABLES.items():
+    for dotted, (names, is_open) in tables.items():
         table = _lookup(data, dotted)
         if table is _MISSING:
             continue
@@ -84,21 +99,36 @@ def _build(cls: Any, values: Mapping[str, Any], prefix: str = "") -> Any:
     return cls(**given)
 
 
-def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
-    """Validate a parsed table (knowl.toml's root or pyproject's [tool.knowl])."""
+def read_options(
+    cls: type[C],
+    data: Mapping[str, Any],
+    label: str,
+    relations: Iterable[Callable[[C], None]] = (),
+    /,
+    **given: Any,
+) -> C:
+    """The dataclass `cls` (whose fields are `config_options.option`s) from a parsed TOML
+    table, each key read by its kind, then the `relations` between keys checked; `given`
+    sets fields that are no keys. A problem is a ConfigError naming `label` and the key."""
+    schema, tables = _schema(cls)
     try:
-        _check_tables(data)
-        values = {"source": source}
-        for declared in SCHEMA:
+        _check_tables(data, tables)
+        values = dict(given)
+        for declared in schema:
             value = _read(declared, data)
             if value is not _MISSING:
                 values[declared.attribute] = value
-        config: Config = _build(Config, values)
-        for relation in RELATIONS:
+        config: C = _build(cls, values)
+        for relation in relations:
             relation(config)
     except Invalid as error:
-        raise ConfigError(f"{source}: '{error.at}': {error.problem}") from None
+        raise ConfigError(f"{label}: '{error.at}': {error.problem}") from None
     return config
+
+
+def config_from_mapping(data: Mapping[str, Any], source: str) -> Config:
+    """Validate a parsed table (knowl.toml's root or pyproject's [tool.knowl])."""
+    return read_options(Config, data, source, RELATIONS, source=source)
 
 
 # --- what one key asks of others -------------------------------------------------------
