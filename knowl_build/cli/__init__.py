@@ -13,6 +13,7 @@ _COMMANDS = {
     "reading": ("search", "context", "show", "traverse", "timeline", "graph", "verify"),
     "publishing": ("site",),
     "serving": ("mcp",),
+    "editing": ("lsp",),
     "writing": ("store", "new", "supersede", "review", "fix"),
     "evaluating": ("eval",),
 }

@@ -1,0 +1,225 @@
+"""The project as the editor sees it: its files with the unsaved buffers laid over them,
+analysed by the same pipeline as `knowl check` (same codes, positions, severities, messages,
+suppressions and per-path severities), findings grouped by file.
+
+Nothing here writes into the project. The caches `knowl check` left in `.knowl/cache/` (the
+parse cache, the history replay) are copied into a private temporary folder when the server
+starts, so an unchanged page is not parsed again and history is replayed only past the last
+check; what the server adds to them stays in that folder, removed at exit.
+
+This module stands in for an application-layer operation ("analyse with buffers") until
+`app/` has one: it should move there (issue 27)."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+from collections import defaultdict
+from pathlib import Path
+
+from knowl_build.app.project import find_project_root, load_config
+from knowl_build.config import Config
+from knowl_build.diagnostics import Diagnostic
+from knowl_build.model import Entity, Page
+from knowl_build.parse.text import decode
+from knowl_build.pipeline.analysis import HISTORY_CACHE, Analysis, analyse
+from knowl_build.pipeline.cache import CachePlace
+from knowl_build.pipeline.inputs import Inputs, read_inputs
+from knowl_build.trust import machine_key
+
+# The cache files copied from the project's `.knowl/cache/` (the parse cache, the replay).
+SEEDED = ("pages.jsonl", HISTORY_CACHE)
+CONFIG_FILES = ("knowl.toml", "pyproject.toml")
+
+
+def project_root(start: Path) -> Path:
+    """The project the editor opened: the first folder upward holding a project, else the
+    folder itself (its checks then say what is missing, as `knowl check` would)."""
+    return find_project_root(start) or start
+
+
+class Workspace:
+    """One project, its open buffers and the last analysis of both."""
+
+    def __init__(self, root: Path, config_file: Path | None = None) -> None:
+        self.root = root.resolve()
+        self.config_file = config_file
+        self.config: Config = load_config(self.root, config_file)
+        self.buffers: dict[str, str] = {}  # project-relative path -> the editor's text
+        self.analysis: Analysis | None = None
+        self.by_path: dict[str, list[Diagnostic]] = {}
+        self._inputs: Inputs | None = None
+        self._state: tuple[object, ...] | None = None
+        self._lock = threading.Lock()
+        self.caches = _private_caches(self.root)
+
+    # Paths -------------------------------------------------------------------------------
+
+    def relative(self, fs_path: str) -> str | None:
+        """The project-relative path of a file the editor names, None outside the project
+        (a path that leaves it by `..` or through a symlink is outside)."""
+        absolute = os.path.abspath(fs_path)
+        real = os.path.realpath(absolute)
+        root = str(self.root)
+        for candidate in (absolute, real):
+            if candidate != root and not candidate.startswith(root + os.sep):
+                return None
+        return os.path.relpath(absolute, root).replace(os.sep, "/")
+
+    def absolute(self, path: str) -> Path:
+        return self.root / path
+
+    # Buffers -----------------------------------------------------------------------------
+
+    def open(self, path: str, text: str) -> None:
+        self.buffers[path] = text
+
+    def close(self, path: str) -> None:
+        self.buffers.pop(path, None)
+
+    def files_changed(self) -> None:
+        """Files changed on disk (created, deleted, renamed, a checkout): read them again."""
+        self._inputs = None
+
+    def text(self, path: str) -> str | None:
+        """The text of a page or semantic file: the buffer, else what the analysis read."""
+        if path in self.buffers:
+            return self.buffers[path]
+        inputs = self._inputs
+        if inputs is None:
+            return None
+        entry = inputs.pages.get(path) or inputs.semantics.get(path)
+        if entry is None or entry[0] is None:
+            return None
+        return decode(entry[0])
+
+    # The analysis ------------------------------------------------------------------------
+
+    def refresh(self) -> dict[str, list[Diagnostic]]:
+        """Analyse the project with the buffers over its files; the findings by path of
+        every file whose findings changed since the last analysis (an empty list clears)."""
+        with self._lock:
+            self._reload_if_changed()
+            inputs = self._overlaid(self._base())
+            analysis = analyse(self.root, self.config, inputs=inputs, caches=self.caches)
+            grouped: dict[str, list[Diagnostic]] = defaultdict(list)
+            for diagnostic in analysis.diagnostics:
+                grouped[diagnostic.path].append(diagnostic)
+            before = self.by_path
+            changed = {
+                path: grouped.get(path, [])
+                for path in set(before) | set(grouped)
+                if before.get(path) != grouped.get(path)
+            }
+            self.analysis, self.by_path = analysis, dict(grouped)
+            return changed
+
+    def analyse_moved(self, old: str, new: str) -> Analysis:
+        """The project analysed as if the page at `old` were at `new` (what a rename would
+        make of it), the buffers over the files; nothing is kept."""
+        with self._lock:
+            inputs = self._overlaid(self._base())
+            pages = {new if path == old else path: entry for path, entry in inputs.pages.items()}
+            listed = sorted(new if path == old else path for path in inputs.discovery.pages)
+            discovery = dataclasses.replace(inputs.discovery, pages=listed)
+            moved = Inputs(discovery, pages, inputs.semantics)
+            return analyse(self.root, self.config, inputs=moved, caches=self.caches)
+
+    def _reload_if_changed(self) -> None:
+        """A changed configuration or git HEAD (a commit, a checkout) is read anew."""
+        state = (*(_stamp(self.root / name) for name in CONFIG_FILES), _head(self.root))
+        if self._state is not None and state != self._state:
+            self.config = load_config(self.root, self.config_file)
+            self._inputs = None
+        self._state = state
+
+    def _base(self) -> Inputs:
+        if self._inputs is None:
+            self._inputs = read_inputs(self.root, self.config)
+        return self._inputs
+
+    def _overlaid(self, base: Inputs) -> Inputs:
+        pages, semantics = dict(base.pages), dict(base.semantics)
+        discovery = base.discovery
+        added: list[str] = []
+        for path, text in self.buffers.items():
+            data = text.encode("utf-8")
+            entry = (data, hashlib.sha256(data).hexdigest())
+            if path in pages:
+                pages[path] = entry
+            elif path in semantics:
+                semantics[path] = entry
+            elif self._could_be_page(path):
+                pages[path] = entry  # a page not saved yet
+                added.append(path)
+        if added:
+            discovery = dataclasses.replace(discovery, pages=sorted([*discovery.pages, *added]))
+        return Inputs(discovery, pages, semantics)
+
+    def _could_be_page(self, path: str) -> bool:
+        parts = path.split("/")
+        return (
+            path.endswith(".md")
+            and parts[0] == self.config.knowledge_dir
+            and not any(part.startswith(".") or part in ("", "..") for part in parts)
+        )
+
+    # Lookups on the last analysis ----------------------------------------------------------
+
+    def page(self, path: str) -> Page | None:
+        analysis = self.analysis
+        if analysis is None:
+            return None
+        return next((p for p in analysis.pages if p.path == path), None)
+
+    def entity(self, name: str) -> Entity | None:
+        analysis = self.analysis
+        return analysis.layer.entities.get(name) if analysis is not None else None
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size)
+
+
+def _head(root: Path) -> bytes | None:
+    """What `.git/HEAD` and the branch it names say (a commit or a checkout changes it)."""
+    git = root / ".git"
+    try:
+        head = (git / "HEAD").read_bytes()
+    except OSError:
+        return None
+    if head.startswith(b"ref: "):
+        ref = head[5:].strip().decode("utf-8", "replace")
+        if ".." not in ref:
+            with contextlib.suppress(OSError):
+                return head + (git / ref).read_bytes()
+    return head
+
+
+def _private_caches(root: Path) -> CachePlace:
+    """A temporary cache folder seeded with the project's caches (sealed with this machine's
+    key, so only what this machine wrote is trusted, as `knowl check` trusts it)."""
+    key = machine_key()
+    if key.secret is None:
+        return CachePlace(None, key=key)
+    folder = Path(tempfile.mkdtemp(prefix="knowl-lsp-"))
+    atexit.register(shutil.rmtree, folder, True)
+    project = root / ".knowl" / "cache"
+    expected = os.path.join(os.path.realpath(root), ".knowl", "cache")
+    if os.path.realpath(project) == expected:  # never through a symlink
+        for name in SEEDED:
+            source = project / name
+            if source.is_file() and not source.is_symlink():
+                with contextlib.suppress(OSError):
+                    shutil.copyfile(source, folder / name)
+    return CachePlace(folder, key=key)

@@ -1,0 +1,461 @@
+"""`knowl lsp` driven over stdio by pygls' own client, as an editor drives it: a real git
+repository in a temporary folder, the server a subprocess, buffers that are never saved.
+
+Each test runs its session in `asyncio.run` (no asyncio plugin for pytest: the suite has
+none)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from tests.helpers import SEMANTICS, Project, invoke
+
+pytest.importorskip("pygls")
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+from pygls.uris import from_fs_path
+
+T = TypeVar("T")
+NOTES = "knowledge/global/notes.md"
+REVENUE = "knowledge/global/revenue.md"
+ORDERS = "semantics/shop/orders.yaml"
+FM = '---\nmeta:\n  last_validated_at: "2026-05-01T00:00:00Z"\n---\n'
+FILES = {
+    **SEMANTICS,
+    REVENUE: "---\nsummary: How revenue is counted.\nsl_refs: [shop_pg.orders.total_revenue]\n"
+    'meta:\n  last_validated_at: "2026-05-01T00:00:00Z"\n---\n'
+    "# Revenue\n\n## Definition\n\nRevenue is the sum of amounts.\n",
+    NOTES: FM + "# Notes\n\nSee [[revenue]], [[revenue#Definition|the definition]] and "
+    "[the page](revenue.md).\n",
+}
+# 2026-05-10: the pages were validated nine days before (no staleness finding).
+ENV = {"SOURCE_DATE_EPOCH": "1778371200"}
+WAIT = 60.0
+
+
+def uri(root: Path, path: str) -> str:
+    return from_fs_path(str(root / path)) or ""
+
+
+class Session:
+    """A client connected to `knowl lsp` in `root`, with the diagnostics it was sent."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.client = LanguageClient("knowl-tests", "1")
+        self.diagnostics: dict[str, list[types.Diagnostic]] = {}
+        self.published = 0
+
+        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)  # type: ignore[untyped-decorator]
+        def publish(params: types.PublishDiagnosticsParams) -> None:
+            self.diagnostics[params.uri] = list(params.diagnostics)
+            self.published += 1
+
+    async def start(self) -> None:
+        env = {**os.environ, **ENV}
+        await self.client.start_io(
+            sys.executable, "-m", "knowl_build", "lsp", cwd=str(self.root), env=env
+        )
+        await self.client.initialize_async(
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(),
+                root_uri=from_fs_path(str(self.root)),
+            )
+        )
+        self.client.initialized(types.InitializedParams())
+
+    async def stop(self) -> None:
+        await self.client.shutdown_async(None)
+        self.client.exit(None)
+        await self.client.stop()  # type: ignore[no-untyped-call]
+
+    def uri(self, path: str) -> str:
+        return uri(self.root, path)
+
+    def open(self, path: str, text: str | None = None) -> None:
+        if text is None:
+            text = (self.root / path).read_text(encoding="utf-8")
+        item = types.TextDocumentItem(self.uri(path), "markdown", 1, text)
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(item))
+
+    def change(self, path: str, text: str, version: int = 2) -> None:
+        document = types.VersionedTextDocumentIdentifier(uri=self.uri(path), version=version)
+        change = types.TextDocumentContentChangeWholeDocument(text=text)
+        self.client.text_document_did_change(types.DidChangeTextDocumentParams(document, [change]))
+
+    async def until(self, predicate: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + WAIT
+        while not predicate():
+            assert time.monotonic() < deadline, f"timed out; diagnostics: {self.diagnostics}"
+            await asyncio.sleep(0.05)
+
+    def codes(self, path: str) -> list[str]:
+        return [str(d.code) for d in self.diagnostics.get(self.uri(path), [])]
+
+    def where(self, path: str, line: int, character: int) -> dict[str, Any]:
+        return {
+            "text_document": types.TextDocumentIdentifier(self.uri(path)),
+            "position": types.Position(line, character),
+        }
+
+
+def run(root: Path, body: Callable[[Session], Awaitable[T]]) -> T:
+    async def session() -> T:
+        client = Session(root)
+        await client.start()
+        try:
+            return await body(client)
+        finally:
+            await client.stop()
+
+    return asyncio.run(session())
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    project = Project(tmp_path / "repo").write(FILES)
+    project.commit("pages")
+    return project.root
+
+
+def applied(text: str, edits: list[types.TextEdit]) -> str:
+    """`text` with the edits made (their positions in characters: ASCII here)."""
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+
+    def offset(position: types.Position) -> int:
+        return starts[position.line] + position.character
+
+    for edit in sorted(edits, key=lambda e: offset(e.range.start), reverse=True):
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
+    return text
+
+
+def test_a_broken_link_in_an_unsaved_buffer_is_kb103_where_knowl_check_puts_it(
+    repo: Path,
+) -> None:
+    before = (repo / NOTES).read_bytes()
+    text = before.decode() + "\nAlso [[missing-page]] here.\n"
+
+    async def body(s: Session) -> list[types.Diagnostic]:
+        s.open(NOTES)
+        await s.until(lambda: s.published > 0)
+        assert s.codes(NOTES) == []
+        s.change(NOTES, text)
+        await s.until(lambda: "KB103" in s.codes(NOTES))
+        return s.diagnostics[s.uri(NOTES)]
+
+    found = run(repo, body)
+    assert (repo / NOTES).read_bytes() == before  # nothing written
+    assert not (repo / ".knowl").exists()
+    [broken] = found
+    line = text.split("\n").index("Also [[missing-page]] here.")
+    assert broken.range == types.Range(types.Position(line, 5), types.Position(line, 21))
+    assert broken.severity == types.DiagnosticSeverity.Error
+    assert broken.source == "knowl"
+    assert broken.code_description is not None
+    assert broken.code_description.href.endswith("/rules/#kb103")
+    # The same finding `knowl check` reports once the buffer is saved.
+    (repo / NOTES).write_text(text, encoding="utf-8")
+    out = invoke(["check", "--repo", str(repo), "--format", "json"], 1, env=ENV)
+    [checked] = json.loads(out.stdout)["diagnostics"]
+    assert (checked["code"], checked["line"], checked["column"]) == ("KB103", line + 1, 6)
+    hint = f"\nhint: {checked['hint']}" if checked["hint"] else ""
+    assert broken.message == checked["message"] + hint
+
+
+def test_a_heading_renamed_in_one_buffer_breaks_the_links_of_another_page(repo: Path) -> None:
+    async def body(s: Session) -> list[str]:
+        s.open(REVENUE)
+        await s.until(lambda: s.published > 0 or s.codes(NOTES) != [])
+        await asyncio.sleep(0.3)
+        text = (repo / REVENUE).read_text().replace("## Definition", "## Meaning")
+        s.change(REVENUE, text)
+        await s.until(lambda: s.codes(NOTES) != [])
+        return s.codes(NOTES)
+
+    assert run(repo, body) == ["KB105"]
+
+
+def test_completion_of_pages_headings_entities_and_frontmatter(repo: Path) -> None:
+    text = FM + "# Notes\n\n[[rev\n[[revenue#\n"
+
+    async def body(s: Session) -> dict[str, list[str]]:
+        s.open(NOTES, text)
+        await s.until(lambda: s.published > 0)
+        answers = {}
+        for name, (line, character) in {
+            "page": (6, 5),
+            "heading": (7, 10),
+        }.items():
+            got = await s.client.text_document_completion_async(
+                types.CompletionParams(**s.where(NOTES, line, character))
+            )
+            assert isinstance(got, types.CompletionList)
+            answers[name] = [item.label for item in got.items]
+        fm = "---\nusage_mode: \nsl_refs: [shop\n---\n# Notes\n"
+        s.change(NOTES, fm)
+        await asyncio.sleep(0.5)
+        for name, (line, character) in {"value": (1, 12), "entity": (2, 14)}.items():
+            got = await s.client.text_document_completion_async(
+                types.CompletionParams(**s.where(NOTES, line, character))
+            )
+            assert isinstance(got, types.CompletionList)
+            answers[name] = [item.label for item in got.items]
+            if name == "entity":
+                item = next(i for i in got.items if i.label == "shop_pg.orders.total_revenue")
+                assert item.detail == "measure: sum(amount)"
+                assert item.text_edit is not None
+                assert isinstance(item.text_edit, types.TextEdit)
+                assert item.text_edit.range == types.Range(
+                    types.Position(2, 10), types.Position(2, 14)
+                )
+        return answers
+
+    answers = run(repo, body)
+    assert answers["page"] == ["revenue"]
+    assert answers["heading"] == ["Revenue", "Definition"]
+    assert answers["value"] == ["reference", "caveat", "policy", "definition"]
+    assert "shop_pg.orders.total_revenue" in answers["entity"]
+    assert "shop_pg.orders.status" in answers["entity"]
+
+
+def test_hover_on_a_link_and_on_an_entity(repo: Path) -> None:
+    async def body(s: Session) -> tuple[str, str, Any]:
+        s.open(NOTES)
+        s.open(REVENUE)
+        await s.until(lambda: s.published > 0)
+        link = await s.client.text_document_hover_async(types.HoverParams(**s.where(NOTES, 6, 7)))
+        entity = await s.client.text_document_hover_async(
+            types.HoverParams(**s.where(REVENUE, 2, 15))
+        )
+        nothing = await s.client.text_document_hover_async(
+            types.HoverParams(**s.where(NOTES, 4, 2))
+        )
+        assert link is not None and entity is not None
+        assert isinstance(link.contents, types.MarkupContent)
+        assert isinstance(entity.contents, types.MarkupContent)
+        return link.contents.value, entity.contents.value, nothing
+
+    link, entity, nothing = run(repo, body)
+    assert link.startswith("**Revenue**\n\n`knowledge/global/revenue.md`")
+    assert "How revenue is counted." in link
+    assert "freshness: fresh" in link
+    assert entity.startswith("**shop_pg.orders.total_revenue** (measure, canonic)")
+    assert "- `expr`: sum(amount)" in entity
+    assert "defined in `semantics/shop/orders.yaml` line 11" in entity
+    assert nothing is None
+
+
+def test_definition_of_an_entity_is_its_yaml_line_and_of_a_link_its_heading(
+    repo: Path,
+) -> None:
+    async def body(s: Session) -> tuple[Any, Any]:
+        s.open(NOTES)
+        s.open(REVENUE)
+        await s.until(lambda: s.published > 0)
+        entity = await s.client.text_document_definition_async(
+            types.DefinitionParams(**s.where(REVENUE, 2, 15))
+        )
+        heading = await s.client.text_document_definition_async(
+            types.DefinitionParams(**s.where(NOTES, 6, 20))
+        )
+        return entity, heading
+
+    entity, heading = run(repo, body)
+    yaml_line = (
+        FILES[ORDERS]
+        .split("\n")
+        .index(
+            '  - { name: total_revenue, expr: "sum(amount)", additivity: additive, description: '
+            "Revenue. }"
+        )
+    )
+    assert entity == [
+        types.Location(
+            uri(repo, ORDERS),
+            types.Range(types.Position(yaml_line, 0), types.Position(yaml_line, 0)),
+        )
+    ]
+    definition_line = FILES[REVENUE].split("\n").index("## Definition")
+    assert heading == [
+        types.Location(
+            uri(repo, REVENUE),
+            types.Range(types.Position(definition_line, 0), types.Position(definition_line, 0)),
+        )
+    ]
+
+
+def test_references_of_a_page_are_its_backlinks(repo: Path) -> None:
+    async def body(s: Session) -> Any:
+        s.open(REVENUE)
+        await s.until(lambda: s.published > 0)
+        return await s.client.text_document_references_async(
+            types.ReferenceParams(
+                context=types.ReferenceContext(include_declaration=False),
+                **s.where(REVENUE, 6, 2),
+            )
+        )
+
+    found = run(repo, body)
+    line = 6
+    assert [(loc.uri, loc.range.start.line, loc.range.start.character) for loc in found] == [
+        (uri(repo, NOTES), line, 4),
+        (uri(repo, NOTES), line, 17),
+        (uri(repo, NOTES), line, 59),
+    ]
+
+
+def test_rename_of_a_page_rewrites_every_link_in_its_own_form(repo: Path) -> None:
+    async def body(s: Session) -> tuple[Any, Any, Any]:
+        s.open(NOTES)
+        await s.until(lambda: s.published > 0)
+        prepared = await s.client.text_document_prepare_rename_async(
+            types.PrepareRenameParams(**s.where(NOTES, 6, 8))
+        )
+        edit = await s.client.text_document_rename_async(
+            types.RenameParams(new_name="income", **s.where(NOTES, 6, 8))
+        )
+        refused = None
+        try:
+            await s.client.text_document_prepare_rename_async(
+                types.PrepareRenameParams(**s.where(NOTES, 5, 0))
+            )
+        except Exception as exc:  # the protocol's error, raised by the client
+            refused = str(exc)
+        return prepared, edit, refused
+
+    prepared, edit, refused = run(repo, body)
+    assert isinstance(prepared, types.PrepareRenamePlaceholder)
+    assert prepared.placeholder == "revenue"
+    assert prepared.range == types.Range(types.Position(6, 6), types.Position(6, 13))
+    assert refused is not None and "put the cursor on a link" in refused
+    assert edit is not None and edit.document_changes is not None
+    *texts, move = edit.document_changes
+    assert move == types.RenameFile(
+        old_uri=uri(repo, REVENUE), new_uri=uri(repo, "knowledge/global/income.md")
+    )
+    [notes] = texts
+    assert isinstance(notes, types.TextDocumentEdit)
+    assert notes.text_document.uri == uri(repo, NOTES)
+    after = applied(FILES[NOTES], list(notes.edits))  # type: ignore[arg-type]
+    assert after == FILES[NOTES].replace(
+        "[[revenue]], [[revenue#Definition|the definition]] and [the page](revenue.md)",
+        "[[income]], [[income#Definition|the definition]] and [the page](income.md)",
+    )
+    assert (repo / REVENUE).exists()  # the client renames it, not the server
+
+
+def test_rename_of_a_heading_rewrites_the_links_that_name_it(repo: Path) -> None:
+    async def body(s: Session) -> Any:
+        s.open(REVENUE)
+        await s.until(lambda: s.published > 0)
+        return await s.client.text_document_rename_async(
+            types.RenameParams(new_name="Meaning", **s.where(REVENUE, 8, 4))
+        )
+
+    edit = run(repo, body)
+    assert edit is not None and edit.document_changes is not None
+    by_uri = {change.text_document.uri: change for change in edit.document_changes}
+    notes = applied(FILES[NOTES], list(by_uri[uri(repo, NOTES)].edits))
+    revenue = applied(FILES[REVENUE], list(by_uri[uri(repo, REVENUE)].edits))
+    assert "[[revenue#Meaning|the definition]]" in notes
+    assert "## Meaning\n" in revenue and "Definition" not in revenue
+
+
+def test_code_actions_for_a_broken_link(repo: Path) -> None:
+    text = FILES[NOTES] + "\n[[missing-page]]\n"
+
+    async def body(s: Session) -> list[types.CodeAction]:
+        s.open(NOTES, text)
+        await s.until(lambda: "KB103" in s.codes(NOTES))
+        diagnostics = s.diagnostics[s.uri(NOTES)]
+        got = await s.client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(s.uri(NOTES)),
+                range=diagnostics[0].range,
+                context=types.CodeActionContext(diagnostics=diagnostics),
+            )
+        )
+        assert got is not None
+        return [a for a in got if isinstance(a, types.CodeAction)]
+
+    actions = run(repo, body)
+    titles = [a.title for a in actions]
+    assert titles == [
+        "Create the missing page knowledge/global/missing-page.md",
+        "Suppress KB103 on this line",
+    ]
+    create, suppress = actions
+    assert create.edit is not None and create.edit.document_changes is not None
+    made, filled = create.edit.document_changes
+    assert isinstance(made, types.CreateFile)
+    assert made.uri == uri(repo, "knowledge/global/missing-page.md")
+    assert isinstance(filled, types.TextDocumentEdit)
+    assert isinstance(filled.edits[0], types.TextEdit)
+    assert filled.edits[0].new_text == "---\nsummary: \n---\n# missing-page\n"
+    assert suppress.edit is not None and suppress.edit.document_changes is not None
+    [change] = suppress.edit.document_changes
+    assert isinstance(change, types.TextDocumentEdit)
+    after = applied(text, list(change.edits))  # type: ignore[arg-type]
+    assert after.endswith("\n<!-- knowl: disable-next-line KB103 -->\n[[missing-page]]\n")
+    assert not (repo / "knowledge/global/missing-page.md").exists()
+
+
+def test_symbols_and_folding(repo: Path) -> None:
+    async def body(s: Session) -> tuple[Any, Any, Any]:
+        s.open(REVENUE)
+        await s.until(lambda: s.published > 0)
+        document = types.TextDocumentIdentifier(s.uri(REVENUE))
+        symbols = await s.client.text_document_document_symbol_async(
+            types.DocumentSymbolParams(document)
+        )
+        folds = await s.client.text_document_folding_range_async(types.FoldingRangeParams(document))
+        found = await s.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="reven"))
+        return symbols, folds, found
+
+    symbols, folds, found = run(repo, body)
+    assert [(s.name, s.range.start.line) for s in symbols] == [("Revenue", 6), ("Definition", 8)]
+    assert (folds[0].start_line, folds[0].end_line) == (0, 5)
+    assert [(s.name, s.kind) for s in found] == [
+        ("Revenue", types.SymbolKind.File),
+        ("shop_pg.orders.total_revenue", types.SymbolKind.Field),
+    ]
+
+
+def test_a_document_outside_the_project_gets_nothing(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("[[revenue]]\n", encoding="utf-8")
+
+    async def body(s: Session) -> Any:
+        s.open(NOTES)
+        await s.until(lambda: s.published > 0)
+        item = types.TextDocumentItem(from_fs_path(str(outside)) or "", "markdown", 1, "[[x]]\n")
+        s.client.text_document_did_open(types.DidOpenTextDocumentParams(item))
+        return await s.client.text_document_hover_async(
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(item.uri),
+                position=types.Position(0, 3),
+            )
+        )
+
+    assert run(repo, body) is None
+
+
+def test_knowl_lsp_without_pygls_says_how_to_install_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("knowl_build.lsp.find_spec", lambda name: None)
+    out = invoke(["lsp", "--repo", str(repo)], 2)
+    assert "pip install 'knowl-build[lsp]'" in out.output
