@@ -178,7 +178,9 @@ def test_tools_are_valid_mcp_with_annotations_schemas_and_short_text(sample: Pat
     ]
     assert search["tags"]["anyOf"][0]["type"] == "array"
     context = tools["get_context"].input_schema["properties"]
-    assert context.keys() - {"question"} == search.keys() - {"query"}
+    assert context.keys() - {"question"} == search.keys() - {"query", "kind"}
+    assert search["kind"]["enum"] == ["all", "page", "entity"]
+    assert search["kind"]["default"] == "all"
     kinds = tools["list_entities"].input_schema["properties"]["kind"]["anyOf"][0]["enum"]
     assert kinds == ["source", "measure", "dimension", "column", "metric"]
     for name in ("list_entities", "list_stale"):
@@ -549,7 +551,7 @@ def test_bob_never_sees_alice_through_any_tool_resource_or_prompt(sample: Path) 
             assert secret not in dumped, (name, secret)
     # bob does see his own pages: the session is his, not anonymous.
     own = bob["seen"]["own"].structured_content
-    assert "user:bob" in {h["scope"] for h in own["hits"]}
+    assert "user:bob" in {h["scope"] for h in own["hits"] if h["kind"] == "page"}
     bob_uris = [str(r.uri) for r in bob["seen"]["resources"].resources]
     assert "knowl://page/user:bob/dunning-notes" in bob_uris
     # Another user's page answers exactly as a page that does not exist.

@@ -97,6 +97,7 @@ def test_search_answer_shape_filters_and_caveats(built: Path) -> None:
     assert answer["lexical_only"] is True and answer["user"] == "alice"
     hit = answer["hits"][0]
     assert set(hit) == {
+        "kind",
         "page",
         "scope",
         "repo",
@@ -140,12 +141,9 @@ def test_search_answer_shape_filters_and_caveats(built: Path) -> None:
 
 
 def test_same_query_same_bytes(built: Path) -> None:
-    first = invoke(
-        ["search", "revenue orders", "--repo", str(built), "--json", "--user", "alice"]
-    ).stdout
-    second = invoke(
-        ["search", "revenue orders", "--repo", str(built), "--json", "--user", "alice"]
-    ).stdout
+    args = ["search", "revenue orders", "--repo", str(built), "--json", "--user", "alice"]
+    first = invoke([*args, "--kind", "page"]).stdout
+    second = invoke([*args, "--kind", "page"]).stdout
     assert first == second
     hits = json.loads(first)["hits"]
     order = [(-h["score"], h["page"], h["scope"]) for h in hits]

@@ -315,6 +315,7 @@ def test_a_page_without_a_title_shows_its_summary(tmp_path: Path) -> None:
         "query": "zebra",
         "hits": [
             {
+                "kind": "page",
                 "page": "untitled",
                 "scope": "global",
                 "repo": "kb",

@@ -104,6 +104,7 @@ class SearchOptions:
     category: str | None = None
     usage_mode: str | None = None
     tags: tuple[str, ...] = ()
+    kind: str = "all"  # search: "page", "entity" or "all" (both, merged); context: pages
 
 
 def search(reader: Reader, query: str, options: SearchOptions = SearchOptions()) -> SearchAnswer:
@@ -116,6 +117,7 @@ def search(reader: Reader, query: str, options: SearchOptions = SearchOptions())
         category=options.category,
         usage_mode=options.usage_mode,
         tags=options.tags,
+        kind=options.kind,
     )
 
 

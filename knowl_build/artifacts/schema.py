@@ -356,6 +356,7 @@ class PageRef(TypedDict):
 
 
 class SearchHit(TypedDict):
+    kind: Literal["page"]  # a search may find entities too (`EntityHit`)
     page: str
     scope: str
     repo: str
@@ -373,6 +374,24 @@ class SearchHit(TypedDict):
     # Since 2.2: the best-matching section and the line of it with most query terms.
     section: NotRequired[HitSection | None]
     snippet: NotRequired[Snippet | None]
+
+
+class EntityHit(TypedDict):
+    """A semantic entity found by a search (`knowl search --kind entity|all`)."""
+
+    kind: Literal["entity"]
+    entity: str
+    entity_kind: str  # measure, dimension, metric, source, column...
+    repo: str
+    connection: str
+    source: str
+    member: str | None
+    label: str | None
+    description: str | None
+    expression: str | None
+    score: float
+    matched_on: list[str]
+    pages: list[PageRef]  # the pages binding it (sl_refs) the caller may see, by id
 
 
 class HitSection(TypedDict):
@@ -399,7 +418,7 @@ class SearchAnswer(TypedDict):
     user: str | None
     build: BuildRef
     lexical_only: bool
-    hits: list[SearchHit]
+    hits: list[SearchHit | EntityHit]
     caveats: list[TriggeredCaveat]
     # Without a hit: up to 3 index terms nearest each query term ("did you mean").
     suggestions: NotRequired[dict[str, list[str]]]

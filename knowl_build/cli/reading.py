@@ -65,6 +65,13 @@ def filter_options(command: F) -> F:
 )
 @filter_options
 @click.option(
+    "--kind",
+    type=click.Choice(["all", "page", "entity"]),
+    default="all",
+    show_default=True,
+    help="Pages, entities of the semantic layer, or all (both, merged; each hit's kind says).",
+)
+@click.option(
     "--peer",
     "peers",
     multiple=True,
@@ -84,11 +91,17 @@ def search(
     category: str | None,
     usage_mode: str | None,
     tags: tuple[str, ...],
+    kind: str,
     peers: tuple[Path, ...],
     artifact: Path | None,
     as_json: bool,
 ) -> None:
     """Search the built knowledge: words OR-ed, best first; caveats ride along.
+
+    Hits are pages and the semantic layer's entities (measures, dimensions, metrics...),
+    found by name and description and merged by rank with the pages, and with the pages that
+    bind them (sl_refs); a page or entity named as the query comes first. --kind page or
+    --kind entity keeps one kind; in --json each hit's "kind" is "page" or "entity".
 
     Words and prefixes are OR-ed; every quoted phrase must appear, its words in this order in
     one field; -WORD leaves out pages holding the word. A prefix needs 2 letters or digits and
@@ -111,11 +124,12 @@ def search(
       knowl search revenue --usage-mode policy --tag finance --peer ../billing-kb
       knowl search 'rev* "net of discounts" -draft'
       knowl search -- '-draft revenue'
+      knowl search "total revenue" --kind entity
     """
     # Lazy: the reader loads with the command; rich only for text (start-up time).
     from knowl_build.app import reading
 
-    options = reading.SearchOptions(user, limit, status, category, usage_mode, tags)
+    options = reading.SearchOptions(user, limit, status, category, usage_mode, tags, kind)
     with reading.open_reader(settings(ctx).locator, artifact, peers) as reader:
         answer = reading.search(reader, query, options)
     if as_json:

@@ -66,6 +66,9 @@ class Query(NamedTuple):  # not a dataclass: cheaper to import (start-up time)
     excluded: tuple[str, ...] = ()
     filters: tuple[tuple[str, str], ...] = ()
     words: tuple[str, ...] = ()  # what the query asks for, as typed
+    # Its words and phrases' words as typed, without prefixes and exclusions: the name a page
+    # (or an entity) must have to rank first, as a plain query equal to its name does.
+    named: tuple[str, ...] = ()
 
     @property
     def plain(self) -> bool:
@@ -112,6 +115,71 @@ def _check_filter(name: str, value: str) -> None:
         raise UsageError(f"'{name}:{_shown(value)}': not one of {', '.join(allowed)}")
 
 
+class _Parts:
+    """What `parse` has read so far, in the order it was typed (dicts as ordered sets)."""
+
+    def __init__(self) -> None:
+        self.terms: dict[str, None] = {}
+        self.prefixes: dict[str, None] = {}
+        self.phrases: dict[tuple[str, ...], None] = {}
+        self.excluded: dict[str, None] = {}
+        self.filters: dict[tuple[str, str], None] = {}
+        self.words: list[str] = []
+        self.named: list[str] = []
+
+    def phrase(self, minus: str, phrase: str) -> None:
+        stems = _stems(phrase)
+        if minus and stems:
+            raise UsageError(
+                f"'-\"{_shown(phrase)}\"': a phrase cannot be excluded; exclude its words"
+            )
+        if len(stems) > MAX_PHRASE_WORDS:
+            raise UsageError(f"a phrase has more than {MAX_PHRASE_WORDS} words")
+        if len(stems) == 1:
+            self.terms.setdefault(stems[0], None)
+        elif stems:
+            self.phrases.setdefault(tuple(stems), None)
+        tokens = _TOKEN.findall(phrase)
+        self.words.extend(tokens)
+        self.named.extend(tokens)
+
+    def filter(self, minus: str, name: str, value: str) -> None:
+        if minus:
+            raise UsageError(f"'-{_shown(name)}:': a filter cannot be excluded")
+        _check_filter(name.lower(), value)
+        self.filters.setdefault((FILTERS[name.lower()], value), None)
+
+    def word(self, minus: str, raw: str) -> None:
+        tokens = _TOKEN.findall(raw)
+        is_prefix = bool(tokens) and raw.endswith("*") and raw.rstrip("*").endswith(tokens[-1])
+        stems = [_stem(token.lower()) for token in tokens]
+        if minus:
+            self.excluded.update(dict.fromkeys(stems))
+            return
+        self.words.extend(tokens)
+        if is_prefix:
+            prefix = tokens[-1].lower()
+            if len(prefix) < MIN_PREFIX:
+                raise UsageError(
+                    f"'{_shown(raw)}': a prefix needs at least {MIN_PREFIX} letters or digits"
+                )
+            self.prefixes.setdefault(prefix, None)
+            stems, tokens = stems[:-1], tokens[:-1]
+        self.terms.update(dict.fromkeys(stems))
+        self.named.extend(tokens)
+
+    def query(self) -> Query:
+        return Query(
+            tuple(self.terms),
+            tuple(self.prefixes),
+            tuple(self.phrases),
+            tuple(t for t in self.excluded if t not in self.terms),
+            tuple(self.filters),
+            tuple(self.words),
+            tuple(self.named),
+        )
+
+
 def parse(text: str) -> Query:
     """The query's parts (see the module's docstring); a UsageError says why a query cannot
     be searched."""
@@ -119,65 +187,22 @@ def parse(text: str) -> Query:
         raise UsageError(
             f"the query is {len(text):,} characters long; at most {MAX_QUERY_CHARS:,} are searched"
         )
-    terms: dict[str, None] = {}
-    prefixes: dict[str, None] = {}
-    phrases: dict[tuple[str, ...], None] = {}
-    excluded: dict[str, None] = {}
-    filters: dict[tuple[str, str], None] = {}
-    words: list[str] = []
-    parts = 0
+    parts = _Parts()
+    count = 0
     for match in _PART.finditer(text):
         minus, phrase, name, value, word = match.groups()
         if _TOKEN.search(match.group(0)) is None:
             continue  # quotes, stars, dashes and punctuation alone ask for nothing
-        parts += 1
-        if parts > MAX_PARTS:
+        count += 1
+        if count > MAX_PARTS:
             raise UsageError(f"the query has more than {MAX_PARTS} parts")
         if phrase is not None:
-            stems = _stems(phrase)
-            if minus and stems:
-                raise UsageError(
-                    f"'-\"{_shown(phrase)}\"': a phrase cannot be excluded; exclude its words"
-                )
-            if len(stems) > MAX_PHRASE_WORDS:
-                raise UsageError(f"a phrase has more than {MAX_PHRASE_WORDS} words")
-            if len(stems) == 1:
-                terms.setdefault(stems[0], None)
-            elif stems:
-                phrases.setdefault(tuple(stems), None)
-            words.extend(_TOKEN.findall(phrase))
-            continue
-        if name is not None and name.lower() in FILTERS:
-            if minus:
-                raise UsageError(f"'-{_shown(name)}:': a filter cannot be excluded")
-            _check_filter(name.lower(), value)
-            filters.setdefault((FILTERS[name.lower()], value), None)
-            continue
-        raw = word if word is not None else f"{name}:{value}"
-        tokens = _TOKEN.findall(raw)
-        is_prefix = bool(tokens) and raw.endswith("*") and raw.rstrip("*").endswith(tokens[-1])
-        stems = [_stem(token.lower()) for token in tokens]
-        if minus:
-            excluded.update(dict.fromkeys(stems))
-            continue
-        words.extend(tokens)
-        if is_prefix:
-            prefix = tokens[-1].lower()
-            if len(prefix) < MIN_PREFIX:
-                raise UsageError(
-                    f"'{_shown(raw)}': a prefix needs at least {MIN_PREFIX} letters or digits"
-                )
-            prefixes.setdefault(prefix, None)
-            stems = stems[:-1]
-        terms.update(dict.fromkeys(stems))
-    query = Query(
-        tuple(terms),
-        tuple(prefixes),
-        tuple(phrases),
-        tuple(t for t in excluded if t not in terms),
-        tuple(filters),
-        tuple(words),
-    )
+            parts.phrase(minus, phrase)
+        elif name is not None and name.lower() in FILTERS:
+            parts.filter(minus, name, value)
+        else:
+            parts.word(minus, word if word is not None else f"{name}:{value}")
+    query = parts.query()
     if query.filters and query.empty:
         raise UsageError(
             "the query only filters; say what to search for too (e.g. 'tag:finance revenue')"

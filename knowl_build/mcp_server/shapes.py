@@ -8,7 +8,7 @@ refuses nested `typing.TypedDict`s before 3.12).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypedDict, get_type_hints
 
 import msgspec
 from pydantic import Field
@@ -37,11 +37,13 @@ if TYPE_CHECKING:
     Category: TypeAlias = str
     UsageMode: TypeAlias = str
     EntityKind: TypeAlias = str
+    HitKind: TypeAlias = str
 else:
     StatusFilter = Literal[(*STATUSES, "all")]
     Category = Literal[CATEGORIES]
     UsageMode = Literal[USAGE_MODES]
     EntityKind = Literal[ENTITY_KINDS]
+    HitKind = Literal["all", "page", "entity"]
 
 User = Annotated[
     str | None,
@@ -87,6 +89,13 @@ MaxNodes = Annotated[
 Status = Annotated[
     StatusFilter,
     Field(description="Only pages with this status (`all`: any); default active."),
+]
+SearchKind = Annotated[
+    HitKind,
+    Field(
+        description="all (default): pages and semantic entities merged, each hit's `kind` "
+        "saying which; page: pages only; entity: entities only."
+    ),
 ]
 CategoryFilter = Annotated[Category | None, Field(description="Only pages of this category.")]
 UsageModeFilter = Annotated[UsageMode | None, Field(description="Only pages with this usage mode.")]
@@ -161,8 +170,35 @@ class TimelineAnswer(TypedDict):
     notices: list[str]
 
 
+def _search_schema() -> dict[str, Any]:
+    """The search answer's schema: its hits are pages or entities, a union of two TypedDicts
+    that msgspec cannot describe at once, so the answer is described with page hits and the
+    hits' items made either."""
+    # Imported here: start-up time (the answer types are needed for the schema only).
+    from knowl_build.artifacts.schema import EntityHit, SearchAnswer, SearchHit
+
+    hints = get_type_hints(SearchAnswer, include_extras=True)
+    hints["hits"] = list[SearchHit]
+    pages = TypedDict("SearchAnswer", hints)  # type: ignore[misc]
+    _refs, definitions = msgspec.json.schema_components(
+        [pages, EntityHit], ref_template="#/$defs/{name}"
+    )
+    root = dict(definitions["SearchAnswer"])
+    root["properties"] = {
+        **root["properties"],
+        "hits": {
+            "type": "array",
+            "items": {"anyOf": [{"$ref": "#/$defs/SearchHit"}, {"$ref": "#/$defs/EntityHit"}]},
+        },
+    }
+    root["$defs"] = {k: v for k, v in definitions.items() if k != "SearchAnswer"}
+    return root
+
+
 def output_schema(answer: type[Any]) -> dict[str, Any]:
     """The JSON schema of an answer type, its root an object (MCP's `outputSchema`)."""
+    if answer.__name__ == "SearchAnswer":
+        return _search_schema()
     schema = msgspec.json.schema(answer)
     ref = schema.pop("$ref", None)
     if ref is None:

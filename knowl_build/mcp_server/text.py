@@ -14,8 +14,8 @@ from knowl_build.artifacts.answers import (
 )
 from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, TraverseAnswer
 from knowl_build.mcp_server.shapes import StoreAnswer, SupersedeAnswer, TimelineAnswer
-from knowl_build.vocabulary import counted
 from knowl_build.output.text import printable
+from knowl_build.vocabulary import counted
 
 SHOWN = 5  # items named in a line; the structured content has them all
 TITLE_CHARS = 80
@@ -57,8 +57,14 @@ def _more(next_cursor: str | None) -> list[str]:
 
 def search(answer: SearchAnswer) -> str:
     hits = answer["hits"]
-    lines = [f"{len(hits)} page(s) for {_short(answer['query'])!r}."]
+    lines = [f"{len(hits)} hit(s) for {_short(answer['query'])!r}."]
     for hit in hits[:SHOWN]:
+        if hit["kind"] == "entity":
+            about = f": {_short(hit['description'], 200)}" if hit["description"] else ""
+            lines.append(
+                f"- entity {_short(hit['entity'], 100)} ({_short(hit['entity_kind'], 40)}){about}"
+            )
+            continue
         flags = _flags(hit["freshness"], hit["drift_flag"], hit["status"])
         lines.append(f"- {_short(hit['page'], 60)}: {_short(hit['title'])} ({flags})")
         snippet, section = hit.get("snippet"), hit.get("section")

@@ -10,6 +10,7 @@ a duplicate, a repeated supersession is refused). None reaches outside the proje
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from typing import Any, cast
@@ -45,6 +46,7 @@ from knowl_build.mcp_server.shapes import (
     Page,
     Pages,
     Query,
+    SearchKind,
     Status,
     StoreAnswer,
     SupersedeAnswer,
@@ -167,8 +169,10 @@ def read_tools(session: Session) -> list[Tool]:
         category: CategoryFilter = None,
         usage_mode: UsageModeFilter = None,
         tags: Tags = None,
+        kind: SearchKind = "all",
     ) -> SearchAnswer:
         options = _options(session, user, limit, status, category, usage_mode, tags)
+        options = dataclasses.replace(options, kind=kind)
         return reading.search(session.readers.get(), query, options)
 
     def read_knowledge_page(page: Page, user: User = None) -> ShowAnswer:
@@ -235,7 +239,10 @@ def read_tools(session: Session) -> list[Tool]:
             search_knowledge,
             "Search knowledge",
             'Search the knowledge base: words (OR-ed), `rev*` prefixes, `"quoted phrases"` '
-            "and `-word` exclusions, best pages first, with the caveats that apply to them; "
+            "and `-word` exclusions, best first, with the caveats that apply to them. Hits are "
+            'pages and semantic entities (measures, dimensions, metrics: `kind` "entity", '
+            "with their description, expression and the pages binding them); `kind` page or "
+            "entity keeps one kind; "
             "with no hit, `suggestions` holds nearby words. Filters as `knowl search`: status "
             "(default active), category, usage_mode, tags (any of them), also as `tag:finance` "
             "in the query. Read the best hit with read_knowledge_page.",

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from knowl_build.artifacts.schema import (
+    EntityHit,
     SearchAnswer,
     SearchHit,
     ShowAnswer,
@@ -24,8 +25,8 @@ from knowl_build.artifacts.schema import (
     TraverseAnswer,
 )
 from knowl_build.diagnostics import Diagnostic, repo_path
-from knowl_build.vocabulary import counted
 from knowl_build.output.escapes import REORDERING
+from knowl_build.vocabulary import counted
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -318,6 +319,28 @@ def _snippet(about: Text, hit: SearchHit) -> None:
     _append(about, text[at:], style="dim")
 
 
+def _entity_row(n: int, hit: EntityHit, best: float) -> tuple[Text, ...]:
+    """A search hit that is an entity: its name, kind, label and description, its expression,
+    and the pages that bind it."""
+    about = _text()
+    heading = f"{hit['entity_kind']}" + (f" {hit['label']}" if hit["label"] else "")
+    _append(about, heading, style="bold")
+    if hit["description"]:
+        _append(about.append("\n"), hit["description"])
+    if hit["expression"]:
+        _append(about.append("\n"), f"= {hit['expression']}", style="dim")
+    if hit["pages"]:
+        used = ", ".join(p["page"] for p in hit["pages"])
+        _append(about.append("\n"), f"used by {used}", style="cyan")
+    return (
+        _text(str(n)),
+        _text(hit["entity"]),
+        about,
+        _strength(hit["score"], best),
+        _text("entity", style="dim"),
+    )
+
+
 def search_results(answer: SearchAnswer, out: Console) -> None:
     hits = answer["hits"]
     if not hits:
@@ -333,6 +356,9 @@ def search_results(answer: SearchAnswer, out: Console) -> None:
             _id_column(table, column)
         best = max(h["score"] for h in hits)
         for n, hit in enumerate(hits, 1):
+            if hit["kind"] == "entity":
+                table.add_row(*_entity_row(n, hit, best))
+                continue
             where = hit["page"] if hit["scope"] == "global" else f"{hit['page']} ({hit['scope']})"
             if hit["repo"] != hits[0]["repo"]:
                 where = f"{hit['repo']}: {where}"

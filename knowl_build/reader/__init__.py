@@ -69,10 +69,23 @@ class Reader:
         category: str | None = None,
         usage_mode: str | None = None,
         tags: Sequence[str] = (),
+        kind: str = "page",
     ) -> SearchAnswer:
+        """Hits best first: pages alone (`kind` "page", the default of this call, as it always
+        answered), entities alone ("entity"), or both merged ("all", the default of `knowl
+        search` and the MCP tool; each hit's `kind` says which); see `reader.mixed`."""
+        # Imported here: start-up time (the ranking loads only when a query runs).
+        from knowl_build.reader import mixed
+
         filters = Filters(status, category, usage_mode, tuple(tags))
-        answer = queries.search(
-            self.view, query, user=user, limit=limit, filters=filters, peers=self.peers
+        answer = mixed.search(
+            self.view,
+            query,
+            kind=kind,
+            user=user,
+            limit=limit,
+            filters=filters,
+            peers=self.peers,
         )
         return passages.attach([self.view, *self.peers], answer)
 

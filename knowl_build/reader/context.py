@@ -44,6 +44,8 @@ def context(
     uses: dict[str, list[EntityUse]] = {}
     hit_ids: set[tuple[str, str]] = set()
     for hit in answer["hits"]:
+        if hit["kind"] != "page":
+            continue  # the page search answers pages alone
         entry = view.page(hit["scope"], hit["page"]) if hit["repo"] == view.repo else None
         if entry is None:  # a peer's hit: its repository answers for its own records
             pages.append(_page_of_hit(hit, None, None))

@@ -82,8 +82,12 @@ def _score(reader: Reader, question: Question) -> Scored:
             missing[ref] = str(exc)
             continue
         wanted[ref] = (entry.scope, entry.id)
-    answer = reader.search(question.query, user=question.user, limit=DEPTH)
-    order = [(hit["scope"], hit["page"]) for hit in answer["hits"] if hit["repo"] == view.repo]
+    answer = reader.search(question.query, user=question.user, limit=DEPTH, kind="page")
+    order = [
+        (hit["scope"], hit["page"])
+        for hit in answer["hits"]
+        if hit["kind"] == "page" and hit["repo"] == view.repo
+    ]
     position: dict[tuple[str, str], int] = {}
     for n, key in enumerate(order, 1):
         position.setdefault(key, n)

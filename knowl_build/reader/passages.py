@@ -142,6 +142,8 @@ def attach(views: Sequence[ArtifactView], answer: SearchAnswer) -> SearchAnswer:
     for view in views:
         by_repo.setdefault(view.repo, view)
     for hit in answer["hits"]:
+        if hit["kind"] != "page":
+            continue  # an entity: its description is its passage
         source = by_repo.get(hit["repo"])
         entry = None if source is None else source.page(hit["scope"], hit["page"])
         found = None if source is None or entry is None else passage(source.record(entry), terms)

@@ -14,6 +14,7 @@ from knowl_build.artifacts.schema import (
     Backlink,
     BoundCaveat,
     CatalogEntry,
+    EntityHit,
     SearchAnswer,
     SearchHit,
     ShowAnswer,
@@ -46,8 +47,9 @@ class Filters:
         return not self.tags or any(tag in page.tags for tag in self.tags)
 
 
-def _hit(view: ArtifactView, page: CatalogEntry, score: float, user: str | None) -> SearchHit:
+def page_hit(view: ArtifactView, page: CatalogEntry, score: float, user: str | None) -> SearchHit:
     return {
+        "kind": "page",
         "page": page.id,
         "scope": page.scope,
         "repo": view.repo,
@@ -173,7 +175,7 @@ def rank(
         return []
     arm = _lexical(view, terms, scopes_of(user, peer), name)
     merged = _merge(view, arm, user, filters, limit, peer)
-    return [_hit(view, page, score, None if peer else user) for score, page in merged]
+    return [page_hit(view, page, score, None if peer else user) for score, page in merged]
 
 
 def fuse_arms(
@@ -195,19 +197,21 @@ def fuse_arms(
     ordered = sorted(scores, key=lambda k: (-scores[k], pages[k].id, pages[k].scope))
     hits = []
     for key in ordered[:limit]:
-        hit = _hit(view, pages[key], scores[key], user)
+        hit = page_hit(view, pages[key], scores[key], user)
         hit["matched_on"] = arms[key]
         hits.append(hit)
     return hits
 
 
-def caveats(view: ArtifactView, hits: list[SearchHit], user: str | None) -> list[TriggeredCaveat]:
-    """Visible active caveat pages sharing an entity with a hit. `triggered_by` names the
-    shared entities, sorted, as Canonic's retrieval does; the caveats about most of them come
-    first, then by id (Canonic orders by id alone)."""
+def caveats(
+    view: ArtifactView, hits: list[SearchHit], user: str | None, entities: Iterable[str] = ()
+) -> list[TriggeredCaveat]:
+    """Visible active caveat pages sharing an entity with a hit, or about an entity found
+    (`entities`). `triggered_by` names the shared entities, sorted, as Canonic's retrieval
+    does; the caveats about most of them come first, then by id (Canonic orders by id alone)."""
     hit_keys = {(h["scope"], h["page"]) for h in hits}
     triggers: dict[str, tuple[CatalogEntry, set[str]]] = {}
-    for entity in sorted({e for hit in hits for e in hit["sl_refs"]}):
+    for entity in sorted({e for hit in hits for e in hit["sl_refs"]}.union(entities)):
         for caveat in view.caveats_by_entity.get(entity, ()):
             if (caveat.scope, caveat.id) in hit_keys or not visible(caveat, user):
                 continue
@@ -362,7 +366,7 @@ def stale(view: ArtifactView, user: str | None = None) -> StaleAnswer:
 # --- the query syntax (index.query): prefixes, phrases, exclusions, filters, did you mean -----
 
 
-def _with_filters(filters: Filters, parsed: Query) -> Filters:
+def with_filters(filters: Filters, parsed: Query) -> Filters:
     """The options' filters, with the query's in their place (`tag:` adds a tag)."""
     found = {
         "status": filters.status,
@@ -387,19 +391,31 @@ def _syntax_arm(
     admits: none without a phrase of the query, none holding an excluded word."""
     # Imported here: start-up time (a query without syntax never loads the parser).
     from knowl_build.index import query as syntax
+    from knowl_build.index.fields import name_key
     from knowl_build.index.ranking import Scored
 
     searcher = view.searcher
-    scored = Scored(searcher, syntax.scores(searcher, parsed, view.boosts, scopes))
+    found = syntax.scores(searcher, parsed, view.boosts, scopes)
     excluded: set[int] = set()
     for term in parsed.excluded:
         excluded |= syntax.docs_with(searcher, term, scopes)
+    # Names first, as for a plain query: the pages named as the query's words and phrases
+    # (its prefixes and exclusions aside), unless an excluded word leaves them out.
+    named = searcher.named(name_key(" ".join(parsed.named)), scopes) - excluded
+    for doc in sorted(named):
+        found.setdefault(doc, 0.0)
+    scored = Scored(searcher, found, named)
 
     def admit(key: str) -> bool:
         return not excluded or searcher.docnum(key) not in excluded
 
     if not parsed.phrases:
-        arm = _Arm(lambda n: [(h.key, h.score) for h in scored.top(n)], scored.of, len(scored))
+        arm = _Arm(
+            lambda n: [(h.key, h.score) for h in scored.top(n)],
+            scored.of,
+            len(scored),
+            scored.is_named,
+        )
         return arm, admit
     # Positions are not indexed: the best candidates are checked against their stored text.
     kept: dict[str, float] = {}
@@ -411,8 +427,11 @@ def _syntax_arm(
         texts = [record.title, record.fields.summary, " ".join(record.fields.tags), record.body]
         if all(syntax.has_phrase(texts, phrase) for phrase in parsed.phrases):
             kept[hit.key] = hit.score
-    ranked = sorted(kept.items(), key=lambda ks: (-ks[1], ks[0]))
-    arm = _Arm(lambda n: ranked if n is None else ranked[:n], kept.get, len(ranked))
+    names = {key for key in kept if scored.is_named(key)}
+    ranked = sorted(kept.items(), key=lambda ks: (ks[0] not in names, -ks[1], ks[0]))
+    arm = _Arm(
+        lambda n: ranked if n is None else ranked[:n], kept.get, len(ranked), names.__contains__
+    )
     return arm, kept.__contains__
 
 
@@ -427,7 +446,7 @@ def _syntax_search(
 ) -> SearchAnswer:
     """`search` for a query with syntax: as a plain one, its lexical ranking from
     `index.query`, vector hits admitted by it."""
-    filters = _with_filters(filters, parsed)
+    filters = with_filters(filters, parsed)
     if parsed.empty or limit <= 0:
         return _answer(view, query, parsed, user, [], True, bool(peers))
     scopes = scopes_of(user)
@@ -435,7 +454,7 @@ def _syntax_search(
     similarities = view.similarities(parsed.text) if parsed.words else None
     if similarities is None:
         merged = _merge(view, arm, user, filters, limit)
-        hits = [_hit(view, page, score, user) for score, page in merged]
+        hits = [page_hit(view, page, score, user) for score, page in merged]
     else:
         depth = max(limit * 4, 20)
         lexical = _merge(view, arm, user, filters, depth)
@@ -456,7 +475,7 @@ def _syntax_search(
         for peer in peers:
             peer_arm, _admit = _syntax_arm(peer, parsed, scopes_of(user, True))
             merged = _merge(peer, peer_arm, user, filters, limit, peer=True)
-            lists.append([_hit(peer, page, score, None) for score, page in merged])
+            lists.append([page_hit(peer, page, score, None) for score, page in merged])
         hits = fuse(lists, limit)
     return _answer(view, query, parsed, user, hits, similarities is None, bool(peers))
 
@@ -478,7 +497,7 @@ def _answer(
         "user": user,
         "build": view.build,
         "lexical_only": lexical_only,
-        "hits": hits,
+        "hits": list[SearchHit | EntityHit](hits),
         "caveats": caveats(view, local, user),
     }
     asked = [*parsed.scored, *parsed.prefixes]

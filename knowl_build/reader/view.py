@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from msgspec import UNSET, DecodeError, Raw, Struct, UnsetType
 
@@ -35,6 +35,9 @@ from knowl_build.artifacts.schema import (
 )
 from knowl_build.errors import ArtifactError, KnowlError
 from knowl_build.pageref import Named, pick
+
+if TYPE_CHECKING:
+    from knowl_build.reader.entity_search import EntityIndex
 
 T = TypeVar("T")
 
@@ -339,6 +342,14 @@ class ArtifactView:
     @cached_property
     def entities(self) -> dict[str, Entity]:
         return {e.name: e for e in _read(self.folder, "entities.json", Entities).entities}
+
+    @cached_property
+    def entity_index(self) -> EntityIndex:
+        """The entities analysed for search, once per opened artifact."""
+        # Imported here: start-up time (only a search for entities analyses them).
+        from knowl_build.reader.entity_search import EntityIndex
+
+        return EntityIndex(self.entities)
 
 
 @dataclass

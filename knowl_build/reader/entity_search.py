@@ -1,0 +1,173 @@
+"""Entities of the semantic layer scored for a search (`knowl search --kind entity|all`).
+
+Entities are few (a semantic layer holds hundreds, not the pages' tens of thousands) and
+global, so they are scored when a query runs, from the artifact's entity records, with the
+pages' BM25F formula and analyzer (`index.ranking`, `index.fields`); the Whoosh index holds
+pages only. Each entity is a document of two fields:
+
+- `names`: its dotted name split on `.`, `_` and camelCase, and its `label`, weighted as a
+  page's names (the `title` boost recorded in the artifact);
+- `description`: its description, weighted as a page's summary (the `summary` boost).
+
+A query equal to one of an entity's names (its full name, its member, the last part of a
+source's name, or its label; `name_key`, so case and accents aside) puts it first, as a
+page's name does. The statistics (`docs`, `df`, average lengths) are those of every entity:
+entities belong to no user. docs/reading.md gives the same rules (the site's search
+implements them too); `reader.mixed` makes hits of them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
+
+from knowl_build.index.fields import _TOKEN, _stem, name_key
+from knowl_build.index.query import MAX_EXPANSIONS, has_phrase
+from knowl_build.index.ranking import K1, B, idf
+
+if TYPE_CHECKING:
+    from knowl_build.artifacts.schema import Entity
+    from knowl_build.index.query import Query
+
+# A lower-case letter or digit followed by a capital, or a capital followed by a capital and a
+# lower-case letter: where camelCase (`totalRevenue`, `HTTPServer`) joins two words.
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+FIELDS = ("names", "description")
+# The page field whose boost (recorded in the artifact) each entity field takes.
+BOOST_OF = {"names": "title", "description": "summary"}
+
+
+def split_camel(text: str) -> str:
+    return _CAMEL.sub(" ", text)
+
+
+def analyse(text: str) -> list[str]:
+    """An entity field's terms: camelCase split, then the pages' analyzer (runs of letters
+    and digits, lowercased, English-stemmed), duplicates kept (they are frequencies)."""
+    return [_stem(token.lower()) for token in _TOKEN.findall(split_camel(text))]
+
+
+def label_of(entity: Entity) -> str:
+    label = entity.definition.get("label")
+    return label if isinstance(label, str) else ""
+
+
+def description_of(entity: Entity) -> str:
+    description = entity.definition.get("description")
+    return description if isinstance(description, str) else ""
+
+
+def names_of(entity: Entity) -> frozenset[str]:
+    """The `name_key`s a query equal to which puts the entity first."""
+    last = entity.member or entity.name.rpartition(".")[2]
+    found = {entity.name, last, split_camel(last), label_of(entity)}
+    return frozenset(key for key in map(name_key, found) if key)
+
+
+class Ranked(NamedTuple):
+    """An entity as search analyses it."""
+
+    name: str
+    entity: Entity
+    freqs: tuple[dict[str, int], dict[str, int]]  # per field: term -> frequency
+    lengths: tuple[int, int]
+    texts: tuple[str, ...]  # for phrases: the names (camelCase split), the label, description
+    names: frozenset[str]
+
+
+class EntityIndex:
+    """The entities of one artifact, analysed once per opened artifact."""
+
+    def __init__(self, entities: Mapping[str, Entity]) -> None:
+        self.docs: list[Ranked] = []
+        for name in sorted(entities):
+            entity = entities[name]
+            fields = (f"{name} {label_of(entity)}", description_of(entity))
+            freqs: list[dict[str, int]] = []
+            lengths: list[int] = []
+            for text in fields:
+                terms = analyse(text)
+                counts: dict[str, int] = {}
+                for term in terms:
+                    counts[term] = counts.get(term, 0) + 1
+                freqs.append(counts)
+                lengths.append(len(terms))
+            texts = (split_camel(name.replace(".", " ")), label_of(entity), fields[1])
+            self.docs.append(
+                Ranked(
+                    name,
+                    entity,
+                    (freqs[0], freqs[1]),
+                    (lengths[0], lengths[1]),
+                    texts,
+                    names_of(entity),
+                )
+            )
+        count = len(self.docs) or 1
+        self.avg = tuple(
+            (sum(doc.lengths[i] for doc in self.docs) / count) or 1.0 for i in range(len(FIELDS))
+        )
+        self.df: tuple[dict[str, int], ...] = tuple({} for _ in FIELDS)
+        for doc in self.docs:
+            for i, counted in enumerate(doc.freqs):
+                for term in counted:
+                    self.df[i][term] = self.df[i].get(term, 0) + 1
+
+    def term_scores(self, term: str, boosts: Mapping[str, float]) -> dict[int, float]:
+        """Entity number -> BM25F score of one term, summed over the two fields."""
+        found: dict[int, float] = {}
+        docs = max(len(self.docs), 1)
+        for i, field in enumerate(FIELDS):
+            df = self.df[i].get(term, 0)
+            if not df:
+                continue
+            weight = boosts.get(BOOST_OF[field], 1.0) * idf(docs, df) * (K1 + 1)
+            for number, doc in enumerate(self.docs):
+                tf = doc.freqs[i].get(term)
+                if tf:
+                    norm = K1 * (1 - B + B * doc.lengths[i] / self.avg[i])
+                    found[number] = found.get(number, 0.0) + weight * tf / (tf + norm)
+        return found
+
+    def holding(self, term: str) -> set[int]:
+        return {n for n, doc in enumerate(self.docs) if any(term in f for f in doc.freqs)}
+
+    def expand(self, prefix: str) -> list[str]:
+        """A prefix's terms as `index.query.expand` chooses them: the terms beginning with it
+        and its own stem, in most entities first (ties by term), at most MAX_EXPANSIONS."""
+        own = _stem(prefix)
+        vocabulary = {term for df in self.df for term in df}
+        candidates = [t for t in vocabulary if t.startswith(prefix) or t == own]
+        counted = sorted(candidates, key=lambda t: (-len(self.holding(t)), t))
+        return counted[:MAX_EXPANSIONS]
+
+    def rank(self, query: Query, boosts: Mapping[str, float]) -> list[tuple[Ranked, float, bool]]:
+        """The entities matching the query, best first: named as the query's words first, then
+        by score, then by name. Words and prefixes are OR-ed; every phrase must appear in the
+        names, the label or the description; an excluded word leaves an entity out."""
+        scores: dict[int, float] = {}
+        for term in query.scored:
+            for number, score in self.term_scores(term, boosts).items():
+                scores[number] = scores.get(number, 0.0) + score
+        for prefix in query.prefixes:
+            best: dict[int, float] = {}
+            for term in self.expand(prefix):
+                for number, score in self.term_scores(term, boosts).items():
+                    best[number] = max(best.get(number, 0.0), score)
+            for number, score in best.items():
+                scores[number] = scores.get(number, 0.0) + score
+        name = name_key(" ".join(query.named))
+        named = {n for n, doc in enumerate(self.docs) if name and name in doc.names}
+        for number in named:
+            scores.setdefault(number, 0.0)
+        for phrase in query.phrases:
+            scores = {n: s for n, s in scores.items() if has_phrase(self.docs[n].texts, phrase)}
+        for term in query.excluded:
+            for number in self.holding(term):
+                scores.pop(number, None)
+        ranked = sorted(
+            scores.items(), key=lambda ns: (ns[0] not in named, -ns[1], self.docs[ns[0]].name)
+        )
+        return [(self.docs[n], score, n in named) for n, score in ranked if math.isfinite(score)]

@@ -1,0 +1,224 @@
+"""Entity hits, and mixed hits of pages and entities (`knowl search --kind entity|all`).
+
+Mixed hits merge three rankings by rank (Reciprocal Rank Fusion, as federated search merges
+repositories): the pages (the page search's own order), the entities (`entity_search`), and the
+pages binding an entity found (`sl_refs`), by the best rank of the entity they bind; so a page
+that uses the measure a query names ranks for the query. Pages and entities named as the query
+come first. Entities are the artifact's own (a peer's are not searched) and global.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from knowl_build.artifacts.schema import (
+    CatalogEntry,
+    EntityHit,
+    PageRef,
+    SearchAnswer,
+    SearchHit,
+    TriggeredCaveat,
+)
+from knowl_build.errors import UsageError
+from knowl_build.index.fields import name_key
+from knowl_build.index.query import parse
+from knowl_build.reader import queries
+from knowl_build.reader.queries import Filters, caveats, page_hit, scopes_of
+from knowl_build.reader.view import CAVEAT, GLOBAL, ArtifactView
+
+if TYPE_CHECKING:
+    from knowl_build.index.query import Query
+    from knowl_build.reader.entity_search import Ranked
+
+from knowl_build.reader.entity_search import description_of, label_of
+
+KINDS = ("page", "entity", "all")
+RRF_K = 60
+# Pages an entity hit lists as binding it (`pages`), by id.
+MAX_BOUND_PAGES = 20
+
+
+def entity_hit(view: ArtifactView, doc: Ranked, score: float, user: str | None) -> EntityHit:
+    scopes = scopes_of(user)
+    pages = sorted(
+        (page.id, page.scope)
+        for page in view.pages
+        if doc.name in page.sl_refs and page.scope in scopes
+    )
+    entity = doc.entity
+    expr = entity.definition.get("expr")
+    return {
+        "kind": "entity",
+        "entity": doc.name,
+        "entity_kind": entity.kind,
+        "repo": view.repo,
+        "connection": entity.connection,
+        "source": entity.source,
+        "member": entity.member,
+        "label": label_of(entity) or None,
+        "description": description_of(entity) or None,
+        "expression": None if expr is None else str(expr),
+        "score": score,
+        "matched_on": ["lexical"],
+        "pages": [PageRef(page=p, scope=s) for p, s in dict.fromkeys(pages)][:MAX_BOUND_PAGES],
+    }
+
+
+def named_pages(view: ArtifactView, parsed: Query, user: str | None) -> frozenset[tuple[str, str]]:
+    """The (scope, id) of the pages named as the query's words, which a page search ranks
+    first (a user page with a global page's id stands for it)."""
+    scopes = scopes_of(user)
+    name = name_key(" ".join(parsed.named))
+    found = set()
+    for doc in view.searcher.named(name, scopes):
+        page = view.by_key.get(view.searcher.key(doc))
+        if page is not None:
+            shadowed = view.page(GLOBAL, page.id) if page.scope != GLOBAL else None
+            found.add(((shadowed or page).scope, (shadowed or page).id))
+    return frozenset(found)
+
+
+def search(
+    view: ArtifactView,
+    query: str,
+    *,
+    kind: str,
+    user: str | None,
+    limit: int,
+    filters: Filters,
+    peers: Sequence[ArtifactView],
+) -> SearchAnswer:
+    """`queries.search` for `kind` page (pages alone, as it always answered), entity (the
+    entities alone) or all (both, merged as the module's docstring says)."""
+    if kind not in KINDS:
+        raise UsageError(f"kind {kind[:40]!r}: not one of {', '.join(KINDS)}")
+    if kind == "page":
+        return queries.search(view, query, user=user, limit=limit, filters=filters, peers=peers)
+    parsed = parse(query)  # a UsageError says why a query cannot be searched
+    filters = queries.with_filters(filters, parsed)
+    if kind == "entity":
+        return entity_answer(view, query, parsed, user, filters, limit)
+    depth = max(limit * 4, 20)  # enough pages for the merged top `limit`
+    answer = queries.search(view, query, user=user, limit=depth, filters=filters, peers=peers)
+    if not view.entities:
+        answer["hits"] = answer["hits"][:limit]
+        local = [h for h in answer["hits"] if h["kind"] == "page" and h["repo"] == view.repo]
+        answer["caveats"] = caveats(view, local, user)
+        return answer
+    return mix(view, answer, parsed, user, filters, limit, named_pages(view, parsed, user))
+
+
+def filtered(filters: Filters) -> bool:
+    """Whether a page filter is set that entities cannot pass: a category, a usage mode or
+    tags (entities have none; `status` is a page's alone and leaves entities in)."""
+    return filters.category is not None or filters.usage_mode is not None or bool(filters.tags)
+
+
+def _bound_pages(
+    view: ArtifactView,
+    ranked: list[tuple[Ranked, float, bool]],
+    user: str | None,
+    filters: Filters,
+) -> list[CatalogEntry]:
+    """The pages binding an entity found, visible to the caller and admitted by the filters,
+    by the best rank of an entity they bind, then id and scope; caveats aside (they ride
+    along with the entities they are about, as with the pages). A user page with a global
+    page's id stands for the global page, as in a page search."""
+    position = {doc.name: n for n, (doc, _score, _named) in enumerate(ranked)}
+    scopes = scopes_of(user)
+    best: dict[str, tuple[int, CatalogEntry]] = {}
+    for page in view.pages:
+        if page.scope not in scopes or page.usage_mode == CAVEAT:
+            continue  # a caveat about an entity found rides along with the answer instead
+        ranks = [position[ref] for ref in page.sl_refs if ref in position]
+        if not ranks:
+            continue
+        if page.scope != GLOBAL:
+            page = view.page(GLOBAL, page.id) or page
+        if not filters.admit(page):
+            continue
+        rank = min(ranks)
+        if page.key not in best or rank < best[page.key][0]:
+            best[page.key] = (rank, page)
+    ordered = sorted(best.values(), key=lambda rp: (rp[0], rp[1].id, rp[1].scope))
+    return [page for _rank, page in ordered]
+
+
+def mix(
+    view: ArtifactView,
+    answer: SearchAnswer,
+    parsed: Query,
+    user: str | None,
+    filters: Filters,
+    limit: int,
+    named_pages: frozenset[tuple[str, str]],
+) -> SearchAnswer:
+    """The page answer `answer` (hits to some depth) with entity hits merged in (see the
+    module's docstring): named pages and entities first, then by the sum of 1 / (60 + rank)
+    over the rankings an item is in (0-based ranks), then pages before entities, then by
+    repository, id (or name) and scope."""
+    ranked = [] if filtered(filters) else view.entity_index.rank(parsed, view.boosts)
+    pages: list[SearchHit] = [h for h in answer["hits"] if h["kind"] == "page"]
+    if not ranked:
+        answer["hits"] = list(pages[:limit])
+        return answer
+    found: dict[tuple[str, str, str], tuple[float, bool, SearchHit]] = {}
+    for number, hit in enumerate(pages):
+        key = (hit["repo"], hit["page"], hit["scope"])
+        named = hit["repo"] == view.repo and (hit["scope"], hit["page"]) in named_pages
+        found[key] = (1.0 / (RRF_K + number), named, hit)
+    for number, page in enumerate(_bound_pages(view, ranked, user, filters)):
+        key = (view.repo, page.id, page.scope)
+        if key in found:
+            score, named, hit = found[key]
+        else:
+            # A page found through its entity alone: a hit of its own, with no text score.
+            score, named, hit = 0.0, False, page_hit(view, page, 0.0, user)
+            hit["matched_on"] = []
+        if "entity" not in hit["matched_on"]:
+            hit["matched_on"] = [*hit["matched_on"], "entity"]
+        found[key] = (score + 1.0 / (RRF_K + number), named, hit)
+    # (not named, -fused score, pages before entities, repository, id or name, scope)
+    order: list[tuple[tuple[bool, float, bool, str, str, str], SearchHit | EntityHit]] = []
+    for (repo, page_id, scope), (fused, named, hit) in found.items():
+        hit["score"] = fused
+        order.append(((not named, -fused, False, repo, page_id, scope), hit))
+    for number, (doc, _score, named) in enumerate(ranked):
+        fused = 1.0 / (RRF_K + number)
+        entity = entity_hit(view, doc, fused, user)
+        order.append(((not named, -fused, True, view.repo, doc.name, ""), entity))
+    order.sort(key=lambda kh: kh[0])
+    hits = [hit for _key, hit in order[:limit]]
+    answer["hits"] = hits
+    found_pages = [h for h in hits if h["kind"] == "page" and h["repo"] == view.repo]
+    entities = [h["entity"] for h in hits if h["kind"] == "entity"]
+    answer["caveats"] = caveats(view, found_pages, user, entities)
+    answer.pop("suggestions", None)
+    return answer
+
+
+def entity_answer(
+    view: ArtifactView,
+    query: str,
+    parsed: Query,
+    user: str | None,
+    filters: Filters,
+    limit: int,
+) -> SearchAnswer:
+    """`--kind entity`: the entities alone, best first (their own scores), and the caveats
+    about them."""
+    ranked = [] if filtered(filters) else view.entity_index.rank(parsed, view.boosts)
+    hits: list[SearchHit | EntityHit] = [
+        entity_hit(view, doc, score, user) for doc, score, _named in ranked[:limit]
+    ]
+    names = [doc.name for doc, _score, _named in ranked[:limit]]
+    found: list[TriggeredCaveat] = caveats(view, [], user, names)
+    return {
+        "query": query,
+        "user": user,
+        "build": view.build,
+        "lexical_only": True,
+        "hits": hits,
+        "caveats": found,
+    }
