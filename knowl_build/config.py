@@ -130,6 +130,10 @@ def _pattern(item: str) -> str | None:
     return None if item else "patterns must not be empty strings"
 
 
+def _path(item: str) -> str | None:
+    return f"{item!r} is no path: it holds a NUL character" if "\0" in item else None
+
+
 def _key(item: str) -> str | None:
     return None if item.strip() else "keys must not be empty strings"
 
@@ -280,7 +284,7 @@ class Config:
     security: SecurityConfig = field(default_factory=SecurityConfig)
     peer_paths: tuple[str, ...] = option(
         "peers.paths",
-        Strings(),
+        Strings(_path),
         (),
         "Other repositories' artifacts that searches of this project's build include: each an "
         "artifact folder or a project root (its current build), relative to the project root. "

@@ -2,7 +2,7 @@
 
 Each key of knowl.toml is one field of `config.Config` (or of a section it holds), declared
 with `option(key, kind, default, doc)`: the dotted key, its kind (the type, the bounds or
-choices, the check), its default and its one-line documentation. The loader
+choices, the check), its default and its documentation (a paragraph of Markdown). The loader
 (`config_loader`) validates from these declarations and the documentation's configuration
 page is generated from them (`docs/hooks/reference.py`), as mkdocs' `config_options` do.
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -82,15 +83,15 @@ def recorded(value: object) -> object:
     return value
 
 
-class Kind(Generic[V]):
+class Kind(ABC, Generic[V]):
     """What a key accepts: `read` checks a value, `describe` is its type as the
     documentation shows it, `record` how `Config.to_json` records it."""
 
-    def describe(self) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def describe(self) -> str: ...
 
-    def read(self, value: object) -> V:
-        raise NotImplementedError
+    @abstractmethod
+    def read(self, value: object) -> V: ...
 
     def record(self, value: object) -> object:
         return recorded(value)
@@ -172,9 +173,10 @@ class Choice(Kind[str]):
 
 
 def _inside(value: str) -> PurePosixPath:
-    """A project-relative path, `\\` read as `/`; None when it could leave the project."""
+    """A project-relative path, `\\` read as `/`; ValueError when it could leave the project
+    or names no file (empty, or holding a NUL, which no file name does)."""
     pure = PurePosixPath(value.replace("\\", "/"))
-    if not value.strip() or pure.is_absolute() or ".." in pure.parts:
+    if not value.strip() or "\0" in value or pure.is_absolute() or ".." in pure.parts:
         raise ValueError(value)
     return pure
 
@@ -234,8 +236,8 @@ class Strings(Kind[tuple[str, ...]]):
         strings = cast(list[str], items)
         if self.most is not None and len(strings) > self.most:
             raise Invalid(f"holds more than {self.most} {self.noun}")
-        for item in strings if self.check is not None else ():
-            problem = self.check(item)  # type: ignore[misc]
+        check = self.check
+        for problem in map(check, strings) if check is not None else ():
             if problem is not None:
                 raise Invalid(problem)
         return tuple(strings)
@@ -279,11 +281,14 @@ class HttpAddress(Kind[str]):
 
     def read(self, value: object) -> str:
         url: str = expect(value, str)
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError:  # a bracketed host that is no IPv6 address (`http://[x`)
+            parts = urlsplit("")
         if (
             parts.scheme not in ("http", "https")
             or not parts.netloc
-            or any(c.isspace() for c in url)
+            or any(c.isspace() or c == "\0" for c in url)
         ):
             raise Invalid(f"must be an http:// or https:// address, got {url!r}")
         if parts.query or parts.fragment:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from knowl_build.config_options import (
     options_of,
 )
 from knowl_build.errors import ConfigError
+from tests.helpers import invoke
 from tests.test_config_docs import reference
 
 
@@ -196,3 +198,33 @@ def test_weights_merge_over_their_defaults_and_name_the_entry() -> None:
         with pytest.raises(Invalid) as info:
             kind.read(value)
         assert (info.value.at, info.value.problem) == (at, problem)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            'knowledge_dir = "a\\u0000b"\n',
+            "'knowledge_dir': must be a folder inside the project, got 'a\\x00b'",
+        ),
+        (
+            '[eval]\nfile = "q\\u0000.yaml"\n',
+            "'eval.file': must be a file inside the project, got 'q\\x00.yaml'",
+        ),
+        (
+            '[site]\nbase_url = "http://[x"\n',
+            "'site.base_url': must be an http:// or https:// address, got 'http://[x'",
+        ),
+        (
+            '[peers]\npaths = ["../a\\u0000"]\n',
+            "'peers.paths': '../a\\x00' is no path: it holds a NUL character",
+        ),
+    ],
+)
+def test_names_no_file_can_have_are_a_configuration_error(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    """These were internal errors (a ValueError from the file system or urlsplit)."""
+    (tmp_path / "knowl.toml").write_text(text, encoding="utf-8")
+    result = invoke(["--repo", str(tmp_path), "check"], code=2)
+    assert result.stderr.strip().splitlines() == [f"knowl: error: knowl.toml: {message}"]
