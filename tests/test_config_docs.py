@@ -49,7 +49,7 @@ def _rows() -> list[list[str]]:
 def test_the_table_has_a_row_for_every_declared_key_in_order() -> None:
     rows = _rows()
     assert [row[0] for row in rows] == [option.key for option in SCHEMA]
-    assert len(rows) == len(SCHEMA) == 39
+    assert len(rows) == len(SCHEMA) > 30
     by_key = {row[0]: row for row in rows}
     assert by_key["links.url_concurrency"][1:] == ["integer >= 1, at most 64", "8"]
     assert by_key["index.memory_mb"][1:] == ["integer >= 16, at most 65536", "512"]
