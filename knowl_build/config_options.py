@@ -8,6 +8,12 @@ page is generated from them (`docs/hooks/reference.py`), as mkdocs' `config_opti
 
 A kind's `read` takes the value as TOML gave it and returns it as the configuration holds it,
 or raises `Invalid` with a one-line problem; the loader adds the file and the key.
+
+To add a key: declare the field in `config.Config` where its table's keys are (the order is
+the documentation's), with a kind from here (or a new `Kind` subclass when none fits) and
+`recorded=False` when no artifact depends on it; a check that reads other keys too goes in
+`config_loader.RELATIONS`. In tests/test_config_schema.py give it a row of `CASES` (a value
+and what the field then holds), and when it is recorded, its default in `DEFAULT_RECORD`.
 """
 
 from __future__ import annotations
