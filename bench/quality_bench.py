@@ -451,14 +451,15 @@ def knowl_engine(pages: Sequence[Page], root: Path) -> tuple[Engine, Callable[[]
 
     build_knowl(pages, root)
     reader = Reader.open(root)
-    options = SearchOptions(limit=K)
+    options = SearchOptions(limit=K, kind="page")  # the corpora have no semantic layer
     by_file = {p.id.casefold(): p.id for p in pages}
 
     def ask(query: str) -> list[str]:
         # knowl's own order (ties by page id already): a page named as the query comes first
         # whatever its score, which a re-sort by score would undo.
         hits = search(reader, query, options)["hits"]
-        return [by_file.get(h["page"].casefold(), h["page"]) for h in hits][:K]
+        found = [h["page"] for h in hits if h["kind"] == "page"]
+        return [by_file.get(page.casefold(), page) for page in found][:K]
 
     return ask, reader.close
 

@@ -20,7 +20,7 @@ from knowl_build.artifacts.answers import (
     PageList,
     StaleList,
 )
-from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, StaleAnswer, TraverseAnswer
+from knowl_build.artifacts.schema import MixedSearchAnswer, ShowAnswer, StaleAnswer, TraverseAnswer
 from knowl_build.errors import ArtifactError
 from knowl_build.names import valid_user
 from knowl_build.reader import Reader, entities, listing
@@ -107,7 +107,9 @@ class SearchOptions:
     kind: str = "all"  # search: "page", "entity" or "all" (both, merged); context: pages
 
 
-def search(reader: Reader, query: str, options: SearchOptions = SearchOptions()) -> SearchAnswer:
+def search(
+    reader: Reader, query: str, options: SearchOptions = SearchOptions()
+) -> MixedSearchAnswer:
     """The `search` answer (SPEC 10): hits best first, caveats riding along."""
     return reader.search(
         query,

@@ -418,9 +418,21 @@ class SearchAnswer(TypedDict):
     user: str | None
     build: BuildRef
     lexical_only: bool
-    hits: list[SearchHit | EntityHit]
+    hits: list[SearchHit]
     caveats: list[TriggeredCaveat]
     # Without a hit: up to 3 index terms nearest each query term ("did you mean").
+    suggestions: NotRequired[dict[str, list[str]]]
+
+
+class MixedSearchAnswer(TypedDict):
+    """`SearchAnswer` whose hits may be entities too (`knowl search --kind entity|all`)."""
+
+    query: str
+    user: str | None
+    build: BuildRef
+    lexical_only: bool
+    hits: list[SearchHit | EntityHit]
+    caveats: list[TriggeredCaveat]
     suggestions: NotRequired[dict[str, list[str]]]
 
 

@@ -8,7 +8,7 @@ refuses nested `typing.TypedDict`s before 3.12).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypedDict, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypedDict
 
 import msgspec
 from pydantic import Field
@@ -175,13 +175,10 @@ def _search_schema() -> dict[str, Any]:
     that msgspec cannot describe at once, so the answer is described with page hits and the
     hits' items made either."""
     # Imported here: start-up time (the answer types are needed for the schema only).
-    from knowl_build.artifacts.schema import EntityHit, SearchAnswer, SearchHit
+    from knowl_build.artifacts.schema import EntityHit, SearchAnswer
 
-    hints = get_type_hints(SearchAnswer, include_extras=True)
-    hints["hits"] = list[SearchHit]
-    pages = TypedDict("SearchAnswer", hints)  # type: ignore[misc]
     _refs, definitions = msgspec.json.schema_components(
-        [pages, EntityHit], ref_template="#/$defs/{name}"
+        [SearchAnswer, EntityHit], ref_template="#/$defs/{name}"
     )
     root = dict(definitions["SearchAnswer"])
     root["properties"] = {
@@ -197,7 +194,7 @@ def _search_schema() -> dict[str, Any]:
 
 def output_schema(answer: type[Any]) -> dict[str, Any]:
     """The JSON schema of an answer type, its root an object (MCP's `outputSchema`)."""
-    if answer.__name__ == "SearchAnswer":
+    if answer.__name__ == "MixedSearchAnswer":
         return _search_schema()
     schema = msgspec.json.schema(answer)
     ref = schema.pop("$ref", None)

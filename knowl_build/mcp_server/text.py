@@ -12,7 +12,7 @@ from knowl_build.artifacts.answers import (
     EntityList,
     StaleList,
 )
-from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, TraverseAnswer
+from knowl_build.artifacts.schema import MixedSearchAnswer, SearchAnswer, ShowAnswer, TraverseAnswer
 from knowl_build.mcp_server.shapes import StoreAnswer, SupersedeAnswer, TimelineAnswer
 from knowl_build.output.text import printable
 from knowl_build.vocabulary import counted
@@ -55,7 +55,7 @@ def _more(next_cursor: str | None) -> list[str]:
     return ["More: call again with cursor = next_cursor."] if next_cursor else []
 
 
-def search(answer: SearchAnswer) -> str:
+def search(answer: SearchAnswer | MixedSearchAnswer) -> str:
     hits = answer["hits"]
     lines = [f"{len(hits)} hit(s) for {_short(answer['query'])!r}."]
     for hit in hits[:SHOWN]:

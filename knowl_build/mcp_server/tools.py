@@ -26,7 +26,7 @@ from knowl_build.artifacts.answers import (
     EntityList,
     StaleList,
 )
-from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, TraverseAnswer
+from knowl_build.artifacts.schema import MixedSearchAnswer, ShowAnswer, TraverseAnswer
 from knowl_build.errors import KnowlError, UsageError
 from knowl_build.mcp_server import text
 from knowl_build.mcp_server.session import Session
@@ -170,7 +170,7 @@ def read_tools(session: Session) -> list[Tool]:
         usage_mode: UsageModeFilter = None,
         tags: Tags = None,
         kind: SearchKind = "all",
-    ) -> SearchAnswer:
+    ) -> MixedSearchAnswer:
         options = _options(session, user, limit, status, category, usage_mode, tags)
         options = dataclasses.replace(options, kind=kind)
         return reading.search(session.readers.get(), query, options)
@@ -246,7 +246,7 @@ def read_tools(session: Session) -> list[Tool]:
             "with no hit, `suggestions` holds nearby words. Filters as `knowl search`: status "
             "(default active), category, usage_mode, tags (any of them), also as `tag:finance` "
             "in the query. Read the best hit with read_knowledge_page.",
-            SearchAnswer,
+            MixedSearchAnswer,
             text.search,
         ),
         read(

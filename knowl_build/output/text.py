@@ -18,6 +18,7 @@ from rich.text import Text
 
 from knowl_build.artifacts.schema import (
     EntityHit,
+    MixedSearchAnswer,
     SearchAnswer,
     SearchHit,
     ShowAnswer,
@@ -341,7 +342,7 @@ def _entity_row(n: int, hit: EntityHit, best: float) -> tuple[Text, ...]:
     )
 
 
-def search_results(answer: SearchAnswer, out: Console) -> None:
+def search_results(answer: SearchAnswer | MixedSearchAnswer, out: Console) -> None:
     hits = answer["hits"]
     if not hits:
         out.print(_text(f"no hits for '{answer['query']}'", style="dim"))

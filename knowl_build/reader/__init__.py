@@ -16,9 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal, overload
 
 from knowl_build.artifacts.answers import ContextAnswer, EntityDescription, EntityList
-from knowl_build.artifacts.schema import SearchAnswer, ShowAnswer, StaleAnswer, TraverseAnswer
+from knowl_build.artifacts.schema import (
+    MixedSearchAnswer,
+    SearchAnswer,
+    ShowAnswer,
+    StaleAnswer,
+    TraverseAnswer,
+)
 from knowl_build.errors import PageNotFound
 from knowl_build.reader import context, entities, passages, queries, traversal
 from knowl_build.reader.queries import Filters
@@ -59,6 +66,34 @@ class Reader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @overload
+    def search(
+        self,
+        query: str,
+        *,
+        user: str | None = None,
+        limit: int = 5,
+        status: str = "active",
+        category: str | None = None,
+        usage_mode: str | None = None,
+        tags: Sequence[str] = (),
+        kind: str,
+    ) -> MixedSearchAnswer: ...
+
+    @overload
+    def search(
+        self,
+        query: str,
+        *,
+        user: str | None = None,
+        limit: int = 5,
+        status: str = "active",
+        category: str | None = None,
+        usage_mode: str | None = None,
+        tags: Sequence[str] = (),
+        kind: Literal["page"] = "page",
+    ) -> SearchAnswer: ...
+
     def search(
         self,
         query: str,
@@ -70,7 +105,7 @@ class Reader:
         usage_mode: str | None = None,
         tags: Sequence[str] = (),
         kind: str = "page",
-    ) -> SearchAnswer:
+    ) -> SearchAnswer | MixedSearchAnswer:
         """Hits best first: pages alone (`kind` "page", the default of this call, as it always
         answered), entities alone ("entity"), or both merged ("all", the default of `knowl
         search` and the MCP tool; each hit's `kind` says which); see `reader.mixed`."""
@@ -87,7 +122,8 @@ class Reader:
             filters=filters,
             peers=self.peers,
         )
-        return passages.attach([self.view, *self.peers], answer)
+        passages.attach([self.view, *self.peers], answer)
+        return answer
 
     def show(self, page: str, *, user: str | None = None) -> ShowAnswer:
         return queries.show(self.view, page, user)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from knowl_build.artifacts.schema import (
     CatalogEntry,
     EntityHit,
+    MixedSearchAnswer,
     PageRef,
     SearchAnswer,
     SearchHit,
@@ -88,7 +89,7 @@ def search(
     limit: int,
     filters: Filters,
     peers: Sequence[ArtifactView],
-) -> SearchAnswer:
+) -> SearchAnswer | MixedSearchAnswer:
     """`queries.search` for `kind` page (pages alone, as it always answered), entity (the
     entities alone) or all (both, merged as the module's docstring says)."""
     if kind not in KINDS:
@@ -99,13 +100,10 @@ def search(
     filters = queries.with_filters(filters, parsed)
     if kind == "entity":
         return entity_answer(view, query, parsed, user, filters, limit)
+    if not view.entities or filtered(filters):  # no entity can be a hit: the page search
+        return queries.search(view, query, user=user, limit=limit, filters=filters, peers=peers)
     depth = max(limit * 4, 20)  # enough pages for the merged top `limit`
     answer = queries.search(view, query, user=user, limit=depth, filters=filters, peers=peers)
-    if not view.entities:
-        answer["hits"] = answer["hits"][:limit]
-        local = [h for h in answer["hits"] if h["kind"] == "page" and h["repo"] == view.repo]
-        answer["caveats"] = caveats(view, local, user)
-        return answer
     return mix(view, answer, parsed, user, filters, limit, named_pages(view, parsed, user))
 
 
@@ -153,16 +151,28 @@ def mix(
     filters: Filters,
     limit: int,
     named_pages: frozenset[tuple[str, str]],
-) -> SearchAnswer:
+) -> MixedSearchAnswer:
     """The page answer `answer` (hits to some depth) with entity hits merged in (see the
     module's docstring): named pages and entities first, then by the sum of 1 / (60 + rank)
     over the rankings an item is in (0-based ranks), then pages before entities, then by
     repository, id (or name) and scope."""
     ranked = [] if filtered(filters) else view.entity_index.rank(parsed, view.boosts)
-    pages: list[SearchHit] = [h for h in answer["hits"] if h["kind"] == "page"]
+    pages = answer["hits"]
+    mixed: MixedSearchAnswer = {
+        "query": answer["query"],
+        "user": answer["user"],
+        "build": answer["build"],
+        "lexical_only": answer["lexical_only"],
+        "hits": [],
+        "caveats": answer["caveats"],
+    }
     if not ranked:
-        answer["hits"] = list(pages[:limit])
-        return answer
+        mixed["hits"] = list(pages[:limit])
+        local = [h for h in mixed["hits"] if h["kind"] == "page" and h["repo"] == view.repo]
+        mixed["caveats"] = caveats(view, local, user)
+        if not mixed["hits"] and "suggestions" in answer:
+            mixed["suggestions"] = answer["suggestions"]
+        return mixed
     found: dict[tuple[str, str, str], tuple[float, bool, SearchHit]] = {}
     for number, hit in enumerate(pages):
         key = (hit["repo"], hit["page"], hit["scope"])
@@ -190,12 +200,11 @@ def mix(
         order.append(((not named, -fused, True, view.repo, doc.name, ""), entity))
     order.sort(key=lambda kh: kh[0])
     hits = [hit for _key, hit in order[:limit]]
-    answer["hits"] = hits
+    mixed["hits"] = hits
     found_pages = [h for h in hits if h["kind"] == "page" and h["repo"] == view.repo]
     entities = [h["entity"] for h in hits if h["kind"] == "entity"]
-    answer["caveats"] = caveats(view, found_pages, user, entities)
-    answer.pop("suggestions", None)
-    return answer
+    mixed["caveats"] = caveats(view, found_pages, user, entities)
+    return mixed
 
 
 def entity_answer(
@@ -205,14 +214,14 @@ def entity_answer(
     user: str | None,
     filters: Filters,
     limit: int,
-) -> SearchAnswer:
+) -> MixedSearchAnswer:
     """`--kind entity`: the entities alone, best first (their own scores), and the caveats
     about them."""
     ranked = [] if filtered(filters) else view.entity_index.rank(parsed, view.boosts)
     hits: list[SearchHit | EntityHit] = [
-        entity_hit(view, doc, score, user) for doc, score, _named in ranked[:limit]
+        entity_hit(view, doc, score, user) for doc, score, _named in ranked[: max(limit, 0)]
     ]
-    names = [doc.name for doc, _score, _named in ranked[:limit]]
+    names = [doc.name for doc, _score, _named in ranked[: max(limit, 0)]]
     found: list[TriggeredCaveat] = caveats(view, [], user, names)
     return {
         "query": query,

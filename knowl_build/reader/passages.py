@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from knowl_build.artifacts.schema import Heading, PageRecord, SearchAnswer
+from knowl_build.artifacts.schema import Heading, MixedSearchAnswer, PageRecord, SearchAnswer
 from knowl_build.reader.view import ArtifactView
 
 PASSAGE_CHARS = 240  # of the passage's line, at most
@@ -130,9 +130,9 @@ def passage(record: PageRecord, terms: set[str]) -> Passage | None:
     return Passage(first + top.number, text, spans, heading, anchors(record)[section])
 
 
-def attach(views: Sequence[ArtifactView], answer: SearchAnswer) -> SearchAnswer:
-    """The answer with each hit's `section` and `snippet` (null when only its summary or tags
-    matched), from the record of the repository it came from (`views`: the artifact first,
+def attach(views: Sequence[ArtifactView], answer: SearchAnswer | MixedSearchAnswer) -> None:
+    """Each page hit of the answer given its `section` and `snippet` (null when only its
+    summary or tags matched), from the record of the repository it came from (`views`: the artifact first,
     then its peers)."""
     # Imported here: start-up time (the stemmer loads only when passages are made).
     from knowl_build.index.fields import query_terms
@@ -161,4 +161,3 @@ def attach(views: Sequence[ArtifactView], answer: SearchAnswer) -> SearchAnswer:
                 "line": found.line,
                 "matches": [[a, b] for a, b in found.matches],
             }
-    return answer

@@ -14,7 +14,6 @@ from knowl_build.artifacts.schema import (
     Backlink,
     BoundCaveat,
     CatalogEntry,
-    EntityHit,
     SearchAnswer,
     SearchHit,
     ShowAnswer,
@@ -497,7 +496,7 @@ def _answer(
         "user": user,
         "build": view.build,
         "lexical_only": lexical_only,
-        "hits": list[SearchHit | EntityHit](hits),
+        "hits": hits,
         "caveats": caveats(view, local, user),
     }
     asked = [*parsed.scored, *parsed.prefixes]
