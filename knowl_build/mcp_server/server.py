@@ -91,7 +91,11 @@ class KnowlServer(MCPServer[Any]):
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
     ) -> ListResourcesResult:
         # The pages the session's user may read, a page of the list at a time (the SDK's own
-        # handler lists only resources registered one by one).
+        # handler lists only resources registered one by one, and its public `list_resources`
+        # takes no cursor). This overrides a private method: the SDK is pinned to its minor
+        # version (pyproject.toml) and tests/test_mcp_sdk_override.py checks that the SDK
+        # still calls it, with the same parameters, for `resources/list`. The SDK's public
+        # alternative, a middleware, is provisional and would answer before `initialize`.
         cursor = params.cursor if params is not None else None
         try:
             # On a worker thread, as the SDK runs tools: the reader reads files.
