@@ -35,6 +35,7 @@ from knowl_build.config_options import (
     option,
     options_of,
 )
+from knowl_build.layouts import LAYOUTS, SCOPED, Layout
 from knowl_build.linkpaths import MAX_EXCLUDE_PATTERNS, exclude_problem
 
 # `title` is the page's names (title, file name, aliases); the values are tuned on the quality
@@ -134,6 +135,12 @@ def _path(item: str) -> str | None:
     return f"{item!r} is no path: it holds a NUL character" if "\0" in item else None
 
 
+def _glob(item: str) -> str | None:
+    if not item.strip("/"):
+        return "globs must not be empty"
+    return _path(item)
+
+
 def _key(item: str) -> str | None:
     return None if item.strip() else "keys must not be empty strings"
 
@@ -215,8 +222,9 @@ class Config:
         "knowledge_dir",
         Folder(),
         "knowledge",
-        "The folder of the pages, relative to the project root: global pages under "
-        "`<knowledge_dir>/global/`, each user's under `<knowledge_dir>/user/<owner>/` "
+        "The folder of the pages, relative to the project root (`.` for the root itself): "
+        "global pages under `<knowledge_dir>/global/`, each user's under "
+        "`<knowledge_dir>/user/<owner>/`, or as `knowledge.layout` says "
         "([Pages and frontmatter](concepts/pages.md)).",
     )
     semantics_dir: str = option(
@@ -260,6 +268,31 @@ class Config:
         "The name of this repository in its artifact and on its hits in federated search. "
         "Unset, it is the last segment of `remote.origin.url` without `.git`, else the name of "
         "the project folder.",
+    )
+    knowledge_layout: str = option(
+        "knowledge.layout",
+        Choice(LAYOUTS),
+        SCOPED,
+        '`"scoped"`: pages under `global/` and `user/<owner>/` of `knowledge_dir`. `"flat"`: '
+        "every page under `knowledge_dir` is global, folders as the repository has them "
+        "(a Hugo `content/`, an MkDocs `docs/`, a vault), with user scopes only under "
+        "`knowledge.users_dir` ([Layouts](concepts/pages.md#layouts)).",
+    )
+    users_dir: str | None = option(
+        "knowledge.users_dir",
+        Folder(),
+        None,
+        "With the flat layout, the folder below `knowledge_dir` whose sub-folders are user "
+        "scopes: `<users_dir>/<owner>/**` is that user's. Unset, a flat layout has no user "
+        "scopes.",
+    )
+    knowledge_exclude: tuple[str, ...] = option(
+        "knowledge.exclude",
+        Strings(_glob),
+        (),
+        "Path globs (relative to the project root) of files and folders under `knowledge_dir` "
+        "that are no pages or files of the project: templates, build output, vendored docs "
+        '(`["templates", "**/drafts"]`; a glob that matches a folder leaves out all below it).',
     )
     rules: Mapping[str, str] = option(
         "rules.<CODE>",
@@ -567,6 +600,11 @@ class Config:
                 value = operator.attrgetter(declared.attribute)(self)
                 table[name] = declared.check.record(value)
         return out
+
+    @property
+    def layout(self) -> Layout:
+        """Where the pages live and the scope a path gives them (`layouts`)."""
+        return Layout(self.knowledge_dir, self.knowledge_layout, self.users_dir)
 
     @property
     def sha256(self) -> str:

@@ -21,6 +21,7 @@ from knowl_build.config_options import (
     unknown_keys,
 )
 from knowl_build.errors import ConfigError
+from knowl_build.layouts import FLAT
 
 C = TypeVar("C")
 _MISSING = object()
@@ -150,6 +151,8 @@ def _out_dir_apart(config: Config) -> None:
         )
     for name in (config.knowledge_dir, config.semantics_dir):
         other = PurePosixPath(name).parts
+        if not other:
+            continue  # the knowledge folder is the root: out_dir is no pages of it (discover)
         if out[: len(other)] == other or other[: len(out)] == out:
             raise Invalid(
                 f"must be a folder of its own, apart from {name}/, got {out_dir!r}", "out_dir"
@@ -166,8 +169,19 @@ def _dbt_apart(config: Config) -> None:
         )
 
 
+def _users_dir_flat(config: Config) -> None:
+    """User folders of their own exist only in the flat layout (the scoped one has user/)."""
+    if config.users_dir is not None and config.knowledge_layout != FLAT:
+        raise Invalid(
+            'applies to layout = "flat" only (the scoped layout keeps users in user/)',
+            "knowledge.users_dir",
+        )
+    if config.users_dir == ".":
+        raise Invalid("must be a folder below knowledge_dir, not itself", "knowledge.users_dir")
+
+
 # Checks that read several keys, after each key is read on its own.
-RELATIONS: tuple[Callable[[Config], None], ...] = (_dbt_apart, _out_dir_apart)
+RELATIONS: tuple[Callable[[Config], None], ...] = (_dbt_apart, _out_dir_apart, _users_dir_flat)
 
 
 def _read_toml(path: Path, label: str) -> dict[str, Any]:

@@ -22,6 +22,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from knowl_build.config import DENDRON, EXACT, OBSIDIAN
+from knowl_build.layouts import GLOBAL as GLOBAL
+from knowl_build.layouts import SCOPED, Layout, nfc
 from knowl_build.linkpaths import (
     FILE,
     INTERNAL,
@@ -37,13 +39,8 @@ from knowl_build.names import holds_secret, owner_problem
 from knowl_build.pageref import bundle_folder
 from knowl_build.pageref import page_id as rel_id
 
-GLOBAL = "global"
 # Dendron's cross-vault links: `dendron://<vault>/<note>`.
 DENDRON_SCHEME = "dendron://"
-
-
-def nfc(text: str) -> str:
-    return unicodedata.normalize("NFC", text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +51,15 @@ class Place:
     rel: str  # path under the scope folder without `.md`
 
 
-def place(path: str, knowledge_dir: str) -> Place | None:
-    """Identity and scope from a page's path; None when it is outside global/ and user/<o>/,
-    when <o> is not a valid user name, or when the path under the scope folder holds a secret
-    (see `misplaced` for why).
+def as_layout(layout: Layout | str) -> Layout:
+    """A layout, or a bare knowledge folder in the scoped layout (SPEC 2.1)."""
+    return layout if isinstance(layout, Layout) else Layout(layout)
+
+
+def place(path: str, layout: Layout | str) -> Place | None:
+    """Identity and scope from a page's path; None when no scope of the layout holds it
+    (scoped: outside global/ and user/<o>/), when <o> is not a valid user name, or when the
+    path under the scope folder holds a secret (see `misplaced` for why).
 
     A page's id and path are its name in every answer, the artifact, its URL on the site and
     the graph: a name that holds what the one redaction hides (`names.holds_secret`) is no
@@ -66,28 +68,31 @@ def place(path: str, knowledge_dir: str) -> Place | None:
 
     A bundle's `index.md` or `_index.md` in a folder below the scope folder has its folder's
     name as its id (`pageref.page_id`), in every link resolution mode."""
-    inner = path[len(knowledge_dir) + 1 : -3]  # strip "knowledge/" and ".md"
-    parts = inner.split("/")
-    if len(parts) >= 2 and parts[0] == "global":
-        rel = nfc("/".join(parts[1:]))
-        if holds_secret(rel):
-            return None
+    layout = as_layout(layout)
+    inner = layout.inner(path)
+    split = layout.split(inner[:-3]) if inner is not None and inner.endswith(".md") else None
+    if split is None:
+        return None
+    scope, parts = split
+    rel = nfc("/".join(parts))
+    if holds_secret(rel):
+        return None
+    if scope == GLOBAL:
         return Place(GLOBAL, None, rel_id(rel), rel)
-    if len(parts) >= 3 and parts[0] == "user":
-        owner = nfc(parts[1])
-        rel = nfc("/".join(parts[2:]))
-        if owner_problem(owner) is not None or holds_secret(rel):
-            return None
-        return Place(f"user:{owner}", owner, rel_id(rel), rel)
-    return None
+    owner = scope.removeprefix("user:")
+    if owner_problem(owner) is not None:
+        return None
+    return Place(scope, owner, rel_id(rel), rel)
 
 
-def misplaced(path: str, knowledge_dir: str) -> tuple[str, str]:
+def misplaced(path: str, layout: Layout | str) -> tuple[str, str]:
     """KB004's message and hint for a page that `place` gives no scope. The message quotes
     the path: a finding redacts it where it is made."""
-    parts = path[len(knowledge_dir) + 1 :].split("/")
-    if len(parts) >= 3 and parts[0] == "user":
-        owner = nfc(parts[1])
+    layout = as_layout(layout)
+    inner = layout.inner(path) or ""
+    owner_folder = layout.owner_part(inner)
+    if owner_folder is not None:
+        owner = nfc(owner_folder)
         problem = owner_problem(owner)
         if problem is not None:
             return (
@@ -95,18 +100,23 @@ def misplaced(path: str, knowledge_dir: str) -> tuple[str, str]:
                 f"valid user name: {problem}",
                 "rename the folder to the user's name",
             )
-    inner = path[len(knowledge_dir) + 1 : -3].split("/")
-    rel = inner[1:] if inner[0] == GLOBAL else inner[2:] if inner[0] == "user" else []
-    if rel and holds_secret(nfc("/".join(rel))):
+    split = layout.split(inner[:-3]) if inner.endswith(".md") else None
+    if split is not None and holds_secret(nfc("/".join(split[1]))):
         return (
             f"page {_visible(path)} is no page: its name holds a secret, and a page's name "
             "is printed in every answer, the artifact and the site",
             "rename the file (or folder); if the secret is real, rotate it: git history "
             "keeps the old name",
         )
+    if layout.kind == SCOPED:
+        return (
+            f"page '{path}' is outside {layout.where_pages_go()}",
+            "move it under global/ or user/<owner>/",
+        )
     return (
-        f"page '{path}' is outside {knowledge_dir}/global/ and {knowledge_dir}/user/<owner>/",
-        "move it under global/ or user/<owner>/",
+        f"page '{path}' is directly in the users folder {layout.prefix}{layout.users}/, "
+        "not in a user's folder",
+        f"move it under {layout.where_pages_go()}",
     )
 
 
@@ -118,15 +128,12 @@ def _visible(name: str) -> str:
     return f"'{shown}'"
 
 
-def folder_scope(inner: str) -> str | None:
+def folder_scope(inner: str, layout: Layout | str = "knowledge") -> str | None:
     """The scope of a path below the knowledge folder (a page, or a folder at any depth):
-    `global`, `user:<owner>`, or None for paths outside global/ and user/<owner>/."""
-    parts = inner.split("/") if inner else []
-    if parts and parts[0] == GLOBAL:
-        return GLOBAL
-    if len(parts) >= 2 and parts[0] == "user":
-        return f"user:{nfc(parts[1])}"
-    return None
+    `global`, `user:<owner>`, or None where no scope holds it (scoped: outside global/ and
+    user/<owner>/; flat: the users folder itself)."""
+    split = as_layout(layout).split(inner, folder=True)
+    return None if split is None else split[0]
 
 
 def scope_label(scope: str) -> str:
@@ -222,14 +229,14 @@ class PageIndex:
     link_settings: LinkSettings = field(default_factory=LinkSettings)
     _by_path: dict[str, Page] | None = None
     _paths: dict[tuple[str, str, str], Resolution] = field(default_factory=dict)
-    knowledge_dir: str = "knowledge"
+    layout: Layout = field(default_factory=Layout)
 
     @classmethod
     def build(
         cls,
         pages: list[Page],
         other_files: list[str],
-        knowledge_dir: str,
+        knowledge_dir: Layout | str,
         mode: str = EXACT,
         link_settings: LinkSettings | None = None,
     ) -> PageIndex:
@@ -261,9 +268,9 @@ class PageIndex:
                     ):
                         names.add(page.scope, key, page)
         files: dict[str, list[str]] = defaultdict(list)
-        prefix = knowledge_dir + "/"
+        layout = as_layout(knowledge_dir)
         for path in other_files:
-            inner = path[len(prefix) :] if path.startswith(prefix) else path
+            inner = layout.inner(path) or path
             files[nfc(posixpath.basename(inner))].append(nfc(inner))
         ids_by_scope: dict[str, list[str]] = defaultdict(list)
         for scope, page_id in by_id:
@@ -283,7 +290,7 @@ class PageIndex:
             paths,
             frozenset(key for key, named in by_id.items() if len(named) > 1),
             link_settings=link_settings or LinkSettings(),
-            knowledge_dir=knowledge_dir,
+            layout=layout,
         )
 
     def visible_scopes(self, scope: str) -> tuple[str, ...]:
@@ -479,7 +486,7 @@ class PageIndex:
         (with `scope`, one visible from that scope: a user's file is that user's)."""
         visible = None if scope is None else self.visible_scopes(scope)
         return any(
-            visible is None or _file_scope(path) in (None, *visible)
+            visible is None or self._file_scope(path) in (None, *visible)
             for path in self._files_named(target)
         )
 
@@ -488,9 +495,9 @@ class PageIndex:
         `scope` (another user's), project-relative, in path order."""
         visible = self.visible_scopes(scope)
         return sorted(
-            f"{self.knowledge_dir}/{path}"
+            f"{self.layout.prefix}{path}"
             for path in self._files_named(target)
-            if _file_scope(path) not in (None, *visible)
+            if self._file_scope(path) not in (None, *visible)
         )
 
     def _files_named(self, target: str) -> list[str]:
@@ -503,10 +510,14 @@ class PageIndex:
     def _file_visible(self, path: str, scope: str) -> bool:
         """Whether a project-relative file is visible from `scope`: anything outside the
         knowledge folder, or below it outside user/<owner>/, or in a visible scope."""
-        prefix = self.knowledge_dir + "/"
-        if not path.startswith(prefix):
+        inner = self.layout.inner(path)
+        if inner is None:
             return True
-        return _file_scope(path[len(prefix) :]) in (None, *self.visible_scopes(scope))
+        return self._file_scope(inner) in (None, *self.visible_scopes(scope))
+
+    def _file_scope(self, inner: str) -> str | None:
+        """The scope of a file below the knowledge folder (None where no scope holds it)."""
+        return folder_scope(posixpath.dirname(inner), self.layout)
 
     def visible_ids(self, scope: str) -> list[str]:
         ids: list[str] = []
@@ -538,11 +549,6 @@ class PageIndex:
             value = fields.superseded_by.value
             out.append((value, "superseded_by", self.resolve(value, page.scope).pages))
         return out
-
-
-def _file_scope(inner: str) -> str | None:
-    """The scope of a file below the knowledge folder (None outside global/ and user/)."""
-    return folder_scope(posixpath.dirname(inner))
 
 
 def _named_exactly(page: Page, name: str) -> bool:

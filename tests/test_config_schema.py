@@ -34,6 +34,9 @@ CASES: dict[str, tuple[str, object, object]] = {
     "staleness_days": ("staleness_days", 30, 30),
     "keep_builds": ("keep_builds", 5, 5),
     "repo_name": ("repo_name", "acme", "acme"),
+    "knowledge.layout": ("knowledge_layout", "flat", "flat"),
+    "knowledge.users_dir": ("users_dir", "people", "people"),
+    "knowledge.exclude": ("knowledge_exclude", ["templates"], ("templates",)),
     "rules.<CODE>": ("rules", "off", {"KB202": "off"}),
     "rules.per-path.<glob>.<CODE>": (
         "per_path",
@@ -118,6 +121,7 @@ def test_keys_are_unique_and_each_table_is_together() -> None:
     assert tables == sorted(tables, key=order.index), "a table's keys are split apart"
     assert order == [
         "",
+        "knowledge",
         "rules",
         "search",
         "security",
@@ -191,11 +195,19 @@ def test_each_key_given_its_default_gives_the_default_config(option: Option) -> 
     assert load(table_for(option.key, option.default)) == Config(source=SOURCE)
 
 
+# Keys that are read only beside another (config_loader.RELATIONS): what the other is set to.
+BESIDE: dict[str, tuple[str, object]] = {"knowledge.users_dir": ("layout", "flat")}
+
+
 @pytest.mark.parametrize("key", KEYS)
 def test_each_key_is_read_into_its_setting(key: str) -> None:
     attribute, value, expected = CASES[key]
     assert expected != operator.attrgetter(attribute)(Config())
-    assert operator.attrgetter(attribute)(load(table_for(key, value))) == expected
+    table = table_for(key, value)
+    if key in BESIDE:
+        other, setting = BESIDE[key]
+        table[key.split(".")[0]][other] = setting
+    assert operator.attrgetter(attribute)(load(table)) == expected
 
 
 @pytest.mark.parametrize("key", PLAIN)
@@ -295,10 +307,12 @@ def test_every_field_is_declared_once_and_the_schema_is_the_fields() -> None:
 
 
 # The configuration the build records (and hashes): what it was before the keys were
-# declared as fields, byte for byte, so no cache or artifact sees a new configuration.
+# declared as fields, byte for byte, so no cache or artifact sees a new configuration; and
+# since 0.4 the [knowledge] table (which pages a path gives changes every answer).
 DEFAULT_RECORD = {
     "frontmatter": {"allow": []},
     "keep_builds": 3,
+    "knowledge": {"exclude": [], "layout": "scoped", "users_dir": None},
     "knowledge_dir": "knowledge",
     "links": {
         "case_only": "ignore",

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from knowl_build.config_loader import load_config
+from knowl_build.layouts import Layout
 from knowl_build.writes.common import Tree
 from knowl_build.writes.pagefile import Change, WriteRefused, write_changes
 from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, invoke
@@ -430,7 +431,7 @@ def test_writes_land_only_on_page_paths(tmp_path: Path) -> None:
         "/tmp/x.md",
     ):
         with pytest.raises(WriteRefused):
-            write_changes(root, "knowledge", [Change(path, None, "x\n")])
+            write_changes(root, Layout(), [Change(path, None, "x\n")])
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["proj"]
 
 

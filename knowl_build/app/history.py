@@ -17,6 +17,7 @@ from knowl_build.config import Config
 from knowl_build.errors import UsageError
 from knowl_build.history.git import GitFailed, GitRepo
 from knowl_build.history.pages import export_tree, page_history, resolve_revision
+from knowl_build.layouts import Layout
 from knowl_build.names import valid_user
 from knowl_build.pageref import Named, check_ref, pick, writable
 from knowl_build.parse.frontmatter import split
@@ -38,18 +39,18 @@ def _pick(pages: list[tuple[str, Place]], ref: str, user: str | None) -> str:
     return pick(ref, user, lambda scope, page_id: named.get((scope, page_id), []))
 
 
-def _places(paths: Iterable[str], knowledge_dir: str) -> list[tuple[str, Place]]:
+def _places(paths: Iterable[str], layout: Layout) -> list[tuple[str, Place]]:
     """The pages among `paths`, with their place (scope, id, path under the scope folder)."""
     found = []
     for path in paths:
-        where = place(path, knowledge_dir) if path.startswith(knowledge_dir + "/") else None
+        where = place(path, layout)
         if where is not None:
             found.append((path, where))
     return found
 
 
 def _working_pages(root: Path, config: Config) -> list[tuple[str, Place]]:
-    return _places(discover(root, config).pages, config.knowledge_dir)
+    return _places(discover(root, config).pages, config.layout)
 
 
 def _git(root: Path) -> GitRepo:
@@ -62,13 +63,13 @@ def _git(root: Path) -> GitRepo:
     return repo
 
 
-def readable_at(path: str, knowledge_dir: str, user: str | None) -> bool:
+def readable_at(path: str, layout: Layout, user: str | None) -> bool:
     """Whether a version of a page, at `path` in its commit, is one `user` may read: a page of
     the global scope or of the user's own, as `show --at` would find it then. A version that
     was in another user's folder (or was no page at all) is not."""
-    if not (path.startswith(f"{knowledge_dir}/") and path.endswith(".md")):
+    if not path.endswith(".md"):
         return False
-    where = place(path, knowledge_dir)
+    where = place(path, layout)
     return where is not None and writable(where.scope, user)
 
 
@@ -87,7 +88,7 @@ def timeline(project: Project, ref: str, user: str | None = None) -> dict[str, A
     repo = _git(root)
     path = _pick(_working_pages(root, config), ref, user)
     versions, problems = page_history(
-        repo, path, keep=lambda old: readable_at(old, config.knowledge_dir, user)
+        repo, path, keep=lambda old: readable_at(old, config.layout, user)
     )
     scanner = SecretScanner(config.security.extra_patterns)
     rows: list[dict[str, Any]] = []
@@ -125,7 +126,7 @@ def timeline(project: Project, ref: str, user: str | None = None) -> dict[str, A
                     )
                 )
             )
-    where = place(path, config.knowledge_dir)
+    where = place(path, config.layout)
     assert where is not None
     notices = [redact(problem) for problem in problems]
     return {"page": where.id, "scope": where.scope, "versions": rows, "notices": notices}
@@ -160,7 +161,7 @@ def show_at(project: Project, ref: str, rev: str, user: str | None = None) -> Sh
         tree = workdir / "tree"
         export_tree(repo, commit, [config.knowledge_dir, config.semantics_dir], tree)
         paths = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*.md"))
-        _pick(_places(paths, config.knowledge_dir), ref, user)  # not found: before building
+        _pick(_places(paths, config.layout), ref, user)  # not found: before building
         result = build(tree, config, allow_errors=True, full=True, out=workdir / "out")
         assert result.folder is not None
         with Reader.open(result.folder) as reader:

@@ -54,8 +54,9 @@ def check_out(out: Path, project: Project | None, artifact: Path) -> None:
         config = project.config
         if _inside(root, out):
             raise UsageError(f"{out}: the site folder must not be the project root or hold it")
+        if config.knowledge_dir != ".":  # the root itself: a site folder writes no page
+            guarded.append((root / config.knowledge_dir, f"the {config.knowledge_dir}/ folder"))
         guarded += [
-            (root / config.knowledge_dir, f"the {config.knowledge_dir}/ folder"),
             (root / config.semantics_dir, f"the {config.semantics_dir}/ folder"),
             (root / config.out_dir, f"the build folder {config.out_dir}/"),
         ]

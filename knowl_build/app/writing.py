@@ -38,7 +38,7 @@ from knowl_build.secrets.scanner import redact
 from knowl_build.writes import create, governance
 from knowl_build.writes import fix as fixes
 from knowl_build.writes.common import NOTHING_WRITTEN, Committed, commit, commit_repo
-from knowl_build.writes.create import NewPage
+from knowl_build.writes.create import NewPage as NewPage  # the request `knowl new` builds
 from knowl_build.writes.pagefile import Change, WriteRaced
 from knowl_build.writes.request import Request
 from knowl_build.writes.store import Outcome

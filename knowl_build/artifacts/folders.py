@@ -71,6 +71,15 @@ def check_out_dir(
         )
     for name in (config.knowledge_dir, config.semantics_dir):
         guarded = (base / name).resolve()
+        if guarded == base:
+            # The knowledge folder is the project's root (the flat layout): the output must
+            # hold no page, which pruning it would delete.
+            if _holds_pages(resolved, base):
+                raise UsageError(
+                    f"output folder {out_dir} holds pages of the project; give knowl a "
+                    "folder of its own (default .knowl/build)"
+                )
+            continue
         if resolved == guarded or resolved in guarded.parents or guarded in resolved.parents:
             raise UsageError(
                 f"output folder {out_dir} overlaps the project's {name}/ folder; "
@@ -284,3 +293,12 @@ def listing(folder: Path) -> tuple[dict[str, os.stat_result], list[str]]:
                 else:
                     odd.append(name)
     return found, odd
+
+
+def _holds_pages(folder: Path, base: Path) -> bool:
+    """Whether `folder` holds a Markdown file discovery would read as a page: none does under
+    a folder whose name starts with `.` (`.knowl/`), which discovery never enters."""
+    inner = folder.relative_to(base).parts if folder.is_relative_to(base) else ()
+    if any(part.startswith(".") for part in inner) or not folder.is_dir():
+        return False
+    return any(path.is_file() for path in folder.rglob("*.md"))

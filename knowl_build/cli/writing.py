@@ -252,9 +252,8 @@ def new(
     """
     # Lazy: the writes load with the command (start-up time).
     from knowl_build.app import writing
-    from knowl_build.writes.create import NewPage
 
-    request = NewPage(
+    request = writing.NewPage(
         title=title,
         user=user,
         folder=folder,

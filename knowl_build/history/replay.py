@@ -348,7 +348,7 @@ def trace(
     if sealer is None:
         cache = None
     semantics_prefix = config.semantics_dir + "/"
-    knowledge_prefix = config.knowledge_dir + "/"
+    knowledge_prefix = config.layout.prefix
     pathspecs = history_pathspecs(
         config.knowledge_dir, config.semantics_dir, dbt.folders if dbt is not None else None
     )

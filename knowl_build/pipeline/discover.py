@@ -34,10 +34,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knowl_build.config import Config
+from knowl_build.config import Config, glob_regex
 from knowl_build.diagnostics import Finding
 from knowl_build.errors import ConfigError
 from knowl_build.history.git import GitFailed, GitRepo, first_line
+from knowl_build.layouts import FLAT, Layout
 from knowl_build.resolve import folder_scope
 from knowl_build.semantic.dbt import DbtProject, read_dbt_project
 
@@ -277,35 +278,63 @@ def _under(rel: str, folders: set[str]) -> bool:
     return any("/".join(parts[:n]) in folders for n in range(1, len(parts) + 1))
 
 
-def _scope_check(walker: _Walker, knowledge: str) -> LinkCheck:
+def _scope_check(walker: _Walker, layout: Layout) -> LinkCheck:
     """Refuse a symlink under knowledge/ whose target lies in knowledge/ but not in the scope
     the link's own path gives: the scope of a page comes from its real path."""
-    real_knowledge = os.path.realpath(walker.root / knowledge)
+    real_knowledge = os.path.realpath(walker.root / layout.folder)
 
     def check(rel: str, target: str) -> Finding | None:
         if not _inside(target, real_knowledge):
             return None  # elsewhere in the project: not any scope's page
         inner = os.path.relpath(target, real_knowledge).replace(os.sep, "/")
-        here = folder_scope(rel[len(knowledge) + 1 :])
-        there = folder_scope("" if inner == "." else inner)
+        here = folder_scope(layout.inner(rel) or "", layout)
+        there = folder_scope("" if inner == "." else inner, layout)
         if here is not None and here == there:
             return None
         return Finding(
             "KB008",
             1,
             1,
-            f"symlink '{rel}' leads into {_scope_name(there, inner, knowledge)} from "
-            f"{_scope_name(here, rel, knowledge)} and is skipped",
+            f"symlink '{rel}' leads into {_scope_name(there, layout)} from "
+            f"{_scope_name(here, layout)} and is skipped",
             "a page's scope comes from its real path: move or copy the page instead of linking",
         )
 
     return check
 
 
-def _scope_name(scope: str | None, path: str, knowledge: str) -> str:
+def _scope_name(scope: str | None, layout: Layout) -> str:
     if scope is None:
-        return f"{knowledge}/ outside global/ and user/<owner>/"
+        return f"{layout.folder}/ outside {layout.where_pages_go()}"
     return "global scope" if scope == "global" else f"the scope of {scope}"
+
+
+def excluded_by(globs: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether `[knowledge] exclude` leaves a project-relative path out: a glob matches the
+    path or one of its folders (`templates`, `templates/**` and `**/drafts` each leave out
+    everything below the folder)."""
+    patterns = [glob_regex(glob.rstrip("/")) for glob in globs]
+
+    def excluded(rel: str) -> bool:
+        parts = rel.split("/")
+        prefixes = ("/".join(parts[:n]) for n in range(1, len(parts) + 1))
+        return any(p.fullmatch(prefix) for prefix in prefixes for p in patterns)
+
+    return excluded
+
+
+def _knowledge_skips(config: Config) -> set[str]:
+    """The folders of a flat knowledge folder that are no pages of it: the semantic layer,
+    the dbt project and knowl's output, when they lie inside it (`knowledge_dir = "."`)."""
+    layout = config.layout
+    own = [config.semantics_dir, config.out_dir]
+    if config.dbt_project_dir:
+        own.append(config.dbt_project_dir)
+    return {
+        f"{folder.strip('/')}/"
+        for folder in own
+        if layout.kind == FLAT and layout.inner(folder.strip("/")) is not None
+    }
 
 
 def _configured_folder(walker: _Walker, key: str, folder: str) -> None:
@@ -336,8 +365,12 @@ def discover(root: Path, config: Config) -> Discovery:
     folders = [d for d in (knowledge, semantics) if (root / d).is_dir()]
     ignored = git.ignored([f"{d}/" for d in folders]) if git is not None and folders else set()
     if discovery.knowledge_exists:
-        check = _scope_check(walker, knowledge)
-        for rel in walker.walk(knowledge, ignored, check_link=check):
+        check = _scope_check(walker, config.layout)
+        excluded = excluded_by(config.knowledge_exclude)
+        skipped = ignored | _knowledge_skips(config)
+        for rel in walker.walk(
+            knowledge, skipped, wanted=lambda rel: not excluded(rel), check_link=check
+        ):
             (discovery.pages if rel.endswith(".md") else discovery.other_files).append(rel)
     if (root / semantics).is_dir():
         discovery.semantic_files = walker.walk(

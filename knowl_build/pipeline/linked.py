@@ -19,7 +19,7 @@ from pathlib import Path
 from knowl_build.config import Config
 from knowl_build.linkpaths import FILE, INTERNAL, MISSING, OUTSIDE, LinkSettings
 from knowl_build.pipeline.discover import Discovery
-from knowl_build.resolve import nfc
+from knowl_build.layouts import nfc
 
 _NEVER = (".git", ".knowl")
 
@@ -40,7 +40,11 @@ class ProjectFiles:
         self.asked: dict[str, str] = {}  # outside the knowledge folder: path -> answer
 
     def exists(self, path: str) -> str:
-        inside = path == self.knowledge or path.startswith(self.knowledge + "/")
+        inside = (
+            self.knowledge == "."  # the knowledge folder is the project's root
+            or path == self.knowledge
+            or path.startswith(self.knowledge + "/")
+        )
         if inside and path in self.known:
             return FILE
         found = self.asked.get(path)
@@ -71,7 +75,11 @@ class ProjectFiles:
 
 def link_settings(root: Path, config: Config, discovery: Discovery) -> LinkSettings:
     """How Markdown links resolve in this project; `asked` fills with the lookups on disk."""
-    files = ProjectFiles(root, config.knowledge_dir, [*discovery.pages, *discovery.other_files])
+    known = [*discovery.pages, *discovery.other_files, *discovery.semantic_files]
+    known += discovery.dbt_files
+    if discovery.dbt_project_file is not None:
+        known.append(discovery.dbt_project_file)
+    files = ProjectFiles(root, config.knowledge_dir, known)
     return LinkSettings(files.exists, config.site_root, config.link_exclude, files.asked)
 
 

@@ -294,9 +294,9 @@ def parse_pages(
             if dendron:  # `[[label|note]]`: read after the cache, as the allowed keys are
                 parsed = label_first(parsed)
             found[path] = [f for f in parsed.findings if not _allowed(f, allowed, dendron)]
-            where = place(path, config.knowledge_dir)
+            where = place(path, config.layout)
             if where is None:
-                message, hint = misplaced(path, config.knowledge_dir)
+                message, hint = misplaced(path, config.layout)
                 found[path].insert(0, Finding("KB004", 1, 1, message, hint))
             else:
                 page = Page(path, where.id, where.scope, where.owner, where.rel, parsed)

@@ -16,6 +16,7 @@ from knowl_build.diagnostics import Diagnostic
 from knowl_build.errors import UsageError
 from knowl_build.history.git import GitFailed, GitRepo, first_line
 from knowl_build.history.pages import IdentityMissing, check_identity, commit_paths
+from knowl_build.layouts import Layout
 from knowl_build.model import Page
 from knowl_build.names import normalize_owner, valid_user
 from knowl_build.pageref import GLOBAL, Named, pick, writable
@@ -50,21 +51,18 @@ def quoted_timestamp(value: str) -> str:
     return f'"{value}"'
 
 
-def scope_of(path: str, knowledge_dir: str) -> str | None:
+def scope_of(path: str, layout: Layout) -> str | None:
     """The scope a file under the knowledge folder belongs to by its path (pages and other
-    files alike), or None for a file outside global/ and user/<owner>/."""
-    prefix = f"{knowledge_dir}/"
-    if not path.startswith(prefix):
+    files alike), or None for a file no scope holds (outside global/ and user/<owner>/)."""
+    inner = layout.inner(path)
+    split = layout.split(inner) if inner is not None else None
+    if split is None:
         return None
-    parts = path[len(prefix) :].split("/")
-    if len(parts) >= 2 and parts[0] == GLOBAL:
-        return GLOBAL
-    if len(parts) >= 3 and parts[0] == "user":
-        return f"user:{normalize_owner(parts[1])}"
-    return None
+    scope = split[0]
+    return scope if scope == GLOBAL else f"user:{normalize_owner(scope.removeprefix('user:'))}"
 
 
-def writer_view(inputs: Inputs, knowledge_dir: str, user: str | None) -> Inputs:
+def writer_view(inputs: Inputs, layout: Layout, user: str | None) -> Inputs:
     """The project as `user` sees it (SPEC 6.2): another user's pages and files are left out.
 
     A write analyses this view, not the whole project, so nothing it answers (which page a
@@ -73,7 +71,7 @@ def writer_view(inputs: Inputs, knowledge_dir: str, user: str | None) -> Inputs:
     exist. Project-wide checks (`knowl check` in CI) still see every page."""
 
     def keep(path: str) -> bool:
-        scope = scope_of(path, knowledge_dir)
+        scope = scope_of(path, layout)
         return scope is None or writable(scope, user)
 
     found = inputs.discovery
@@ -101,7 +99,7 @@ class Tree:
     @classmethod
     def load(cls, root: Path, config: Config, user: str | None = None) -> Tree:
         user = valid_user(user)
-        inputs = writer_view(read_inputs(root, config), config.knowledge_dir, user)
+        inputs = writer_view(read_inputs(root, config), config.layout, user)
         analysis = analyse(root, config, inputs=inputs, today=clock.today())
         return cls(root, config, inputs, analysis, user)
 
@@ -140,7 +138,7 @@ class Tree:
 
     def write(self, changes: list[Change]) -> list[str]:
         """Write `changes`; the paths really written (see write_changes), in their order."""
-        return write_changes(self.root, self.config.knowledge_dir, changes)
+        return write_changes(self.root, self.config.layout, changes)
 
 
 def commit_repo(root: Path) -> GitRepo:

@@ -24,7 +24,7 @@ from knowl_build.writes.common import (
     commit,
     commit_repo,
 )
-from knowl_build.writes.newpage import NAME_MAX, page_text, slug
+from knowl_build.writes.newpage import NAME_MAX, page_text, scope_folder, slug
 from knowl_build.writes.pagefile import Change
 from knowl_build.writes.request import Request
 from knowl_build.writes.store import Outcome
@@ -92,10 +92,11 @@ def new_path(config: Config, request: NewPage) -> tuple[str, str]:
     """The page's project-relative path and its scope."""
     user = valid_user(request.user)
     parts = folder_parts(request.folder)
-    scope_folder = [GLOBAL] if user is None else ["user", user]
+    scope = GLOBAL if user is None else f"user:{user}"
     name = _file_name(request)
-    path = "/".join([config.knowledge_dir, *scope_folder, *parts, f"{name}.md"])
-    where = place(path, config.knowledge_dir)
+    path = "/".join([scope_folder(config.layout, scope), *parts, f"{name}.md"])
+    path = path.removeprefix("./")
+    where = place(path, config.layout)
     if where is None or holds_secret(path):
         raise UsageError(f"'{path}' cannot be a page (its name holds a secret, or no scope)")
     return path, where.scope
@@ -118,7 +119,7 @@ def _store_request(request: NewPage) -> Request:
 def plan_new(tree: Tree, request: NewPage) -> Outcome:
     """The new page checked in the tree; nothing is written here."""
     path, scope = new_path(tree.config, request)
-    where = place(path, tree.config.knowledge_dir)
+    where = place(path, tree.config.layout)
     assert where is not None
     taken = tree.analysis.index.by_id.get((scope, where.id), [])
     if taken or os.path.lexists(tree.root / path):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowl_build.history.moves import page_moves
+from knowl_build.layouts import Layout
 from knowl_build.model import Page
 from knowl_build.names import valid_user
 from knowl_build.pageref import page_id, writable
@@ -57,7 +58,7 @@ class Proposal:
 class FixPlan:
     proposals: list[Proposal] = field(default_factory=list)
     reported: list[str] = field(default_factory=list)  # what needs a person, one line each
-    knowledge_dir: str = "knowledge"
+    layout: Layout = field(default_factory=Layout)
     # Pages that need a fix no edit can make safely (also in `reported`): `apply` refuses.
     refused: list[str] = field(default_factory=list)
 
@@ -104,7 +105,7 @@ def deleted_pages(analysis: Analysis, page: Page) -> list[str]:
     if history is None or not page.parsed.fields.refs:
         return []
     live = {p.path for p in analysis.pages}
-    knowledge = analysis.config.knowledge_dir
+    knowledge = analysis.config.layout
     gone = {
         where.id
         for p in history.page_commits
@@ -147,7 +148,7 @@ def _actions(gone: list[str], renames: dict[str, str], pages: list[str]) -> str:
 def plan(analysis: Analysis, user: str | None = None) -> FixPlan:
     """Proposals for the pages `user` may write (anonymous: global pages only)."""
     user = valid_user(user)
-    result = FixPlan(knowledge_dir=analysis.config.knowledge_dir)
+    result = FixPlan(layout=analysis.config.layout)
     history = analysis.history
     git = analysis.discovery.git
     present = [*(p.path for p in analysis.pages), *analysis.discovery.other_files]
@@ -237,4 +238,4 @@ def apply(root: Path, fix_plan: FixPlan) -> list[str]:
     if fix_plan.refused:
         more = f" (and {len(fix_plan.refused) - 1} more)" if len(fix_plan.refused) > 1 else ""
         raise WriteRefused(f"{fix_plan.refused[0]}{more}; nothing was written")
-    return write_changes(root, fix_plan.knowledge_dir, [p.change() for p in fix_plan.proposals])
+    return write_changes(root, fix_plan.layout, [p.change() for p in fix_plan.proposals])

@@ -11,6 +11,8 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
+from knowl_build.errors import UsageError
+from knowl_build.layouts import Layout
 from knowl_build.names import valid_user
 from knowl_build.resolve import GLOBAL, place
 from knowl_build.secrets.scanner import redact
@@ -139,15 +141,26 @@ def page_text(request: Request, tree: Tree, head: str | None) -> str:
     return f"---\n{yaml_text}\n---\n{body}"
 
 
+def scope_folder(layout: Layout, scope: str) -> str:
+    """The folder new pages of `scope` go to; a user scope in a flat layout without
+    `[knowledge] users_dir` has none (exit 2: there is no place a user's page stays theirs)."""
+    folder = layout.scope_folder(scope)
+    if folder is None:
+        raise UsageError(
+            f"no folder for {scope}'s pages: the flat layout has user scopes only under "
+            "[knowledge] users_dir"
+        )
+    return folder
+
+
 def target_path(request: Request, tree: Tree) -> str:
     """Where the new page goes: the user name is validated here, where it becomes a path, so
-    no caller of the library can write outside `knowledge/user/<valid name>/`."""
+    no caller of the library can write outside `knowledge/user/<valid name>/` (or the flat
+    layout's users folder)."""
     config = tree.config
     user = valid_user(request.user)
-    folder = (
-        f"{config.knowledge_dir}/global" if user is None else f"{config.knowledge_dir}/user/{user}"
-    )
     scope = GLOBAL if user is None else f"user:{user}"
+    folder = scope_folder(config.layout, scope)
     taken = {p.id for p in tree.analysis.pages if p.scope == scope}
     # A title holding a secret is refused (KB401); its answer must not spell the secret as a
     # file name either.
@@ -157,8 +170,8 @@ def target_path(request: Request, tree: Tree) -> str:
     while name in taken or os.path.lexists(tree.root / folder / f"{name}.md"):
         n += 1
         name = f"{base}-{n}"
-    path = f"{folder}/{name}.md"
-    where = place(path, config.knowledge_dir)
+    path = f"{name}.md" if folder == "." else f"{folder}/{name}.md"
+    where = place(path, config.layout)
     if where is None or where.scope != scope:  # the rule above makes this impossible; stay sure
         raise WriteRefused(f"{path}: not a page of {scope}; nothing was written")
     return path

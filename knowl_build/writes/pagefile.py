@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from knowl_build.errors import FULL, KnowlError, NoSpace
+from knowl_build.layouts import Layout
 from knowl_build.resolve import place
 
 BOM = b"\xef\xbb\xbf"
@@ -114,7 +115,7 @@ def unified_diff(path: str, before: str | None, after: str) -> str:
     )
 
 
-def write_target(root: Path, knowledge_dir: str, path: str) -> Path:
+def write_target(root: Path, layout: Layout, path: str) -> Path:
     """The file a write of page `path` really changes.
 
     The page must be a page path (SPEC 2.1), and what it resolves to, symlinks followed, must
@@ -123,28 +124,28 @@ def write_target(root: Path, knowledge_dir: str, path: str) -> Path:
     link can lead a write out of its place."""
     parts = PurePosixPath(path).parts
     where = (
-        place(path, knowledge_dir)
-        if path.startswith(f"{knowledge_dir}/")
+        place(path, layout)
+        if layout.contains(path)
         and path.endswith(".md")
         and not PurePosixPath(path).is_absolute()
         and not any(part in ("", ".", "..") for part in parts)
         else None
     )
     if where is None:
-        raise WriteRefused(f"{path}: not a page path under {knowledge_dir}/; not written")
+        raise WriteRefused(f"{path}: not a page path under {layout.folder}/; not written")
     real_root = Path(os.path.realpath(root))
-    real_knowledge = Path(os.path.realpath(root / knowledge_dir))
+    real_knowledge = Path(os.path.realpath(root / layout.folder))
     real = Path(os.path.realpath(root / path))
     real_where = None
     if real.is_relative_to(real_root) and real.is_relative_to(real_knowledge):
         inner = real.relative_to(real_knowledge).as_posix()
-        real_where = place(f"{knowledge_dir}/{inner}", knowledge_dir) if inner != "." else None
+        real_where = place(f"{layout.prefix}{inner}", layout) if inner != "." else None
     if real_where is None or real_where.scope != where.scope or real.suffix != ".md":
         raise WriteRefused(f"{path}: leads to a file outside its scope's folder; not written")
     return real
 
 
-def write_changes(root: Path, knowledge_dir: str, changes: list[Change]) -> list[str]:
+def write_changes(root: Path, layout: Layout, changes: list[Change]) -> list[str]:
     """Each file is written to a temporary file and renamed into place, once every file is
     known to be as the write found it (its bytes, not a decoding of them) and to stay in its
     place, and once every new file is on disk beside its target; so a refusal, or a file that
@@ -153,7 +154,7 @@ def write_changes(root: Path, knowledge_dir: str, changes: list[Change]) -> list
     target), which is what a commit must add."""
     targets = []
     for change in changes:
-        target = write_target(root, knowledge_dir, change.path)
+        target = write_target(root, layout, change.path)
         if change.before is None:
             if os.path.lexists(root / change.path) or os.path.lexists(target):
                 raise WriteRaced(

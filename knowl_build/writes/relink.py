@@ -246,8 +246,7 @@ def _by_file_name(
     if len(moved) != 1:
         return None
     new = moves[moved[0]]
-    knowledge = analysis.config.knowledge_dir
-    parts = new.removeprefix(knowledge + "/").split("/")
+    parts = new.removeprefix(analysis.config.layout.prefix).split("/")
     for count in range(name.count("/") + 1, len(parts) + 1):
         shown = "/".join(parts[-count:])
         if bare and new.endswith(PAGE_SUFFIX):
@@ -269,7 +268,7 @@ def _names_alone(analysis: Analysis, places: _Places, page: Page, link: Link, ne
     relative = relative_path(page.path, link.target)
     if places.exists(relative):
         return relative == new
-    knowledge = analysis.config.knowledge_dir + "/"
+    knowledge = analysis.config.layout.prefix
     named = analysis.index.files_by_name.get(posixpath.basename(link.target), [])
     tail = "/" + link.target
     return [p for p in named if ("/" + p).endswith(tail)] == [new.removeprefix(knowledge)]
@@ -363,7 +362,7 @@ def _wiki(
     index: TextIndex,
     moves: dict[str, str],
 ) -> tuple[Relink, str] | None:
-    knowledge = analysis.config.knowledge_dir
+    knowledge = analysis.config.layout
     pages = places.pages
     mode = analysis.index.mode
     exact = mode == EXACT

@@ -96,7 +96,7 @@ def plan(tree: Tree, request: Request) -> Outcome:
         # An unknown commit is left as given: KB205 says so.
         request.source_commit = git.commit_of(request.source_commit) or request.source_commit
     path = target_path(request, tree)
-    where = place(path, tree.config.knowledge_dir)
+    where = place(path, tree.config.layout)
     assert where is not None
     problem = confidence_problem(request.confidence)
     if problem is not None:
