@@ -27,6 +27,10 @@ class _Change:
     old_blob: str = ""  # old blob id (zeros when added)
 
 
+# One commit of the log and the files it changed.
+LogEntry = tuple[Commit, list[_Change]]
+
+
 def _parse_log(data: bytes, prefix: str) -> list[tuple[Commit, list[_Change]]]:
     """Parse `git log -z --raw --format=%x01%H%x02%ct%x02%an%x02%s` output, newest first."""
     text = data.decode("utf-8", "surrogateescape")
@@ -371,8 +375,7 @@ def history_pathspecs(
 ) -> list[str]:
     """What the history rules read from git: pages, semantic YAML, the dbt project's model
     YAML. Nothing else (a seed CSV, an image) is listed, so rename detection never reads it."""
-    pages = "" if knowledge_dir in ("", ".") else f"{_glob(knowledge_dir)}/"
-    specs = [f":(glob){pages}**/*.md"]
+    specs = [f":(glob){_glob(knowledge_dir)}/**/*.md"]
     folders = [semantics_dir, *(dbt_folders or ())]
     for folder in dict.fromkeys(folders):
         where = "" if folder in ("", ".") else f"{_glob(folder)}/"

@@ -24,7 +24,7 @@ from knowl_build import __version__
 from knowl_build.config import Config
 from knowl_build.files import atomic_write
 from knowl_build.history.git import GitFailed
-from knowl_build.history.log import GitHistory, history_pathspecs
+from knowl_build.history.log import GitHistory, LogEntry, history_pathspecs
 from knowl_build.history.records import (
     INCOMPLETE,
     SHALLOW,
@@ -328,6 +328,89 @@ def _load(path: Path | None, key: str, sealer: Sealer | None) -> _Replay | None:
         return None
 
 
+def _continued(git: GitHistory, replay: _Replay | None, head: str | None) -> _Replay | None:
+    """The cached replay when HEAD descends from its commit on the first-parent line (it is
+    continued with the newer commits); None when history was rewritten (replay it all)."""
+    if replay is None or replay.head == head:
+        return replay
+    try:
+        chain = git.first_parent_chain() if replay.head is not None else []
+    except GitFailed:
+        chain = []  # the log says what git cannot read
+    return None if replay.head is None or replay.head not in chain else replay
+
+
+@dataclass(frozen=True, slots=True)
+class _Semantic:
+    """Whether a path holds semantic YAML: under the semantics folder, or a dbt model file."""
+
+    prefix: str
+    dbt: DbtProject | None
+
+    def __call__(self, path: str) -> bool:
+        if self.dbt is not None and self.dbt.is_model_file(path):
+            return True
+        return path.startswith(self.prefix) and path.endswith((".yaml", ".yml"))
+
+
+def _read_versions(
+    git: GitHistory, replay: _Replay, log: list[LogEntry], semantic: _Semantic
+) -> tuple[dict[str, bytes], bool]:
+    """Every blob the replay reads, in one batch, and whether one could not be read (each
+    such version is a problem naming where it was first seen)."""
+    wanted = {blob: (path, replay.head or "") for path, blob in replay.files.items()}
+    for commit, changes in reversed(log):
+        for change in changes:
+            if change.new and semantic(change.new):
+                wanted.setdefault(change.blob, (change.new, commit.sha))
+    blobs = git.read_blobs(wanted)
+    gaps = False  # a version the replay could not read: what it says may be incomplete
+    for blob, (path, sha) in wanted.items():
+        if blob in git.unreadable:
+            gaps = True
+            git.problem(
+                f"git could not read {path} in commit {sha[:12]} (blob {blob}: "
+                f"{git.unreadable[blob]}); the history rules go on without that version"
+            )
+    return blobs, gaps
+
+
+def _replay_log(
+    replay: _Replay,
+    log: list[LogEntry],
+    boundary: str | None,
+    semantic: _Semantic,
+    knowledge_prefix: str,
+    blobs: dict[str, bytes],
+    dbt: DbtProject | None,
+) -> None:
+    """Apply `log`'s commits, oldest first, to `replay`: the semantic files and the layer
+    each commit that touched one leaves, the commits of each page (following renames)."""
+    parsed: dict[str, FileRead] = {}
+    last: dict[str, FileRead] = {}
+    unread: set[str] = set()
+    for commit, changes in reversed(log):  # oldest first
+        at_boundary = commit.sha == boundary
+        replay.commits[commit.sha] = commit
+        touched_semantics = False
+        for change in changes:
+            touched_semantics |= any(semantic(p) for p in (change.old, change.new) if p)
+            if change.old and semantic(change.old):
+                replay.files.pop(change.old, None)
+            if change.new and semantic(change.new):
+                replay.files[change.new] = change.blob
+            if at_boundary:
+                continue  # the clone starts here: its pages were not touched by it
+            if change.new.startswith(knowledge_prefix) and change.new.endswith(".md"):
+                pages = replay.page_commits.pop(change.old, []) if change.old else []
+                pages.append(commit.sha)
+                replay.page_commits[change.new] = pages
+        if touched_semantics:
+            after = _layer_at(replay.files, parsed, blobs, last, unread, dbt, replay.definitions)
+            _apply(replay.state, after, commit.sha, replay.entities, boundary=at_boundary)
+            replay.state = after
+
+
 def trace(
     git: GitHistory,
     config: Config,
@@ -347,8 +430,7 @@ def trace(
     sealer = machine.sealer(HISTORY_SEAL) if cache is not None and machine is not None else None
     if sealer is None:
         cache = None
-    semantics_prefix = config.semantics_dir + "/"
-    knowledge_prefix = config.layout.prefix
+    knowledge_prefix = config.knowledge_dir + "/"
     pathspecs = history_pathspecs(
         config.knowledge_dir, config.semantics_dir, dbt.folders if dbt is not None else None
     )
@@ -356,16 +438,7 @@ def trace(
     boundary = git.boundary()
     key = _cache_key(config, dbt, boundary)
     head = git.repo.head()
-    replay = _load(cache, key, sealer)
-    if replay is not None and replay.head != head:
-        try:
-            chain = git.first_parent_chain() if replay.head is not None else []
-        except GitFailed:
-            chain = []  # the log below says what git cannot read
-        if replay.head is None or replay.head not in chain:
-            replay = None  # history was rewritten: replay it all
-    if replay is None:
-        replay = _Replay()
+    replay = _continued(git, _load(cache, key, sealer), head) or _Replay()
     since = replay.head
     log = [] if since == head else git.log(pathspecs, since=since)
     if log is None:
@@ -374,52 +447,9 @@ def trace(
         _live_state(layer, definitions)
         return History(head, {}, {}, definitions, {}, boundary, INCOMPLETE)
 
-    def semantic(path: str) -> bool:
-        if dbt is not None and dbt.is_model_file(path):
-            return True
-        return path.startswith(semantics_prefix) and path.endswith((".yaml", ".yml"))
-
-    # Every blob the replay reads, in one batch; where each was first seen, for messages.
-    wanted = {blob: (path, replay.head or "") for path, blob in replay.files.items()}
-    for commit, changes in reversed(log):
-        for change in changes:
-            if change.new and semantic(change.new):
-                wanted.setdefault(change.blob, (change.new, commit.sha))
-    blobs = git.read_blobs(wanted)
-    gaps = False  # a version the replay could not read: what it says may be incomplete
-    for blob, (path, sha) in wanted.items():
-        if blob in git.unreadable:
-            gaps = True
-            git.problem(
-                f"git could not read {path} in commit {sha[:12]} (blob {blob}: "
-                f"{git.unreadable[blob]}); the history rules go on without that version"
-            )
-
-    parsed: dict[str, FileRead] = {}
-    last: dict[str, FileRead] = {}
-    unread: set[str] = set()
-    for commit, changes in reversed(log):  # oldest first
-        at_boundary = commit.sha == boundary
-        replay.commits[commit.sha] = commit
-        touched_semantics = False
-        for change in changes:
-            for path in {change.old, change.new} - {""}:
-                if semantic(path):
-                    touched_semantics = True
-            if change.old and semantic(change.old):
-                replay.files.pop(change.old, None)
-            if change.new and semantic(change.new):
-                replay.files[change.new] = change.blob
-            if at_boundary:
-                continue  # the clone starts here: its pages were not touched by it
-            if change.new.startswith(knowledge_prefix) and change.new.endswith(".md"):
-                pages = replay.page_commits.pop(change.old, []) if change.old else []
-                pages.append(commit.sha)
-                replay.page_commits[change.new] = pages
-        if touched_semantics:
-            after = _layer_at(replay.files, parsed, blobs, last, unread, dbt, replay.definitions)
-            _apply(replay.state, after, commit.sha, replay.entities, boundary=at_boundary)
-            replay.state = after
+    semantic = _Semantic(config.semantics_dir + "/", dbt)
+    blobs, gaps = _read_versions(git, replay, log, semantic)
+    _replay_log(replay, log, boundary, semantic, knowledge_prefix, blobs, dbt)
     replay.head = head
     if cache is not None and sealer is not None and log and len(git.problems) == problems:
         try:
