@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.helpers import SEMANTICS, Project, invoke
+from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, invoke
 
 pytest.importorskip("pygls")
 from lsprotocol import types
@@ -459,3 +459,73 @@ def test_knowl_lsp_without_pygls_says_how_to_install_it(
     monkeypatch.setattr("knowl_build.lsp.find_spec", lambda name: None)
     out = invoke(["lsp", "--repo", str(repo)], 2)
     assert "pip install 'knowl-build[lsp]'" in out.output
+
+
+def test_a_page_created_on_disk_is_picked_up_without_a_restart(repo: Path) -> None:
+    """The client reports no changed files: the server looks at the disk by itself."""
+    text = FILES[NOTES] + "\n[[missing-page]]\n"
+
+    async def body(s: Session) -> list[str]:
+        s.open(NOTES, text)
+        await s.until(lambda: "KB103" in s.codes(NOTES))
+        (repo / "knowledge/global/missing-page.md").write_text(FM + "# Here\n", encoding="utf-8")
+        await s.until(lambda: "KB103" not in s.codes(NOTES))
+        return s.codes(NOTES)
+
+    assert run(repo, body) == []
+
+
+def test_a_deleted_page_reported_by_the_client_breaks_its_links(repo: Path) -> None:
+    async def body(s: Session) -> list[str]:
+        s.open(NOTES)
+        await s.until(lambda: s.published > 0)
+        (repo / REVENUE).unlink()
+        s.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(s.uri(REVENUE), types.FileChangeType.Deleted)]
+            )
+        )
+        await s.until(lambda: "KB103" in s.codes(NOTES))
+        return s.codes(NOTES)
+
+    assert run(repo, body) == ["KB103", "KB103", "KB103"]
+
+
+def test_a_drifted_page_is_re_bound_to_the_live_definition_by_a_quick_fix(
+    tmp_path: Path,
+) -> None:
+    old = "sha256:" + "0" * 64
+    page = (
+        "---\nsl_refs: [shop_pg.orders.total_revenue]\nmeta:\n"
+        '  last_validated_at: "2026-05-01T00:00:00Z"\n  bound_fingerprints:\n'
+        f'    shop_pg.orders.total_revenue: "{old}"\n---\n# Revenue\n'
+    )
+    project = Project(tmp_path / "repo").write({**SEMANTICS, REVENUE: page})
+    project.commit("pages")
+
+    async def body(s: Session) -> list[types.CodeAction]:
+        s.open(REVENUE)
+        await s.until(lambda: "KB201" in s.codes(REVENUE))
+        drift = [d for d in s.diagnostics[s.uri(REVENUE)] if d.code == "KB201"]
+        got = await s.client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(s.uri(REVENUE)),
+                range=drift[0].range,
+                context=types.CodeActionContext(diagnostics=drift),
+            )
+        )
+        assert got is not None
+        return [a for a in got if isinstance(a, types.CodeAction)]
+
+    actions = run(project.root, body)
+    rebind = actions[0]
+    assert rebind.title == "Re-bind to the live definitions (what knowl review writes)"
+    assert rebind.edit is not None and rebind.edit.document_changes is not None
+    [change] = rebind.edit.document_changes
+    assert isinstance(change, types.TextDocumentEdit)
+    [whole] = change.edits
+    assert isinstance(whole, types.TextEdit)
+    assert f'shop_pg.orders.total_revenue: "{FP_SUM_AMOUNT}"' in whole.new_text
+    assert 'last_validated_at: "2026-05-10T00:00:00Z"' in whole.new_text
+    assert old not in whole.new_text
+    assert (project.root / REVENUE).read_text(encoding="utf-8") == page

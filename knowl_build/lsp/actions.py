@@ -16,9 +16,14 @@ from knowl_build.lsp.lookup import at
 from knowl_build.lsp.positions import Positions
 from knowl_build.lsp.renaming import Refused, _check_name
 from knowl_build.lsp.workspace import Workspace
+from knowl_build.model import DRAFT
 from knowl_build.writes import fix
+from knowl_build.writes.common import quoted_timestamp, utc_now
+from knowl_build.writes.edit import EditError, FrontmatterEditor
 
 BROKEN_LINK = "KB103"
+# Drift, stale, a changed definition: what `knowl review` answers for the page.
+REVIEWED = ("KB201", "KB202", "KB203")
 
 
 class Action(NamedTuple):
@@ -63,6 +68,12 @@ def actions(
                 line,
             )
         )
+    drifted = next((code for code, _, _ in found if code in REVIEWED), None)
+    if drifted is not None:
+        rebound = _rebound(ws, path)
+        if rebound is not None:
+            title = "Re-bind to the live definitions (what knowl review writes)"
+            out.insert(0, Action(title, drifted, "fix", path, rebound))
     if found and (text := ws.text(path)) is not None:
         for proposal in fix.plan(analysis).proposals:
             if proposal.path == path and proposal.before == text and proposal.after != text:
@@ -71,6 +82,41 @@ def actions(
                     0, Action(title, found[0][0], "fix", path, proposal.after, preferred=True)
                 )
     return out
+
+
+def _rebound(ws: Workspace, path: str) -> str | None:
+    """The page's text as `knowl review` leaves it: validated now, each bound fingerprint
+    (and each measure in `sl_refs`) the live one, `freshness` fresh, a draft active.
+
+    `writes.governance.review` makes the same edits on the file; it should offer them on a
+    text, and this copy go (issue 27)."""
+    page, analysis, text = ws.page(path), ws.analysis, ws.text(path)
+    if page is None or analysis is None or text is None or page.parsed.fields.frozen:
+        return None
+    layer, fields = analysis.layer, page.parsed.fields
+    fingerprints: dict[str, str] = {}
+    for bound in fields.bound_fingerprints:
+        entity = layer.entities.get(bound.entity)
+        fingerprints[bound.entity] = entity.fingerprint if entity else bound.fingerprint
+    for ref in fields.sl_refs:
+        entity = layer.entities.get(ref.value)
+        if entity is not None and entity.kind == "measure":
+            fingerprints.setdefault(ref.value, entity.fingerprint)
+    try:
+        editor = FrontmatterEditor.of(text)
+        editor.set_many(["meta"], [("last_validated_at", quoted_timestamp(utc_now()))])
+        if fingerprints:
+            editor.set_many(
+                ["meta", "bound_fingerprints"], [(n, f'"{fp}"') for n, fp in fingerprints.items()]
+            )
+        if "freshness" in page.parsed.frontmatter:
+            editor.set_scalar(["freshness"], "fresh")
+        if fields.status == DRAFT:
+            editor.set_scalar(["status"], "active")
+    except EditError:
+        return None
+    after = editor.result()
+    return after if after != text else None
 
 
 def _create(ws: Workspace, path: str, line: int, column: int) -> Action | None:

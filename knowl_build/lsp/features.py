@@ -141,8 +141,8 @@ def complete(
     elif match := DIRECTIVE.search(before):
         for entity in _entities(ws):
             _entity_item(entity, match.group(1), add)
-    cut = len(items) > MAX_ITEMS
-    return types.CompletionList(is_incomplete=cut, items=items[:MAX_ITEMS])
+    # Incomplete: the candidates were filtered by what was typed, so the client asks again.
+    return types.CompletionList(is_incomplete=True, items=items[:MAX_ITEMS])
 
 
 def _complete_frontmatter(
@@ -202,19 +202,25 @@ def _page_named(ws: Workspace, page: Page | None, name: str) -> Page | None:
     return found[0] if found else None
 
 
+def _matches(typed: str, name: str) -> bool:
+    """Whether a candidate is offered for what was typed (the client filters further: the
+    list says it is incomplete, so it asks again as the name grows)."""
+    return not typed.strip() or typed.strip().casefold() in name.casefold()
+
+
 def _page_item(ws: Workspace, page: Page, typed: str, add: Callable[..., None]) -> None:
     analysis = ws.analysis
     assert analysis is not None
     shared = (page.scope, page.id) in analysis.index.shared
     name = page.rel if shared else page.id
-    summary = redact(page.parsed.fields.summary)
+    names = [name, *(aliases_of(page) if analysis.index.mode == OBSIDIAN else [])]
+    if not any(_matches(typed, n) for n in [*names, page.title]):
+        return
+    summary = redact(page.parsed.fields.summary) or None
     kind = types.CompletionItemKind.File
-    add(name, typed, kind=kind, detail=redact(page.title), documentation=summary or None)
-    if analysis.index.mode == OBSIDIAN:
-        for alias in aliases_of(page):
-            add(
-                alias, typed, kind=kind, detail=f"alias of {page.id}", documentation=summary or None
-            )
+    add(name, typed, kind=kind, detail=redact(page.title), documentation=summary)
+    for alias in names[1:]:
+        add(alias, typed, kind=kind, detail=f"alias of {page.id}", documentation=summary)
 
 
 def _entities(ws: Workspace) -> list[Entity]:
@@ -232,6 +238,8 @@ def _expression(entity: Entity) -> str:
 
 
 def _entity_item(entity: Entity, typed: str, add: Callable[..., None]) -> None:
+    if not _matches(typed, entity.name):
+        return
     expression = _expression(entity)
     detail = f"{entity.kind}: {expression}" if expression else entity.kind
     add(

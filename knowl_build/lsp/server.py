@@ -22,7 +22,8 @@ from knowl_build.lsp.positions import Positions
 from knowl_build.lsp.workspace import Workspace, project_root
 
 DEBOUNCE_SECONDS = 0.15
-READY_SECONDS = 60.0  # a request before the first analysis waits this long for it
+READY_SECONDS = 60.0
+POLL_SECONDS = 2.0  # how often the disk is looked at for a client that reports no changes  # a request before the first analysis waits this long for it
 WATCHED = ("**/*.md", "**/*.yml", "**/*.yaml", "**/knowl.toml", "**/pyproject.toml", "**/.git/HEAD")
 
 
@@ -94,6 +95,19 @@ class KnowlServer(LanguageServer):
                 )
             )
 
+    def poll(self) -> None:
+        task = asyncio.ensure_future(self._poll())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _poll(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self.ws is not None:
+            await asyncio.sleep(POLL_SECONDS)
+            if await loop.run_in_executor(None, self.ws.changed_on_disk):
+                self.ws.files_changed()
+                self.schedule()
+
     async def wait(self) -> bool:
         try:
             await asyncio.wait_for(self.ready.wait(), READY_SECONDS)
@@ -141,18 +155,20 @@ def _register_documents(server: KnowlServer) -> None:
         ls.schedule(0)
         capabilities = ls.client_capabilities.workspace
         watched = capabilities.did_change_watched_files if capabilities else None
-        if watched is not None and watched.dynamic_registration:
-            options = types.DidChangeWatchedFilesRegistrationOptions(
-                watchers=[types.FileSystemWatcher(glob_pattern=g) for g in WATCHED]
-            )
-            registration = types.Registration(
-                id="knowl-watch",
-                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                register_options=options,
-            )
-            await ls.client_register_capability_async(
-                types.RegistrationParams(registrations=[registration])
-            )
+        if watched is None or not watched.dynamic_registration:
+            ls.poll()  # the client will not say what changed on disk: look every few seconds
+            return
+        options = types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern=g) for g in WATCHED]
+        )
+        registration = types.Registration(
+            id="knowl-watch",
+            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=options,
+        )
+        await ls.client_register_capability_async(
+            types.RegistrationParams(registrations=[registration])
+        )
 
     def track(ls: KnowlServer, uri: str) -> None:
         path = ls.path(uri)

@@ -56,6 +56,7 @@ class Workspace:
         self.by_path: dict[str, list[Diagnostic]] = {}
         self._inputs: Inputs | None = None
         self._state: tuple[object, ...] | None = None
+        self.read_stamp: int | None = None  # `disk_stamp` when the files were last read
         self._lock = threading.Lock()
         self.caches = _private_caches(self.root)
 
@@ -86,6 +87,10 @@ class Workspace:
     def files_changed(self) -> None:
         """Files changed on disk (created, deleted, renamed, a checkout): read them again."""
         self._inputs = None
+
+    def changed_on_disk(self) -> bool:
+        """Whether the disk differs from what was last read (polled, see `disk_stamp`)."""
+        return self.read_stamp is not None and self.disk_stamp() != self.read_stamp
 
     def text(self, path: str) -> str | None:
         """The text of a page or semantic file: the buffer, else what the analysis read."""
@@ -131,6 +136,23 @@ class Workspace:
             moved = Inputs(discovery, pages, inputs.semantics)
             return analyse(self.root, self.config, inputs=moved, caches=self.caches)
 
+    def disk_stamp(self) -> int:
+        """A hash of what is on disk under the knowledge folder and the semantic files'
+        folders, the configuration and git's HEAD: for clients that do not report changed
+        files, polled to notice a file created, deleted, renamed or changed outside the
+        editor, and a checkout."""
+        found: list[tuple[str, int, int]] = []
+        folders = {str(self.root / self.config.knowledge_dir)}
+        inputs = self._inputs
+        if inputs is not None:
+            discovery = inputs.discovery
+            for path in [*discovery.semantic_files, *discovery.dbt_files]:
+                folders.add(str(self.root / os.path.dirname(path)))
+        for folder in sorted(folders):
+            _tree_stamp(folder, found)
+        state = (*(_stamp(self.root / name) for name in CONFIG_FILES), _head(self.root))
+        return hash((tuple(found), state))
+
     def _reload_if_changed(self) -> None:
         """A changed configuration or git HEAD (a commit, a checkout) is read anew."""
         state = (*(_stamp(self.root / name) for name in CONFIG_FILES), _head(self.root))
@@ -142,6 +164,7 @@ class Workspace:
     def _base(self) -> Inputs:
         if self._inputs is None:
             self._inputs = read_inputs(self.root, self.config)
+            self.read_stamp = self.disk_stamp()
         return self._inputs
 
     def _overlaid(self, base: Inputs) -> Inputs:
@@ -181,6 +204,22 @@ class Workspace:
     def entity(self, name: str) -> Entity | None:
         analysis = self.analysis
         return analysis.layer.entities.get(name) if analysis is not None else None
+
+
+def _tree_stamp(folder: str, into: list[tuple[str, int, int]]) -> None:
+    """Every file and folder under `folder` with its mtime and size (links not followed)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        into.append((entry.path, info.st_mtime_ns, info.st_size))
+        if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+            _tree_stamp(entry.path, into)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
