@@ -15,6 +15,7 @@ _COMMANDS = {
     "serving": ("mcp",),
     "editing": ("lsp",),
     "writing": ("store", "new", "supersede", "review", "fix"),
+    "adopting": ("init",),
     "evaluating": ("eval",),
 }
 assert isinstance(cli, KnowlGroup)
