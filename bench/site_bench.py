@@ -6,8 +6,10 @@ On a built corpus, per size:
   folder; and how many of the site's files that rewrote;
 - initial download: the bytes a browser fetches on search.html before the first query (the page,
   the styles and scripts it references, and search/meta.json, which search.js loads first);
-- per query: the bytes of the shards and result chunks one query fetches (p50 and max over 100
-  queries of one to three words);
+- per query: the bytes of the shards, result chunks and result files (with the text of their
+  passages) one query fetches (p50 and max over 100 queries of one to three words), and
+  the largest total before a query's first results are shown: the initial download and that
+  query's fetches;
 - in the browser, when chromium and chromium-driver are installed: the time from a query to
   its ranked and described results (fetches included, from a local HTTP server), p50 of 20
   queries, cold (a fresh page, the HTTP cache off) and warm (the same queries again).
@@ -35,7 +37,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 from corpus import WORDS, page_path
 
 from knowl_build.index.analysis import query_terms
-from knowl_build.site.search import fnv1a32
+from knowl_build.site.search import fnv1a32, read_shard
 
 CHROMIUM = os.environ.get("KNOWL_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("KNOWL_CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -95,14 +97,14 @@ def initial_download(out: Path) -> dict[str, int]:
 
 
 def query_fetches(out: Path, text: str) -> int:
-    """Bytes of the shards one query fetches and of the chunks of its first results (the
-    ranking of search.js, in short)."""
+    """Bytes of the shards one query fetches, of the chunks of its first results and of their
+    files (the ranking of search.js, in short; the passages come from the result files)."""
     folder = out / "search"
     meta = json.loads((folder / "meta.json").read_text())
     terms = query_terms(text)
     names = {meta["shards"][fnv1a32(t) % len(meta["shards"])] for t in terms}
-    fetched = sum((folder / "terms" / f"{n}.json").stat().st_size for n in names)
-    shards = {n: json.loads((folder / "terms" / f"{n}.json").read_text()) for n in names}
+    fetched = sum((folder / "terms" / f"{n}.bin").stat().st_size for n in names)
+    shards = {n: read_shard((folder / "terms" / f"{n}.bin").read_bytes()) for n in names}
     acc: dict[int, float] = {}
     n_docs = max(meta["doc_count"], 1)
     for f in range(len(meta["fields"])):
@@ -110,7 +112,8 @@ def query_fetches(out: Path, text: str) -> int:
             entry = shards[meta["shards"][fnv1a32(term) % len(meta["shards"])]].get(term)
             if not entry or not entry[0][f]:
                 continue
-            idf = math.log(n_docs / (entry[0][f] + 1)) + 1
+            df = entry[0][f]
+            idf = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
             weight = meta["boosts"][f] * idf * (meta["k1"] + 1)
             doc, postings = 0, entry[1 + f]
             for i in range(0, len(postings), 3):
@@ -120,7 +123,10 @@ def query_fetches(out: Path, text: str) -> int:
                 acc[doc] = acc.get(doc, 0.0) + weight * tf / (tf + norm)
     top = sorted(acc, key=lambda d: (-acc[d], d))[:SHOWN]
     chunks = {meta["chunks"][d // meta["chunk"]] for d in top}
-    return fetched + sum((folder / "docs" / f"{c}.json").stat().st_size for c in chunks)
+    fetched += sum((folder / "docs" / f"{c}.json").stat().st_size for c in chunks)
+    files = {c: json.loads((folder / "docs" / f"{c}.json").read_text()) for c in chunks}
+    results = {files[meta["chunks"][d // meta["chunk"]]][d % meta["chunk"]] for d in top}
+    return fetched + sum((folder / "results" / f"{r}.json").stat().st_size for r in results)
 
 
 def queries(count: int = 100) -> list[str]:
@@ -207,6 +213,7 @@ def bench_site(root: Path, repeats: int) -> dict[str, Any]:
         "initial_files": initial,
         "query_bytes_p50": statistics.median(per_query),
         "query_bytes_max": per_query[-1],
+        "first_result_bytes_max": sum(initial.values()) + per_query[-1],
         "browser": browser_queries(out, texts),
     }
     return result
@@ -217,7 +224,7 @@ def print_site(results: list[tuple[int, dict[str, Any]]], header: str) -> None:
     print(
         f"{'pages':>7} {'cold site':>10} {'1-edit':>8} {'rewritten':>10} {'files':>7} "
         f"{'size':>8} {'initial download':>17} {'query fetch p50':>16} {'max':>9} "
-        f"{'query p50 cold':>15} {'warm':>7}"
+        f"{'first result max':>17} {'query p50 cold':>15} {'warm':>7}"
     )
     for n, r in results:
         browser = r["browser"]
@@ -229,7 +236,8 @@ def print_site(results: list[tuple[int, dict[str, Any]]], header: str) -> None:
         print(
             f"{n:>7} {r['cold_s']:>9.2f}s {r['edit_s']:>7.2f}s {r['edit_rewritten']:>10} "
             f"{r['files']:>7} {r['site_mb']:>6.1f}MB {r['initial_bytes'] / 1000:>15.1f}kB "
-            f"{r['query_bytes_p50'] / 1000:>14.1f}kB {r['query_bytes_max'] / 1000:>7.1f}kB {timing}"
+            f"{r['query_bytes_p50'] / 1000:>14.1f}kB {r['query_bytes_max'] / 1000:>7.1f}kB "
+            f"{r['first_result_bytes_max'] / 1000:>15.1f}kB {timing}"
         )
     for n, r in results:
         parts = ", ".join(

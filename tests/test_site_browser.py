@@ -228,18 +228,24 @@ def test_search_ranks_as_knowl_search(
     found = driver.execute_async_script(
         "var done = arguments[arguments.length - 1];"
         "window.knowlSearch.search(arguments[0], 500).then(function (r) {"
-        "  done(r.results.map(function (x) { return [x.href, x.score]; })); });",
+        "  done(r.results.map(function (x) { return [x.kind, x.href, x.score]; })); });",
         text,
     )
+    # The pages as `knowl search --kind page` ranks them: the site's pages in that order when
+    # the query finds no entity (with entities, the mixed order is tested below).
     with Reader.open(root) as reader:
         view = reader.view
         expected = []
         for hit in reader.search(text, limit=500)["hits"]:
+            assert hit["kind"] == "page"
             entry = view.page(hit["scope"], hit["page"])
             assert entry is not None
-            expected.append((urls.page_href(entry), hit["score"]))
-    assert [href for href, _ in found] == [href for href, _ in expected]
-    for (_, mine), (_, theirs) in zip(found, expected, strict=True):
+            expected.append(("page", urls.page_href(entry), hit["score"]))
+        mixes = bool(reader.search(text, limit=1, kind="entity")["hits"])
+    if mixes:
+        expected = cli_mixed(root, text, 500)
+    assert [(k, h) for k, h, _ in found] == [(k, h) for k, h, _ in expected]
+    for (_, _, mine), (_, _, theirs) in zip(found, expected, strict=True):
         assert mine == pytest.approx(theirs, rel=1e-9)
 
 
@@ -454,10 +460,13 @@ def test_no_page_of_the_site_names_a_user_page(site: tuple[Path, Path, str]) -> 
 
 
 def cli_hits(root: Path, text: str, limit: int) -> list[tuple[str, Any, Any]]:
-    """`knowl search`'s hits: (href, {heading, anchor} or None, {text, matches} or None)."""
+    """`knowl search`'s page hits (of its default, `--kind all`): (href, {heading, anchor} or
+    None, {text, matches} or None)."""
     with Reader.open(root) as reader:
         found = []
-        for hit in reader.search(text, limit=limit)["hits"]:
+        for hit in reader.search(text, limit=limit, kind="all")["hits"]:
+            if hit["kind"] != "page":
+                continue
             entry = reader.view.page(hit["scope"], hit["page"])
             assert entry is not None
             section = hit["section"]
@@ -476,7 +485,8 @@ def site_hits(driver: WebDriver, text: str, limit: int) -> list[tuple[str, Any, 
     found = driver.execute_async_script(
         "var done = arguments[arguments.length - 1];"
         "window.knowlSearch.search(arguments[0], arguments[1]).then(function (r) {"
-        "  done(r.results.map(function (x) { return [x.href,"
+        "  done(r.results.filter(function (x) { return x.kind !== 'entity'; })"
+        "  .map(function (x) { return [x.href,"
         "    x.section && [x.section.heading, x.section.anchor],"
         "    x.snippet && [x.snippet.text, x.snippet.matches]]; })); });",
         text,
@@ -544,8 +554,8 @@ def test_typing_in_the_header_shows_results_with_passages(
     panel = panel_ready(driver)
     assert panel.is_displayed()
     options = panel.find_elements(By.CSS_SELECTOR, "li.search-option")
-    expected = cli_hits(root, "churn complements", 8)
-    assert [o.get_attribute("data-href") for o in options] == [url + h for h, _s, _p in expected]
+    expected = cli_mixed(root, "churn complements", 8)
+    assert [o.get_attribute("data-href") for o in options] == [url + h for _k, h, _s in expected]
     hrefs = [o.get_attribute("data-href") for o in options]
     first = options[hrefs.index(url + "pages/metrics-handbook.html")]
     section = first.find_element(By.CSS_SELECTOR, "a.search-section")
@@ -669,3 +679,79 @@ def test_a_hostile_passage_renders_inert(driver: WebDriver, site: tuple[Path, Pa
     assert set(tags) <= {"P", "LI", "A", "MARK", "SPAN"}, tags
     assert "<script>" in results.text or "<img" in results.text
     assert driver.execute_script(PWNED) is None
+
+
+# --- entities, mixed with pages as `knowl search` mixes them -----------------------------------
+
+
+def cli_mixed(root: Path, text: str, limit: int) -> list[tuple[str, str, float]]:
+    """`knowl search --json`'s hits (its default `--kind all`): (kind, link, score)."""
+    answer = json.loads(
+        invoke(["search", text, "--json", "--limit", str(limit), "--repo", str(root)]).stdout
+    )
+    found = []
+    with Reader.open(root) as reader:
+        for hit in answer["hits"]:
+            if hit["kind"] == "entity":
+                found.append(("entity", urls.href(urls.ENTITIES, hit["entity"]), hit["score"]))
+            else:
+                entry = reader.view.page(hit["scope"], hit["page"])
+                assert entry is not None
+                found.append(("page", urls.page_href(entry), hit["score"]))
+    return found
+
+
+def site_mixed(driver: WebDriver, text: str, limit: int) -> list[tuple[str, str, float]]:
+    found = driver.execute_async_script(
+        "var done = arguments[arguments.length - 1];"
+        "window.knowlSearch.search(arguments[0], arguments[1]).then(function (r) {"
+        "  done(r.results.map(function (x) { return [x.kind || 'page', x.href, x.score]; })); });",
+        text,
+        limit,
+    )
+    return [(kind, href, score) for kind, href, score in found]
+
+
+@pytest.mark.parametrize(
+    ("text", "limit"),
+    [
+        ("total revenue", 5),
+        ("total_revenue", 10),
+        ("revenue", 5),
+        ("revenue", 30),
+        ("orders amount", 10),
+        ("refund policy", 5),
+        ("quincunx", 5),
+    ],
+)
+def test_entities_are_mixed_in_as_knowl_search_mixes_them(
+    driver: WebDriver, site: tuple[Path, Path, str], text: str, limit: int
+) -> None:
+    root, _out, url = site
+    driver.get(url + "search.html")
+    expected = cli_mixed(root, text, limit)
+    got = site_mixed(driver, text, limit)
+    assert [(kind, href) for kind, href, _ in got] == [(kind, href) for kind, href, _ in expected]
+    for (_, _, mine), (_, _, theirs) in zip(got, expected, strict=True):
+        assert mine == pytest.approx(theirs, rel=1e-12)
+
+
+def test_an_entity_query_finds_the_measure_first(
+    driver: WebDriver, site: tuple[Path, Path, str]
+) -> None:
+    root, _out, url = site
+    expected = cli_mixed(root, "total revenue", 8)
+    assert expected[0][:2] == ("entity", "entities/shop_pg.orders.total_revenue.html")
+    driver.get(url + "pages/fiscal-calendar.html")
+    type_in_header(driver, "total revenue")
+    panel = panel_ready(driver)
+    options = panel.find_elements(By.CSS_SELECTOR, "li.search-option")
+    assert [o.get_attribute("data-href") for o in options] == [url + h for _k, h, _s in expected]
+    first = options[0]
+    assert "search-entity" in str(first.get_attribute("class"))
+    assert first.find_element(By.CSS_SELECTOR, "a").text == "shop_pg.orders.total_revenue"
+    # Pages binding the measure follow it (Revenue and the refund policy bind it).
+    assert url + "pages/revenue.html" in [o.get_attribute("data-href") for o in options]
+    search_for(driver, url, "total revenue")
+    first_result = driver.find_element(By.CSS_SELECTOR, "#search-results .search-result")
+    assert "search-entity" in str(first_result.get_attribute("class"))

@@ -157,7 +157,7 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
     # A name's entry is in the shard of its first term.
     for term in [*terms, *query_terms(key)[:1]]:
         name = meta["shards"][search.fnv1a32(term) % len(meta["shards"])]
-        shards[term] = json.loads((folder / search.TERMS / f"{name}.json").read_text())
+        shards[term] = search.read_shard((folder / search.TERMS / f"{name}.bin").read_bytes())
     k1, b, n = meta["k1"], meta["b"], max(meta["doc_count"], 1)
     for f in range(len(meta["fields"])):
         for term in terms:
@@ -185,7 +185,8 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
         if c not in chunks:
             path = folder / search.DOCS / f"{meta['chunks'][c]}.json"
             chunks[c] = json.loads(path.read_text())
-        result.append((chunks[c][doc % meta["chunk"]][0], score))
+        file = folder / search.RESULTS / f"{chunks[c][doc % meta['chunk']]}.json"
+        result.append((json.loads(file.read_text())[0], score))
     return result
 
 
@@ -208,6 +209,7 @@ def test_the_shards_rank_as_knowl_search(built: tuple[Path, Path], text: str) ->
         expected = [
             (urls.page_href(reader.view.page(h["scope"], h["page"]) or _no_page()), h["score"])
             for h in reader.search(text, limit=200)["hits"]
+            if h["kind"] == "page"
         ]
     got = ranked(out, text)
     assert [href for href, _ in got] == [href for href, _ in expected]
@@ -235,8 +237,8 @@ def test_no_file_holds_anything_of_a_user_page(built: tuple[Path, Path]) -> None
     # The index holds stems: a user's word must not reach a shard in that form either.
     needles += [t for word in USER_WORDS for t in query_terms(word)]
     for path in files:
-        text = path.read_text(encoding="utf-8").lower()
-        found = [n for n in needles if n.lower() in text or n.lower() in path.name.lower()]
+        text = path.read_bytes().lower()  # a shard's postings are binary
+        found = [n for n in needles if n.lower().encode() in text or n.lower() in path.name.lower()]
         assert not found, f"{path.relative_to(out)}: {found}"
 
 
@@ -246,7 +248,11 @@ def test_the_same_artifact_gives_the_same_bytes(built: tuple[Path, Path], tmp_pa
     write_data(find_artifact(root), again)
 
     def tree(folder: Path) -> dict[str, bytes]:
-        return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*.json")}
+        return {
+            p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in folder.rglob("*")
+            if p.suffix in (".json", ".bin")
+        }
 
     assert tree(again) == tree(out)
     # Written over itself, nothing is rewritten, nothing removed, no temporary file left.
@@ -267,19 +273,22 @@ def test_meta_names_its_files_by_content(built: tuple[Path, Path]) -> None:
         "headings",
     ]
     assert len(meta["shards"]) & (len(meta["shards"]) - 1) == 0  # a power of two
-    rows = [
-        r for n in meta["chunks"] for r in json.loads((folder / "docs" / f"{n}.json").read_text())
+    files = [
+        f for n in meta["chunks"] for f in json.loads((folder / "docs" / f"{n}.json").read_text())
     ]
-    # Every text file is named by a result's row, every other file by meta.json.
-    names = {*meta["shards"], *meta["chunks"], *(r[5] for r in rows)}
-    on_disk = {p.stem for p in folder.glob("*/*.json")}
-    assert on_disk == names
-    assert {p.stem for p in (folder / search.TEXT).glob("*.json")} == {r[5] for r in rows}
-    for kind in (search.TERMS, search.DOCS, search.TEXT):
-        for path in (folder / kind).glob("*.json"):
+    rows = [json.loads((folder / search.RESULTS / f"{f}.json").read_text()) for f in files]
+    # Every result's file is named by its chunk, every other file by meta.json.
+    on_disk = {p.stem for p in folder.glob("*/*") if p.is_file()}
+    assert meta["entities"] is not None  # the project has a semantic layer
+    assert on_disk == {*meta["shards"], *meta["chunks"], *files, meta["entities"]}
+    assert {p.name for p in (folder / search.TERMS).iterdir()} == {
+        f"{n}.bin" for n in meta["shards"]
+    }
+    for kind in (search.TERMS, search.DOCS, search.RESULTS, search.ENTITIES):
+        for path in (folder / kind).iterdir():
             assert path.stem == datafiles.digest(path.read_bytes())
     # Every result is an active global page, linked relative to the site's root.
-    assert len(rows) == meta["docs"]
+    assert len(rows) == len(set(files)) == meta["docs"]
     assert all(re.fullmatch(r"pages/[A-Za-z0-9%._~-]+\.html", r[0]) for r in rows)
     drifted = [r for r in rows if r[0] == "pages/revenue.html"]
     assert drifted and drifted[0][4] is True
@@ -309,6 +318,8 @@ def test_one_edit_rewrites_only_the_shards_of_its_terms(
     assert 1 <= len(written) <= len(touched) < shards
     assert len(of(found.removed, "terms")) == len(written)
     assert len(of(found.removed, "docs")) == len(of(found.written, "docs")) <= 1
+    # The page's own result file (its text changed), and no other.
+    assert len(of(found.written, "results")) == len(of(found.removed, "results")) == 1
     assert first.written and "search/meta.json" in found.written
     assert ranked(out, "heptagonal")[0][0] == "pages/fiscal-calendar.html"
     assert not drawn.written  # the links did not change: no graph file either
@@ -326,6 +337,22 @@ def test_summaries_are_cut_at_a_word() -> None:
     long = " ".join(["word"] * 200)
     cut = search.summary(long)
     assert len(cut) <= search.SUMMARY_CHARS + 1 and cut.endswith("word…")
+
+
+def test_a_shard_packs_its_postings_as_varints() -> None:
+    shard = {
+        "revenu": [[2, 0, 1, 3, 0], [0, 1, 5, 127, 1, 128], [], [9, 2, 3], [1, 300, 2**40], []],
+        "weigh": [[1, 0, 0, 0, 0], [4, 1.5, 7], [], [], [], []],  # a fractional tf stays JSON
+        search.NAMED + "revenue": [0, 3],
+    }
+    data = search.pack_shard(shard)
+    assert search.read_shard(data) == shard
+    size = int.from_bytes(data[:4], "little")
+    head = json.loads(data[4 : 4 + size])
+    assert head["revenu"][1] == [0, 2] and head["revenu"][2] == []
+    assert head["weigh"][1] == [4, 1.5, 7]
+    # 0, 1, 5 / 127, 1, 128 (two bytes) / 9, 2, 3 / 1, 300 (two bytes), 2**40 (six bytes)
+    assert len(data) - 4 - size == 3 + 4 + 3 + 1 + 2 + 6
 
 
 def test_fnv1a32_is_the_published_function() -> None:

@@ -7,25 +7,34 @@ frequencies and the (stored, quantised) field lengths, and writes them under `<s
 
     search/meta.json            what a query needs first (a few kB at 10,000 pages): the
                                 statistics, the boosts, and the names of every shard and chunk
-    search/terms/<hash>.json    one shard of the terms: {term: [[df per field],
-                                [doc gap, tf, length, ...] per field]}
-    search/docs/<hash>.json     one chunk of DOCS_PER_CHUNK results: [href, title, summary,
-                                freshness, drift, the name of its text file]
-    search/text/<hash>.json     one result's text, by section, for its passage (sections())
+    search/terms/<hash>.bin     one shard of the terms (`pack_shard`): {term: [[df per field],
+                                postings per field]}, the postings (doc gap, tf, length) as
+                                varints after the JSON (a third of their size as JSON numbers)
+    search/docs/<hash>.json     one chunk of DOCS_PER_CHUNK results: the names of their files
+    search/results/<hash>.json  one result: [href, title, summary, freshness, drift, its text
+                                by section (`sections`), from which its passage is picked]
+    search/entities/<hash>.json the entities of the semantic layer, analysed as
+                                reader/entity_search.py analyses them (`entity_rows`)
 
 A term lives in shard `fnv1a32(term) mod len(shards)`; assets/search.js analyses the query as
 index/analysis.py does (the same tokens and the same Porter stemmer, checked word for word
 against Whoosh's by the browser tests), fetches only the shards of its terms, adds up
 `boost * idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg_length))` field by field
 and term by term as index/ranking.py does, and fetches the chunks of the hits it shows, then
-the text files of those hits, from which it picks the passage as reader/passages.py does. The
+the files of those hits, from whose text it picks the passage as reader/passages.py does. The
 statistics (`doc_count`, `df`, `avg_length`) are those of the global pages, as `knowl search`
 computes them for a caller without a user; the results are the active pages (its default
 `--status active`), best first, ties by page id: the same order as `knowl search`.
 
+Entities are searched too, as `knowl search` (its default `--kind all`) does: search.js scores
+them with the same BM25F over their names and descriptions and merges them with the pages by
+rank (reader/mixed.py: pages, entities, and the pages binding an entity found, by reciprocal
+rank), from `entities/<hash>.json` (the statistics are those of every entity, as there).
+
 Only global pages are written; a term found in no page written is left out, so that no word of
-a user's page reaches the site. Shards and chunks are named by their content: a browser may
-cache them for ever, and a rebuild rewrites only those whose content changed (and meta.json).
+a user's page reaches the site. Shards, chunks and results are named by their content: a
+browser may cache them for ever, and a rebuild rewrites only those whose content changed (and
+meta.json).
 """
 
 from __future__ import annotations
@@ -36,19 +45,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from knowl_build.artifacts import memo
 from knowl_build.artifacts.schema import CatalogEntry, PageRecord
 from knowl_build.index.analysis import NAMES_FIELD, TEXT_FIELDS, query_terms
 from knowl_build.index.postings import deleted_docs, live_mask, live_postings
 from knowl_build.index.ranking import K1, B
 from knowl_build.index.storage import Reading, open_index
+from knowl_build.reader.entity_search import BOOST_OF, FIELDS, EntityIndex
 from knowl_build.reader.passages import anchors
-from knowl_build.reader.view import GLOBAL, ArtifactView, visible
+from knowl_build.reader.view import CAVEAT, GLOBAL, ArtifactView, visible
+from knowl_build.site import urls
 from knowl_build.site.datafiles import Folder, Written, digest, encode
 
 FOLDER = "search"
 META = "meta.json"
-TERMS, DOCS, TEXT = "terms", "docs", "text"
+TERMS, DOCS, RESULTS, ENTITIES = "terms", "docs", "results", "entities"
 FORMAT = 2
 DOCS_PER_CHUNK = 32
 # About this many postings per shard (~25-50 kB of JSON); the number of shards is a power of
@@ -120,6 +133,39 @@ def sections(record: PageRecord) -> list[list[str]]:
         elif raw.strip():
             out[-1].append(raw.strip())
     return out
+
+
+def entity_rows(view: ArtifactView, docs: list[_Doc]) -> dict[str, Any]:
+    """The entities as search.js ranks them: the boosts of their two fields and, for each entity
+    in name order, [name, kind, link, label, description (cut as a summary), the `name_key`s
+    that put it first, {term: tf} and length of each field, the documents (numbers of `docs`)
+    binding it that are not caveats]: reader/entity_search.py's analysis, done here once."""
+    index = EntityIndex(view.entities)
+    bound: dict[str, list[int]] = {}
+    for number, doc in enumerate(docs):
+        if doc.entry.usage_mode == CAVEAT:
+            continue  # a caveat rides along with an answer (reader/mixed.py), it is no hit
+        for name in dict.fromkeys(doc.entry.sl_refs):
+            bound.setdefault(name, []).append(number)
+    rows = []
+    for ranked in index.docs:
+        entity = ranked.entity
+        label = entity.definition.get("label")
+        description = entity.definition.get("description")
+        rows.append(
+            [
+                ranked.name,
+                entity.kind,
+                urls.href(urls.ENTITIES, ranked.name),
+                label if isinstance(label, str) else "",
+                summary(description) if isinstance(description, str) else "",
+                sorted(ranked.names),
+                [ranked.freqs[0], ranked.lengths[0]],
+                [ranked.freqs[1], ranked.lengths[1]],
+                bound.get(ranked.name, []),
+            ]
+        )
+    return {"boosts": [view.boosts.get(BOOST_OF[f], 1.0) for f in FIELDS], "entities": rows}
 
 
 def _safe_href(href: str) -> str:
@@ -238,6 +284,74 @@ def _gaps(postings: list[int | float]) -> list[int | float]:
     return out
 
 
+def _varint(out: bytearray, value: int) -> None:
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def pack_shard(shard: dict[str, Any]) -> bytes:
+    """A shard's bytes: the length of its JSON part (4 bytes, little-endian), the JSON, then
+    the postings. In the JSON each term's postings of a field are `[offset, count]`: `count`
+    (doc gap, tf, length) triples of unsigned LEB128 varints at `offset` of the postings part
+    (`[]`: none). A field whose frequencies are not all whole numbers keeps its triples in the
+    JSON (their count, a multiple of 3, is never 2). Names ("=" + name) are JSON."""
+    blob = bytearray()
+    head: dict[str, Any] = {}
+    for term in sorted(shard):
+        value = shard[term]
+        if term.startswith(NAMED):
+            head[term] = value
+            continue
+        fields: list[Any] = [value[0]]
+        for postings in value[1:]:
+            if not postings:
+                fields.append([])
+            elif all(isinstance(x, int) for x in postings):
+                start = len(blob)
+                for x in postings:
+                    _varint(blob, int(x))
+                fields.append([start, len(postings) // 3])
+            else:
+                fields.append(postings)
+        head[term] = fields
+    data = encode(head)
+    return len(data).to_bytes(4, "little") + data + bytes(blob)
+
+
+def read_shard(data: bytes) -> dict[str, Any]:
+    """`pack_shard`'s input again: {term: [[df per field], [gap, tf, length, ...] per field]}
+    (what search.js decodes; the tests and the benchmark read shards with it)."""
+    size = int.from_bytes(data[:4], "little")
+    head: dict[str, Any] = msgspec.json.decode(data[4 : 4 + size])
+    blob = data[4 + size :]
+    out: dict[str, Any] = {}
+    for term, value in head.items():
+        if term.startswith(NAMED):
+            out[term] = value
+            continue
+        fields: list[Any] = [value[0]]
+        for field in value[1:]:
+            if len(field) != 2:
+                fields.append(field)
+                continue
+            at, numbers = field[0], []
+            for _ in range(field[1] * 3):
+                number, shift = 0, 0
+                while True:
+                    byte = blob[at]
+                    at += 1
+                    number |= (byte & 0x7F) << shift
+                    shift += 7
+                    if byte < 0x80:
+                        break
+                numbers.append(number)
+            fields.append(numbers)
+        out[term] = fields
+    return out
+
+
 def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry]]) -> Written:
     """Write `<out_dir>/search/` for `pages` ((href relative to the site's root, entry) pairs:
     the global pages of the site; any other is ignored)."""
@@ -258,35 +372,38 @@ def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry
         shards[fnv1a32(query_terms(name)[0]) % count][NAMED + name] = gaps
     shard_names = []
     for shard in shards:
-        data = encode(shard)
+        data = pack_shard(shard)
         name = digest(data)
-        folder.put(f"{TERMS}/{name}.json", data)
+        folder.put(f"{TERMS}/{name}.bin", data)
         shard_names.append(name)
 
-    texts = []
+    results = []
     for d in docs:
-        data = encode(sections(view.record(d.entry)))
+        row = [
+            d.href,
+            d.entry.title,
+            summary(d.entry.summary),
+            d.entry.freshness,
+            d.entry.drift_flag,
+            sections(view.record(d.entry)),
+        ]
+        data = encode(row)
         name = digest(data)
-        folder.put(f"{TEXT}/{name}.json", data)
-        texts.append(name)
+        folder.put(f"{RESULTS}/{name}.json", data)
+        results.append(name)
 
     chunk_names = []
     for start in range(0, len(docs), DOCS_PER_CHUNK):
-        rows = [
-            [
-                d.href,
-                d.entry.title,
-                summary(d.entry.summary),
-                d.entry.freshness,
-                d.entry.drift_flag,
-                texts[start + n],
-            ]
-            for n, d in enumerate(docs[start : start + DOCS_PER_CHUNK])
-        ]
-        data = encode(rows)
+        data = encode(results[start : start + DOCS_PER_CHUNK])
         name = digest(data)
         folder.put(f"{DOCS}/{name}.json", data)
         chunk_names.append(name)
+
+    entities = None
+    if view.entities:
+        data = encode(entity_rows(view, docs))
+        entities = digest(data)
+        folder.put(f"{ENTITIES}/{entities}.json", data)
 
     n = export.doc_count
     boosts = view.boosts
@@ -303,7 +420,8 @@ def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry
         "chunk": DOCS_PER_CHUNK,
         "chunks": chunk_names,
         "shards": shard_names,
+        "entities": entities,
     }
     # meta.json last: until it is replaced, it names only files that still exist.
     folder.put(META, encode(meta) + b"\n")
-    return folder.prune([TERMS, DOCS, TEXT])
+    return folder.prune([TERMS, DOCS, RESULTS, ENTITIES])

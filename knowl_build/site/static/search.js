@@ -5,7 +5,7 @@
  * included). Only the shards of the query's terms are fetched, then the chunks of the results
  * shown. Scores are BM25F as index/ranking.py computes them, in the same order of additions;
  * a page named as the query (its title, file name or an alias) comes first, as there. Each
- * result shown gets its passage (reader/passages.py's choice, from the page's text file): the
+ * result shown gets its passage (reader/passages.py's choice, from the text in its file): the
  * header's box shows the first results as one types, search.html all of them.
  * Page text is only ever set with textContent: nothing from the index is parsed as HTML.
  */
@@ -160,7 +160,41 @@
   function meta() { return getJSON("meta.json", true); }
 
   function shardOf(m, term) {
-    return "terms/" + m.shards[fnv1a32(term) % m.shards.length] + ".json";
+    return "terms/" + m.shards[fnv1a32(term) % m.shards.length] + ".bin";
+  }
+
+  /* A shard (search.py's pack_shard): {head: its JSON part, blob: the postings' varints}. */
+  function getShard(path) {
+    if (!cache[path]) {
+      cache[path] = fetch(new URL(path, DATA)).then(function (response) {
+        if (!response.ok) throw new Error(path + ": HTTP " + response.status);
+        return response.arrayBuffer();
+      }).then(function (buffer) {
+        var bytes = new Uint8Array(buffer);
+        var size = new DataView(buffer).getUint32(0, true);
+        var head = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + size)));
+        return { head: head, blob: bytes.subarray(4 + size) };
+      });
+      cache[path].catch(function () { delete cache[path]; });
+    }
+    return cache[path];
+  }
+
+  /* One field's postings of a term: [gap, tf, length, ...], decoded from the shard's varints
+   * ([offset, count]) or as the JSON holds them. */
+  function postingsOf(shard, field) {
+    if (!Array.isArray(field) || field.length !== 2) return Array.isArray(field) ? field : [];
+    var blob = shard.blob, at = field[0], out = new Array(field[1] * 3);
+    for (var i = 0; i < out.length; i++) {
+      var value = 0, scale = 1, byte;
+      do {
+        byte = blob[at++];
+        value += (byte & 0x7f) * scale;
+        scale *= 128;
+      } while (byte >= 0x80);
+      out[i] = value;
+    }
+    return out;
   }
 
   /* Every matching result's score, best first: the documents named as the query first, then by
@@ -170,7 +204,7 @@
     queryTerms.forEach(function (t) { needed[shardOf(m, t)] = true; });
     if (name) needed[nameShard(m, name)] = true;
     return Promise.all(Object.keys(needed).map(function (p) {
-      return getJSON(p).then(function (shard) { return [p, shard]; });
+      return getShard(p).then(function (shard) { return [p, shard]; });
     })).then(function (loaded) {
       var shards = {};
       loaded.forEach(function (pair) { shards[pair[0]] = pair[1]; });
@@ -179,13 +213,15 @@
       for (var f = 0; f < m.fields.length; f++) {
         var avg = m.avg_lengths[f];
         for (var q = 0; q < queryTerms.length; q++) {
-          var entry = shards[shardOf(m, queryTerms[q])][queryTerms[q]];
+          var shard = shards[shardOf(m, queryTerms[q])];
+          var entry = Object.prototype.hasOwnProperty.call(shard.head, queryTerms[q]) ?
+            shard.head[queryTerms[q]] : null;
           if (!entry) continue;
           var df = entry[0][f];
           if (!df) continue;
           var idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
           var weight = m.boosts[f] * idf * (k1 + 1);
-          var postings = entry[1 + f];
+          var postings = postingsOf(shard, entry[1 + f]);
           var doc = 0;
           for (var i = 0; i < postings.length; i += 3) {
             doc += postings[i];
@@ -196,7 +232,7 @@
         }
       }
       var named = new Set();
-      var docs = name ? shards[nameShard(m, name)][NAMED + name] : null;
+      var docs = name ? shards[nameShard(m, name)].head[NAMED + name] : null;
       if (docs) {
         var at = 0;
         for (var j = 0; j < docs.length; j++) {
@@ -215,21 +251,25 @@
     });
   }
 
+  /* The hits described: each one's file (named by its chunk), with its text for the passage. */
   function describe(m, hits) {
     var chunks = {};
     hits.forEach(function (h) { chunks[Math.floor(h.doc / m.chunk)] = true; });
     return Promise.all(Object.keys(chunks).map(function (c) {
-      return getJSON("docs/" + m.chunks[c] + ".json").then(function (rows) { return [c, rows]; });
+      return getJSON("docs/" + m.chunks[c] + ".json").then(function (names) { return [c, names]; });
     })).then(function (loaded) {
-      var rows = {};
-      loaded.forEach(function (pair) { rows[pair[0]] = pair[1]; });
-      return hits.map(function (h) {
-        var row = rows[Math.floor(h.doc / m.chunk)][h.doc % m.chunk];
-        return {
-          href: row[0], title: row[1], summary: row[2], freshness: row[3], drift: row[4],
-          text: row[5], score: h.score
-        };
-      });
+      var names = {};
+      loaded.forEach(function (pair) { names[pair[0]] = pair[1]; });
+      return Promise.all(hits.map(function (h) {
+        var file = String(names[Math.floor(h.doc / m.chunk)][h.doc % m.chunk]);
+        if (!/^[0-9a-f]{16}$/.test(file)) throw new Error("a result without its file");
+        return getJSON("results/" + file + ".json").then(function (row) {
+          return {
+            kind: "page", href: row[0], title: row[1], summary: row[2], freshness: row[3],
+            drift: row[4], sections: row[5], score: h.score
+          };
+        });
+      }));
     });
   }
 
@@ -299,35 +339,158 @@
     };
   }
 
-  /* Each result with its `section` and `snippet` (null when only its summary or tags matched),
-   * from its text file: fetched for the results shown only. */
+  /* Each result with its `section` and `snippet` (null when only its summary or tags matched). */
   function attachPassages(results, queryTerms) {
-    return Promise.all(results.map(function (r) {
-      if (typeof r.text !== "string" || !/^[0-9a-f]{16}$/.test(r.text)) {
-        r.section = null; r.snippet = null;
-        return r;
-      }
-      return getJSON("text/" + r.text + ".json").then(function (sections) {
-        var found = passage(sections, queryTerms);
-        r.section = found ? found.section : null;
-        r.snippet = found ? found.snippet : null;
-        return r;
-      });
-    }));
+    return results.map(function (r) {
+      var found = passage(r.sections, queryTerms);
+      r.section = found ? found.section : null;
+      r.snippet = found ? found.snippet : null;
+      delete r.sections;
+      return r;
+    });
   }
 
-  /* Results for `text`: {total, results (the first `limit`, described, with their passages
-   * unless `options.passages` is false)}. */
-  function search(text, limit, options) {
-    var withPassages = !options || options.passages !== false;
+  // --- entities, and mixed hits (reader/entity_search.py, reader/mixed.py) -------------------
+
+  var RRF_K = 60;
+
+  /* The entities matching the query, best first: those named as the query first, then by
+   * score, then by name. Each term's score is its two fields' summed, then added (the order of
+   * entity_search's additions). */
+  function rankEntities(m, data, queryTerms, name) {
+    var K1 = m.k1, B = m.b;
+    var rows = Array.isArray(data.entities) ? data.entities : [], fields = [6, 7];
+    var count = Math.max(rows.length, 1);
+    var scores = new Map();
+    var avg = fields.map(function (f) {
+      var sum = 0;
+      rows.forEach(function (row) { sum += row[f][1]; });
+      return (rows.length ? sum / rows.length : 0) || 1.0;
+    });
+    var df = fields.map(function (f) {
+      var found = Object.create(null);
+      rows.forEach(function (row) {
+        Object.keys(row[f][0]).forEach(function (t) { found[t] = (found[t] || 0) + 1; });
+      });
+      return found;
+    });
+    queryTerms.forEach(function (term) {
+      var found = new Map();
+      fields.forEach(function (f, i) {
+        var d = df[i][term];
+        if (!d) return;
+        var weight = data.boosts[i] * Math.log(1 + (count - d + 0.5) / (d + 0.5)) * (K1 + 1);
+        rows.forEach(function (row, number) {
+          var freqs = row[f][0];
+          var tf = Object.prototype.hasOwnProperty.call(freqs, term) ? freqs[term] : 0;
+          if (tf) {
+            var norm = K1 * (1 - B + B * row[f][1] / avg[i]);
+            found.set(number, (found.get(number) || 0) + weight * tf / (tf + norm));
+          }
+        });
+      });
+      found.forEach(function (score, number) {
+        scores.set(number, (scores.get(number) || 0) + score);
+      });
+    });
+    var named = new Set();
+    if (name) {
+      rows.forEach(function (row, number) {
+        if (row[5].indexOf(name) >= 0) {
+          named.add(number);
+          if (!scores.has(number)) scores.set(number, 0);
+        }
+      });
+    }
+    var ranked = Array.from(scores, function (pair) {
+      return { number: pair[0], score: pair[1], named: named.has(pair[0]), row: rows[pair[0]] };
+    });
+    ranked.sort(function (x, y) {
+      return (y.named - x.named) || y.score - x.score ||
+        (x.row[0] < y.row[0] ? -1 : x.row[0] > y.row[0] ? 1 : 0);
+    });
+    return ranked;
+  }
+
+  /* Pages (`hits`, ranked) and entities merged as reader/mixed.py merges them for `limit`
+   * hits: named first, then by the sum of 1 / (60 + rank) over the rankings an item is in
+   * (the pages to a depth of max(4 * limit, 20), the entities, the pages binding an entity
+   * found, by the best rank of the entities they bind), pages before entities, then by page
+   * id (the document number) or entity name. */
+  function mixed(hits, entities, limit) {
+    if (!entities.length) return hits.slice(0, limit);
+    var items = new Map();
+    hits.slice(0, Math.max(limit * 4, 20)).forEach(function (h, r) {
+      items.set("p" + h.doc, { kind: "page", doc: h.doc, named: h.named, fused: 1 / (RRF_K + r) });
+    });
+    var best = new Map();
+    entities.forEach(function (e, position) {
+      e.row[8].forEach(function (doc) { if (!best.has(doc)) best.set(doc, position); });
+    });
+    Array.from(best).sort(function (x, y) { return x[1] - y[1] || x[0] - y[0]; })
+      .forEach(function (pair, r) {
+        var item = items.get("p" + pair[0]);
+        if (!item) {
+          item = { kind: "page", doc: pair[0], named: false, fused: 0 };
+          items.set("p" + pair[0], item);
+        }
+        item.fused = item.fused + 1 / (RRF_K + r);
+      });
+    entities.forEach(function (e, r) {
+      items.set("e" + e.row[0], { kind: "entity", entity: e, named: e.named, fused: 1 / (RRF_K + r) });
+    });
+    var order = Array.from(items.values());
+    order.sort(function (x, y) {
+      if (x.named !== y.named) return x.named ? -1 : 1;
+      if (x.fused !== y.fused) return y.fused - x.fused;
+      if (x.kind !== y.kind) return x.kind === "page" ? -1 : 1;
+      if (x.kind === "page") return x.doc - y.doc;
+      return x.entity.row[0] < y.entity.row[0] ? -1 : x.entity.row[0] > y.entity.row[0] ? 1 : 0;
+    });
+    return order.slice(0, limit).map(function (item) {
+      return item.kind === "page" ? { doc: item.doc, score: item.fused, named: item.named } :
+        { entity: item.entity, score: item.fused };
+    });
+  }
+
+  function entityResult(e, score) {
+    var row = e.row;
+    return {
+      kind: "entity", href: String(row[2]), title: String(row[0]), entityKind: String(row[1]),
+      label: String(row[3]), summary: String(row[4]), section: null, snippet: null,
+      score: score
+    };
+  }
+
+  /* Results for `text`: {total, results (the first `limit`, described, pages with their
+   * passages)}: pages and entities as `knowl search` (its default, `--kind all`) mixes them. */
+  function search(text, limit) {
+    limit = limit || PAGE_SIZE;
     return meta().then(function (m) {
       var queryTerms = terms(text);
       if (!queryTerms.length) return { total: 0, results: [] };
-      return rank(m, queryTerms, nameKey(text)).then(function (hits) {
-        return describe(m, hits.slice(0, limit || PAGE_SIZE)).then(function (results) {
-          return withPassages ? attachPassages(results, queryTerms) : results;
-        }).then(function (results) {
-          return { total: hits.length, results: results };
+      var entities = m.entities ? getJSON("entities/" + m.entities + ".json") :
+        Promise.resolve(null);
+      return Promise.all([rank(m, queryTerms, nameKey(text)), entities]).then(function (both) {
+        var hits = both[0];
+        var found = both[1] ? rankEntities(m, both[1], queryTerms, nameKey(text)) : [];
+        var shown = mixed(hits, found, limit);
+        var pages = shown.filter(function (h) { return !h.entity; });
+        var total = hits.length + found.length;
+        if (found.length) {
+          var bound = new Set(hits.map(function (h) { return h.doc; }));
+          found.forEach(function (e) { e.row[8].forEach(function (d) { bound.add(d); }); });
+          total = bound.size + found.length;
+        }
+        return describe(m, pages).then(function (described) {
+          attachPassages(described, queryTerms);
+          var at = 0;
+          return {
+            total: total,
+            results: shown.map(function (h) {
+              return h.entity ? entityResult(h.entity, h.score) : described[at++];
+            })
+          };
         });
       });
     });
@@ -376,7 +539,23 @@
     return link;
   }
 
+  /* An entity's result: its name (a link to its page), its kind, its label and description. */
+  function entityItem(r, li, titleClass) {
+    var heading = el("p", titleClass);
+    var href = siteURL(r.href);
+    var link = el(href ? "a" : "span", null, r.title);
+    if (href) link.href = href;
+    heading.appendChild(link);
+    heading.appendChild(document.createTextNode(" "));
+    heading.appendChild(el("span", "badge badge-entity", r.entityKind || "entity"));
+    li.appendChild(heading);
+    var about = [r.label, r.summary].filter(function (x) { return x; }).join(": ");
+    if (about) li.appendChild(el("p", "search-result-summary", about));
+    return li;
+  }
+
   function resultItem(r) {
+    if (r.kind === "entity") return entityItem(r, el("li", "search-result search-entity"), "search-result-title");
     var li = el("li", "search-result");
     var heading = el("p", "search-result-title");
     var href = siteURL(r.href);
@@ -438,7 +617,7 @@
         if (ticket !== latest) return;
         list.replaceChildren.apply(list, found.results.map(resultItem));
         status.textContent = found.total === 0 ? "No page matches “" + text + "”." :
-          found.total + (found.total === 1 ? " page matches" : " pages match") +
+          found.total + (found.total === 1 ? " result matches" : " results match") +
           " “" + text + "”" +
           (found.total > found.results.length ? "; the first " + found.results.length + " are shown." : ".");
         more.hidden = found.total <= found.results.length;
@@ -526,6 +705,12 @@
     li.setAttribute("aria-selected", "false");
     var href = siteURL(r.href);
     if (href) li.dataset.href = href;
+    if (r.kind === "entity") {
+      li.classList.add("search-entity");
+      entityItem(r, li, "search-option-title");
+      li.querySelectorAll("a").forEach(function (a) { a.tabIndex = -1; });
+      return li;
+    }
     var title = el(href ? "a" : "span", "search-option-title", r.title);
     if (href) { title.href = href; title.tabIndex = -1; }
     li.appendChild(title);
@@ -607,7 +792,7 @@
         if (ticket !== latest) return;
         list.replaceChildren.apply(list, found.results.map(optionItem));
         status.textContent = found.total === 0 ? "No page matches “" + text + "”." :
-          found.total + (found.total === 1 ? " page matches." : " pages match.");
+          found.total + (found.total === 1 ? " result." : " results.");
         all.hidden = found.total <= found.results.length;
         select(-1);
         open(document.activeElement === box || panel.contains(document.activeElement));
