@@ -282,7 +282,7 @@ class BoundedUnpickler(pickle._Unpickler):
 
     def _run_view(self, data: bytes | memoryview, file: io.BytesIO) -> None:
         at, end, frame_end = file.tell(), len(data), 0
-        memo, dispatch = self.memo, _BOUNDED_DISPATCH
+        memo = self.memo
         stack, append = self.stack, self.append
         for _ in range(MAX_PICKLE_OPS):
             start = at
@@ -316,45 +316,61 @@ class BoundedUnpickler(pickle._Unpickler):
                 append(items)
             elif op == 0x4E:  # NONE
                 append(None)
-            elif op == 0x85:  # TUPLE1
-                stack[-1] = (stack[-1],)
             elif op == 0x86:  # TUPLE2
                 stack[-2:] = [(stack[-2], stack[-1])]
-            elif op == 0x87:  # TUPLE3
-                stack[-3:] = [(stack[-3], stack[-2], stack[-1])]
             elif op == 0x71:  # BINPUT (an index below 256)
                 memo[data[at]] = stack[-1]
                 at += 1
-            elif op == 0x58:  # BINUNICODE
-                size = _UINT32.unpack_from(data, at)[0]
-                at += 4
-                if at + size > end:
-                    raise BadIndex(_TRUNCATED)
-                append(str(data[at : at + size], "utf-8", "surrogatepass"))
-                at += size
-            elif op == 0x95:  # FRAME (see _FRAMING)
-                if start < frame_end:
-                    raise BadIndex(_FRAMING)
-                size = _UINT64.unpack_from(data, at)[0]
-                at += 8
-                if at + size > end:
-                    raise BadIndex(_TRUNCATED)
-                frame_end = at + size
-            elif op == 0x80:  # PROTO
-                self.proto = data[at]
-                at += 1
-                if self.proto > pickle.HIGHEST_PROTOCOL:
-                    raise pickle.UnpicklingError(f"unsupported pickle protocol {self.proto}")
             elif op == 0x2E:  # STOP: leave the file just after it
                 file.seek(at)
                 raise _Stopped(stack.pop())
             else:
-                file.seek(at)
-                dispatch[op](self)
-                at = file.tell()
+                at, frame_end = self._view_op(op, data, at, start, frame_end, file)
                 stack, append = self.stack, self.append
             if start < frame_end < at:
                 raise BadIndex(_FRAMING)
+
+    def _view_op(
+        self,
+        op: int,
+        data: bytes | memoryview,
+        at: int,
+        start: int,
+        frame_end: int,
+        file: io.BytesIO,
+    ) -> tuple[int, int]:
+        """`_run_view`'s less frequent operations: where the next one starts, and where the
+        current frame ends."""
+        stack = self.stack
+        if op == 0x85:  # TUPLE1
+            stack[-1] = (stack[-1],)
+        elif op == 0x87:  # TUPLE3
+            stack[-3:] = [(stack[-3], stack[-2], stack[-1])]
+        elif op == 0x58:  # BINUNICODE
+            size = _UINT32.unpack_from(data, at)[0]
+            at += 4
+            if at + size > len(data):
+                raise BadIndex(_TRUNCATED)
+            self.append(str(data[at : at + size], "utf-8", "surrogatepass"))
+            at += size
+        elif op == 0x95:  # FRAME (see _FRAMING)
+            if start < frame_end:
+                raise BadIndex(_FRAMING)
+            size = _UINT64.unpack_from(data, at)[0]
+            at += 8
+            if at + size > len(data):
+                raise BadIndex(_TRUNCATED)
+            frame_end = at + size
+        elif op == 0x80:  # PROTO
+            self.proto = data[at]
+            at += 1
+            if self.proto > pickle.HIGHEST_PROTOCOL:
+                raise pickle.UnpicklingError(f"unsupported pickle protocol {self.proto}")
+        else:
+            file.seek(at)
+            _BOUNDED_DISPATCH[op](self)
+            at = file.tell()
+        return at, frame_end
 
 
 # Set while a Searcher reads an index that the full validation decoded in this state.
