@@ -529,3 +529,63 @@ def test_a_drifted_page_is_re_bound_to_the_live_definition_by_a_quick_fix(
     assert 'last_validated_at: "2026-05-10T00:00:00Z"' in whole.new_text
     assert old not in whole.new_text
     assert (project.root / REVENUE).read_text(encoding="utf-8") == page
+
+
+def test_a_secret_is_redacted_in_diagnostics_hover_and_completion(tmp_path: Path) -> None:
+    token = "ghp_" + "A1b2" * 9
+    page = FM.replace("meta:", f"summary: the key is {token}\nmeta:") + "# Secret\n"
+    notes = FM + "# Notes\n\n[[secret]]\n[[sec\n"
+    project = Project(tmp_path / "repo").write(
+        {**FILES, "knowledge/global/secret.md": page, NOTES: notes}
+    )
+    project.commit("pages")
+
+    async def body(s: Session) -> tuple[str, str, str]:
+        s.open("knowledge/global/secret.md")
+        s.open(NOTES)
+        await s.until(lambda: "KB401" in s.codes("knowledge/global/secret.md"))
+        [found] = [
+            d for d in s.diagnostics[s.uri("knowledge/global/secret.md")] if d.code == "KB401"
+        ]
+        hover = await s.client.text_document_hover_async(types.HoverParams(**s.where(NOTES, 6, 3)))
+        got = await s.client.text_document_completion_async(
+            types.CompletionParams(**s.where(NOTES, 7, 5))
+        )
+        assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+        assert isinstance(got, types.CompletionList)
+        [item] = [i for i in got.items if i.label == "secret"]
+        return found.message, hover.contents.value, str(item.documentation)
+
+    message, hover, documentation = run(project.root, body)
+    for shown in (message, hover, documentation):
+        assert token not in shown
+    assert "[redacted]" in hover and "[redacted]" in documentation
+
+
+@pytest.mark.parametrize(
+    ("new_name", "refusal"),
+    [
+        ("../escape", "must not be empty or start with a dot"),
+        ("sub/escape", "a page's name has no /"),
+        ("notes", "knowledge/global/notes.md exists already"),
+        (".hidden", "must not be empty or start with a dot"),
+        ("", "must not be empty"),
+    ],
+)
+def test_a_rename_that_cannot_be_made_is_refused(repo: Path, new_name: str, refusal: str) -> None:
+    async def body(s: Session) -> str:
+        s.open(NOTES)
+        await s.until(lambda: s.published > 0)
+        try:
+            await s.client.text_document_rename_async(
+                types.RenameParams(new_name=new_name, **s.where(NOTES, 6, 8))
+            )
+        except Exception as exc:  # the protocol's error, raised by the client
+            return str(exc)
+        return "not refused"
+
+    assert refusal in run(repo, body)
+    assert sorted(p.name for p in (repo / "knowledge/global").iterdir()) == [
+        "notes.md",
+        "revenue.md",
+    ]

@@ -138,8 +138,9 @@ def _create(ws: Workspace, path: str, line: int, column: int) -> Action | None:
         _check_name(name)
     except Refused:
         return None
-    if ws.relative(str(ws.absolute(new_path))) != new_path or ws.absolute(new_path).exists():
-        return None  # outside the project, or there already
+    inside = ws.relative(str(ws.absolute(new_path))) == new_path and ws.could_be_page(new_path)
+    if not inside or ws.absolute(new_path).exists():
+        return None  # outside the knowledge folder, or there already
     text = f"---\nsummary: \n---\n# {name}\n"
     return Action(f"Create the missing page {new_path}", BROKEN_LINK, "create", new_path, text)
 

@@ -73,13 +73,14 @@ class KnowlServer(LanguageServer):
                 return
             try:
                 changed = await asyncio.get_running_loop().run_in_executor(None, self.ws.refresh)
-            except KnowlError as exc:
-                self.window_show_message(
-                    types.ShowMessageParams(types.MessageType.Error, f"knowl: {exc}")
-                )
-                self.ready.set()
+            except KnowlError as exc:  # a bad configuration, say: one line, as the CLI says
+                self.say(f"knowl: {exc}")
                 return
-        self.ready.set()
+            except Exception as exc:  # a bug must not take the editor's server down with it
+                self.say(f"knowl: the analysis failed ({type(exc).__name__}: {exc})")
+                return
+            finally:
+                self.ready.set()
         # Open documents always hear (an empty list says the page is clean), others when
         # their findings changed.
         for path in self.ws.buffers:
@@ -107,6 +108,9 @@ class KnowlServer(LanguageServer):
             if await loop.run_in_executor(None, self.ws.changed_on_disk):
                 self.ws.files_changed()
                 self.schedule()
+
+    def say(self, message: str) -> None:
+        self.window_show_message(types.ShowMessageParams(types.MessageType.Error, message))
 
     async def wait(self) -> bool:
         try:

@@ -178,14 +178,14 @@ class Workspace:
                 pages[path] = entry
             elif path in semantics:
                 semantics[path] = entry
-            elif self._could_be_page(path):
+            elif self.could_be_page(path):
                 pages[path] = entry  # a page not saved yet
                 added.append(path)
         if added:
             discovery = dataclasses.replace(discovery, pages=sorted([*discovery.pages, *added]))
         return Inputs(discovery, pages, semantics)
 
-    def _could_be_page(self, path: str) -> bool:
+    def could_be_page(self, path: str) -> bool:
         parts = path.split("/")
         return (
             path.endswith(".md")
