@@ -7,7 +7,7 @@ On a built corpus, per size:
 - initial download: the bytes a browser fetches on search.html before the first query (the page,
   the styles and scripts it references, and search/meta.json, which search.js loads first);
 - per query: the bytes of the shards, result chunks and result files (with the text of their
-  passages) one query fetches (p50 and max over 100 queries of one to three words), and
+  passages) and the entities' file one query fetches (p50 and max over 100 queries of one to three words), and
   the largest total before a query's first results are shown: the initial download and that
   query's fetches;
 - in the browser, when chromium and chromium-driver are installed: the time from a query to
@@ -41,7 +41,7 @@ from knowl_build.site.search import fnv1a32, read_shard
 
 CHROMIUM = os.environ.get("KNOWL_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("KNOWL_CHROMEDRIVER", "/usr/bin/chromedriver")
-SHOWN = 20  # results search.js describes at first
+SHOWN = 10  # results search.js describes at first (search.html; the header's panel: 8)
 
 
 def knowl(*args: str) -> float:
@@ -126,7 +126,10 @@ def query_fetches(out: Path, text: str) -> int:
     fetched += sum((folder / "docs" / f"{c}.json").stat().st_size for c in chunks)
     files = {c: json.loads((folder / "docs" / f"{c}.json").read_text()) for c in chunks}
     results = {files[meta["chunks"][d // meta["chunk"]]][d % meta["chunk"]] for d in top}
-    return fetched + sum((folder / "results" / f"{r}.json").stat().st_size for r in results)
+    fetched += sum((folder / "results" / f"{r}.json").stat().st_size for r in results)
+    if meta.get("entities"):  # every query ranks the entities too
+        fetched += (folder / "entities" / f"{meta['entities']}.json").stat().st_size
+    return fetched
 
 
 def queries(count: int = 100) -> list[str]:

@@ -135,11 +135,17 @@ def sections(record: PageRecord) -> list[list[str]]:
     return out
 
 
+def _gaps_of(numbers: list[int]) -> list[int]:
+    """Ascending numbers as the gaps between them (the first from 0)."""
+    return [b - a for a, b in zip([0, *numbers], numbers, strict=False)]
+
+
 def entity_rows(view: ArtifactView, docs: list[_Doc]) -> dict[str, Any]:
     """The entities as search.js ranks them: the boosts of their two fields and, for each entity
     in name order, [name, kind, link, label, description (cut as a summary), the `name_key`s
-    that put it first, {term: tf} and length of each field, the documents (numbers of `docs`)
-    binding it that are not caveats]: reader/entity_search.py's analysis, done here once."""
+    that put it first, {term: tf} and length of each field, the documents (numbers of `docs`,
+    as gaps) binding it that are not caveats]: reader/entity_search.py's analysis, done here
+    once."""
     index = EntityIndex(view.entities)
     bound: dict[str, list[int]] = {}
     for number, doc in enumerate(docs):
@@ -162,7 +168,7 @@ def entity_rows(view: ArtifactView, docs: list[_Doc]) -> dict[str, Any]:
                 sorted(ranked.names),
                 [ranked.freqs[0], ranked.lengths[0]],
                 [ranked.freqs[1], ranked.lengths[1]],
-                bound.get(ranked.name, []),
+                _gaps_of(bound.get(ranked.name, [])),
             ]
         )
     return {"boosts": [view.boosts.get(BOOST_OF[f], 1.0) for f in FIELDS], "entities": rows}
@@ -368,8 +374,7 @@ def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry
     for name, numbers in export.names.items():
         # "=" + name: the documents named so, as gaps (search.js ranks them first), in the
         # shard of the name's first term: the shard a query equal to it fetches anyway.
-        gaps = [b - a for a, b in zip([0, *numbers], numbers, strict=False)]
-        shards[fnv1a32(query_terms(name)[0]) % count][NAMED + name] = gaps
+        shards[fnv1a32(query_terms(name)[0]) % count][NAMED + name] = _gaps_of(numbers)
     shard_names = []
     for shard in shards:
         data = pack_shard(shard)

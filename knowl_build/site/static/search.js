@@ -15,7 +15,7 @@
   var script = document.currentScript;
   var ROOT = new URL("../", script ? script.src : document.baseURI);
   var DATA = new URL("search/", ROOT);
-  var PAGE_SIZE = 20;
+  var PAGE_SIZE = 10;
 
   // --- Whoosh's Porter stemmer (whoosh/lang/porter.py), rule for rule -----------------------
   // Its `re.match` anchors at the start only: `(at|bl|iz)$` and `([^aeiouylsz])\1$` match a
@@ -353,6 +353,22 @@
   // --- entities, and mixed hits (reader/entity_search.py, reader/mixed.py) -------------------
 
   var RRF_K = 60;
+  var entityCache = Object.create(null);
+
+  /* The entities' file, its lists of binding documents (gaps) made document numbers. */
+  function entityData(name) {
+    if (!entityCache[name]) {
+      entityCache[name] = getJSON("entities/" + name + ".json").then(function (data) {
+        (Array.isArray(data.entities) ? data.entities : []).forEach(function (row) {
+          var at = 0;
+          row[8] = (Array.isArray(row[8]) ? row[8] : []).map(function (gap) { return (at += gap); });
+        });
+        return data;
+      });
+      entityCache[name].catch(function () { delete entityCache[name]; });
+    }
+    return entityCache[name];
+  }
 
   /* The entities matching the query, best first: those named as the query first, then by
    * score, then by name. Each term's score is its two fields' summed, then added (the order of
@@ -469,8 +485,7 @@
     return meta().then(function (m) {
       var queryTerms = terms(text);
       if (!queryTerms.length) return { total: 0, results: [] };
-      var entities = m.entities ? getJSON("entities/" + m.entities + ".json") :
-        Promise.resolve(null);
+      var entities = m.entities ? entityData(m.entities) : Promise.resolve(null);
       return Promise.all([rank(m, queryTerms, nameKey(text)), entities]).then(function (both) {
         var hits = both[0];
         var found = both[1] ? rankEntities(m, both[1], queryTerms, nameKey(text)) : [];
