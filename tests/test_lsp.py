@@ -589,3 +589,29 @@ def test_a_rename_that_cannot_be_made_is_refused(repo: Path, new_name: str, refu
         "notes.md",
         "revenue.md",
     ]
+
+
+def test_hover_on_a_drifted_entity_shows_before_after_and_the_commit(tmp_path: Path) -> None:
+    page = (
+        "---\nsl_refs: [shop_pg.orders.total_revenue]\nmeta:\n"
+        '  last_validated_at: "2026-05-01T00:00:00Z"\n  bound_fingerprints:\n'
+        f'    shop_pg.orders.total_revenue: "{FP_SUM_AMOUNT}"\n---\n# Revenue\n'
+    )
+    project = Project(tmp_path / "repo").write({**SEMANTICS, REVENUE: page})
+    project.commit("pages")
+    changed = SEMANTICS[ORDERS].replace('expr: "sum(amount)"', 'expr: "sum(amount) - 1"')
+    sha = project.write({ORDERS: changed}).commit("revenue less one")
+
+    async def body(s: Session) -> str:
+        s.open(REVENUE)
+        await s.until(lambda: "KB201" in s.codes(REVENUE))
+        hover = await s.client.text_document_hover_async(
+            types.HoverParams(**s.where(REVENUE, 1, 15))
+        )
+        assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+        return hover.contents.value
+
+    shown = run(project.root, body)
+    assert f"**drifted**: this page is bound to `{FP_SUM_AMOUNT}`" in shown
+    assert f"changed in {sha[:12]} (revenue less one)" in shown
+    assert "sum(amount) - 1" in shown.split("after:")[1]

@@ -12,6 +12,7 @@ from lsprotocol import types
 from knowl_build import DOCS_URL, vocabulary
 from knowl_build.config import OBSIDIAN
 from knowl_build.diagnostics import Diagnostic
+from knowl_build.history.records import History
 from knowl_build.lsp.lookup import At, at, heading_line, target_of
 from knowl_build.lsp.positions import Positions
 from knowl_build.lsp.workspace import Workspace
@@ -254,7 +255,7 @@ def _entity_item(entity: Entity, typed: str, add: Callable[..., None]) -> None:
 # Hover ----------------------------------------------------------------------------------
 
 
-def _entity_text(entity: Entity, page: Page | None = None) -> str:
+def _entity_text(entity: Entity, page: Page | None = None, history: History | None = None) -> str:
     lines = [f"**{entity.name}** ({entity.kind}, {entity.origin})", ""]
     for key in entity.attributes:
         value = entity.definition.get(key)
@@ -273,7 +274,31 @@ def _entity_text(entity: Entity, page: Page | None = None) -> str:
                     f"\n**drifted**: this page is bound to `{bound[entity.name]}`, the live "
                     f"definition is `{entity.fingerprint}` (`knowl review` re-binds it)"
                 )
+                lines += _drift(history, entity, bound[entity.name])
     return redact("\n".join(lines))
+
+
+def _drift(history: History | None, entity: Entity, bound: str) -> list[str]:
+    """The definition the page was written against, the live one, and the commit between."""
+    if history is None:
+        return []
+    out = []
+    before, after = history.definitions.get(bound), history.definitions.get(entity.fingerprint)
+    if before is not None:
+        out.append(f"\nbefore: `{before}`")
+    if after is not None:
+        out.append(f"after: `{after}`")
+    record = history.entities.get(entity.name)
+    versions = record.versions if record is not None else []
+    seen = [i for i, (_, fingerprint) in enumerate(versions) if fingerprint == bound]
+    if seen and seen[-1] + 1 < len(versions):
+        commit = versions[seen[-1] + 1][0]
+        known = history.commits.get(commit or "")
+        if known is not None:
+            out.append(f"changed in {known.sha[:12]} ({known.subject})")
+        elif commit:
+            out.append(f"changed in {commit[:12]}")
+    return out
 
 
 def hover(ws: Workspace, path: str, line: int, column: int) -> str | None:
@@ -287,7 +312,7 @@ def hover(ws: Workspace, path: str, line: int, column: int) -> str | None:
         entity = ws.entity(found.name)
         if entity is None:
             return f"**{redact(found.name)}**: no such entity in the semantic layer"
-        return _entity_text(entity, page)
+        return _entity_text(entity, page, analysis.history)
     resolution = target_of(analysis.index, page, found)
     if resolution is None:
         return None
