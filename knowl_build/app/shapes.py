@@ -199,10 +199,31 @@ def _knowl(root: Path) -> Shape | None:
 _DETECTORS = (_knowl, _dendron, _quartz, _hugo, _mkdocs, _docusaurus, _obsidian)
 
 
+def _has_markdown(root: Path, budget: int = 20_000) -> bool:
+    """Whether any `.md` file lies outside hidden folders (at most `budget` entries looked at)."""
+    stack = [root]
+    while stack and budget > 0:
+        folder = stack.pop()
+        for entry in _entries(folder):
+            budget -= 1
+            if entry.name.startswith(".") or entry.name == "node_modules":
+                continue
+            if entry.is_file(follow_symlinks=False) and entry.name.endswith(".md"):
+                return True
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+    return False
+
+
 def detect(root: Path) -> list[Shape]:
-    """Every shape found, most specific first; `markdown` (the root's Markdown) when none."""
+    """Every shape found, most specific first. Without one: the root's Markdown as it is, or,
+    in a repository with no page yet, knowl's own layout (`knowledge/global/`)."""
     found = [shape for detector in _DETECTORS if (shape := detector(root)) is not None]
-    return found or [Shape("markdown", ".", "no site generator or vault: Markdown as it is")]
+    if found:
+        return found
+    if _has_markdown(root):
+        return [Shape("markdown", ".", "no site generator or vault: Markdown as it is")]
+    return [Shape("knowl", "knowledge", "no pages yet: knowl's own layout, knowledge/global/")]
 
 
 def semantics(root: Path) -> Semantics:
