@@ -89,16 +89,10 @@ def test_the_first_hour_runs_as_written(tmp_path: Path) -> None:
         text=True,
         timeout=600,
     )
-    printed = run.stdout.replace(str(tmp_path), HOME).split("@@@ ")[1:]
-    results = {}
-    for chunk in printed:
-        head, _, rest = chunk.partition("\n")
-        if head.startswith("rc "):
-            results[last]["rc"] = head[3:]
-        else:
-            last = int(head)
-            results[last] = {"out": rest.splitlines()}
-    for n, (command, expected) in enumerate(walkthrough):
-        got = results[n]
-        assert got["rc"] == "0", f"$ {command}\n" + "\n".join(got["out"])
-        assert normalized(got["out"]) == normalized(expected), f"$ {command}"
+    printed = run.stdout.replace(str(tmp_path), HOME)
+    # "@@@ n\n<output>@@@ rc <code>\n" for each command, in order.
+    answers = re.findall(r"@@@ (\d+)\n(.*?)@@@ rc (\d+)\n", printed, re.S)
+    assert [int(n) for n, _, _ in answers] == list(range(len(walkthrough))), run.stderr
+    for (command, expected), (_, output, code) in zip(walkthrough, answers, strict=True):
+        assert code == "0", f"$ {command}\n{output}"
+        assert normalized(output.splitlines()) == normalized(expected), f"$ {command}"
