@@ -104,7 +104,9 @@ def query_fetches(out: Path, text: str) -> int:
     terms = query_terms(text)
     names = {meta["shards"][fnv1a32(t) % len(meta["shards"])] for t in terms}
     fetched = sum((folder / "terms" / f"{n}.bin").stat().st_size for n in names)
-    shards = {n: read_shard((folder / "terms" / f"{n}.bin").read_bytes()) for n in names}
+    shards = {
+        n: read_shard((folder / "terms" / f"{n}.bin").read_bytes(), meta["lengths"]) for n in names
+    }
     acc: dict[int, float] = {}
     n_docs = max(meta["doc_count"], 1)
     for f in range(len(meta["fields"])):

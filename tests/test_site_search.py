@@ -157,7 +157,8 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
     # A name's entry is in the shard of its first term.
     for term in [*terms, *query_terms(key)[:1]]:
         name = meta["shards"][search.fnv1a32(term) % len(meta["shards"])]
-        shards[term] = search.read_shard((folder / search.TERMS / f"{name}.bin").read_bytes())
+        data = (folder / search.TERMS / f"{name}.bin").read_bytes()
+        shards[term] = search.read_shard(data, meta["lengths"])
     k1, b, n = meta["k1"], meta["b"], max(meta["doc_count"], 1)
     for f in range(len(meta["fields"])):
         for term in terms:
@@ -345,14 +346,16 @@ def test_a_shard_packs_its_postings_as_varints() -> None:
         "weigh": [[1, 0, 0, 0, 0], [4, 1.5, 7], [], [], [], []],  # a fractional tf stays JSON
         search.NAMED + "revenue": [0, 3],
     }
-    data = search.pack_shard(shard)
-    assert search.read_shard(data) == shard
+    lengths = search.length_table([shard])
+    assert lengths == [3, 5, 7, 128, 2**40]  # most frequent first: here each once, by length
+    data = search.pack_shard(shard, lengths)
+    assert search.read_shard(data, lengths) == shard
     size = int.from_bytes(data[:4], "little")
     head = json.loads(data[4 : 4 + size])
     assert head["revenu"][1] == [0, 2] and head["revenu"][2] == []
     assert head["weigh"][1] == [4, 1.5, 7]
-    # 0, 1, 5 / 127, 1, 128 (two bytes) / 9, 2, 3 / 1, 300 (two bytes), 2**40 (six bytes)
-    assert len(data) - 4 - size == 3 + 4 + 3 + 1 + 2 + 6
+    # 0, 1, [5] / 127, 1, [128] / 9, 2, [3] / 1, 300 (two bytes), [2**40]: one byte a length
+    assert len(data) - 4 - size == 3 + 3 + 3 + 1 + 2 + 1
 
 
 def test_fnv1a32_is_the_published_function() -> None:

@@ -8,8 +8,8 @@ frequencies and the (stored, quantised) field lengths, and writes them under `<s
     search/meta.json            what a query needs first (a few kB at 10,000 pages): the
                                 statistics, the boosts, and the names of every shard and chunk
     search/terms/<hash>.bin     one shard of the terms (`pack_shard`): {term: [[df per field],
-                                postings per field]}, the postings (doc gap, tf, length) as
-                                varints after the JSON (a third of their size as JSON numbers)
+                                postings per field]}, the postings (doc gap, tf, length's
+                                place in meta's `lengths`) as varints after the JSON
     search/docs/<hash>.json     one chunk of DOCS_PER_CHUNK results: the names of their files
     search/results/<hash>.json  one result: [href, title, summary, freshness, drift, its text
                                 by section (`sections`), from which its passage is picked]
@@ -297,12 +297,30 @@ def _varint(out: bytearray, value: int) -> None:
     out.append(value)
 
 
-def pack_shard(shard: dict[str, Any]) -> bytes:
+def length_table(shards: list[dict[str, Any]]) -> list[int]:
+    """Every field length the postings hold, the most frequent first (ties by length): a
+    posting holds its length's place in this table (meta.json's `lengths`), one byte for the
+    128 most frequent (the index quantises lengths to a byte: at most 256 of them)."""
+    counts: dict[int, int] = {}
+    for shard in shards:
+        for term, value in shard.items():
+            if term.startswith(NAMED):
+                continue
+            for postings in value[1:]:
+                for length in postings[2::3]:
+                    if isinstance(length, int):
+                        counts[length] = counts.get(length, 0) + 1
+    return sorted(counts, key=lambda n: (-counts[n], n))
+
+
+def pack_shard(shard: dict[str, Any], lengths: list[int]) -> bytes:
     """A shard's bytes: the length of its JSON part (4 bytes, little-endian), the JSON, then
     the postings. In the JSON each term's postings of a field are `[offset, count]`: `count`
-    (doc gap, tf, length) triples of unsigned LEB128 varints at `offset` of the postings part
-    (`[]`: none). A field whose frequencies are not all whole numbers keeps its triples in the
-    JSON (their count, a multiple of 3, is never 2). Names ("=" + name) are JSON."""
+    (doc gap, tf, place of the length in `lengths`) triples of unsigned LEB128 varints at
+    `offset` of the postings part (`[]`: none). A field whose frequencies are not all whole
+    numbers keeps its triples in the JSON (their count, a multiple of 3, is never 2). Names
+    ("=" + name) are JSON."""
+    place = {n: i for i, n in enumerate(lengths)}
     blob = bytearray()
     head: dict[str, Any] = {}
     for term in sorted(shard):
@@ -316,8 +334,12 @@ def pack_shard(shard: dict[str, Any]) -> bytes:
                 fields.append([])
             elif all(isinstance(x, int) for x in postings):
                 start = len(blob)
-                for x in postings:
-                    _varint(blob, int(x))
+                for gap, tf, length in zip(
+                    postings[0::3], postings[1::3], postings[2::3], strict=True
+                ):
+                    _varint(blob, int(gap))
+                    _varint(blob, int(tf))
+                    _varint(blob, place[int(length)])
                 fields.append([start, len(postings) // 3])
             else:
                 fields.append(postings)
@@ -326,7 +348,7 @@ def pack_shard(shard: dict[str, Any]) -> bytes:
     return len(data).to_bytes(4, "little") + data + bytes(blob)
 
 
-def read_shard(data: bytes) -> dict[str, Any]:
+def read_shard(data: bytes, lengths: list[int]) -> dict[str, Any]:
     """`pack_shard`'s input again: {term: [[df per field], [gap, tf, length, ...] per field]}
     (what search.js decodes; the tests and the benchmark read shards with it)."""
     size = int.from_bytes(data[:4], "little")
@@ -343,7 +365,7 @@ def read_shard(data: bytes) -> dict[str, Any]:
                 fields.append(field)
                 continue
             at, numbers = field[0], []
-            for _ in range(field[1] * 3):
+            for n in range(field[1] * 3):
                 number, shift = 0, 0
                 while True:
                     byte = blob[at]
@@ -352,7 +374,7 @@ def read_shard(data: bytes) -> dict[str, Any]:
                     shift += 7
                     if byte < 0x80:
                         break
-                numbers.append(number)
+                numbers.append(lengths[number] if n % 3 == 2 else number)
             fields.append(numbers)
         out[term] = fields
     return out
@@ -375,9 +397,10 @@ def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry
         # "=" + name: the documents named so, as gaps (search.js ranks them first), in the
         # shard of the name's first term: the shard a query equal to it fetches anyway.
         shards[fnv1a32(query_terms(name)[0]) % count][NAMED + name] = _gaps_of(numbers)
+    lengths = length_table(shards)
     shard_names = []
     for shard in shards:
-        data = pack_shard(shard)
+        data = pack_shard(shard, lengths)
         name = digest(data)
         folder.put(f"{TERMS}/{name}.bin", data)
         shard_names.append(name)
@@ -425,6 +448,7 @@ def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry
         "chunk": DOCS_PER_CHUNK,
         "chunks": chunk_names,
         "shards": shard_names,
+        "lengths": lengths,
         "entities": entities,
     }
     # meta.json last: until it is replaced, it names only files that still exist.

@@ -181,8 +181,8 @@
   }
 
   /* One field's postings of a term: [gap, tf, length, ...], decoded from the shard's varints
-   * ([offset, count]) or as the JSON holds them. */
-  function postingsOf(shard, field) {
+   * ([offset, count]; a length is its place in meta's `lengths`) or as the JSON holds them. */
+  function postingsOf(m, shard, field) {
     if (!Array.isArray(field) || field.length !== 2) return Array.isArray(field) ? field : [];
     var blob = shard.blob, at = field[0], out = new Array(field[1] * 3);
     for (var i = 0; i < out.length; i++) {
@@ -192,7 +192,7 @@
         value += (byte & 0x7f) * scale;
         scale *= 128;
       } while (byte >= 0x80);
-      out[i] = value;
+      out[i] = i % 3 === 2 ? m.lengths[value] : value; // a length: its place in meta's table
     }
     return out;
   }
@@ -221,7 +221,7 @@
           if (!df) continue;
           var idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
           var weight = m.boosts[f] * idf * (k1 + 1);
-          var postings = postingsOf(shard, entry[1 + f]);
+          var postings = postingsOf(m, shard, entry[1 + f]);
           var doc = 0;
           for (var i = 0; i < postings.length; i += 3) {
             doc += postings[i];
