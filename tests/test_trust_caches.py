@@ -24,9 +24,8 @@ from typing import Any
 
 import pytest
 
-import knowl_build.pipeline.check as checking
 import knowl_build.pipeline.pages as pages
-import knowl_build.pipeline.publish as publishing
+import knowl_build.pipeline.stages.findings as findings
 from knowl_build import trust
 from knowl_build.artifacts.layout import BUILD_MARKER, BUILD_SEAL, MANIFEST, RECORDS
 from knowl_build.artifacts.publication import current_folder
@@ -35,7 +34,7 @@ from knowl_build.clock import today as utc_today
 from knowl_build.config_loader import load_config
 from knowl_build.history.replay import HISTORY_SEAL
 from knowl_build.model import ParsedPage
-from knowl_build.pipeline.analysis import Analysis, analyse
+from knowl_build.pipeline.analysis import Analysis
 from knowl_build.pipeline.cache import CACHE_FORMAT
 from knowl_build.pipeline.check import MEMO_CACHE, MEMO_SEAL
 from knowl_build.pipeline.inputs import read_inputs
@@ -81,9 +80,11 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     counts = {"analyses": 0, "parsed": 0}
     parse = pages._parse_uncached
 
+    check_project = findings.check_project  # the check stage: once per analysis
+
     def counting_analyse(*args: Any, **kwargs: Any) -> Analysis:
         counts["analyses"] += 1
-        return analyse(*args, **kwargs)
+        return check_project(*args, **kwargs)
 
     def counting_parse(
         todo: dict[str, bytes], *args: Any
@@ -91,8 +92,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         counts["parsed"] += len(todo)
         return parse(todo, *args)
 
-    monkeypatch.setattr(checking, "analyse", counting_analyse)
-    monkeypatch.setattr(publishing, "analyse", counting_analyse)
+    monkeypatch.setattr(findings, "check_project", counting_analyse)
     monkeypatch.setattr(pages, "_parse_uncached", counting_parse)
     return counts
 

@@ -30,7 +30,7 @@ import pytest
 
 from knowl_build.artifacts.lock import build_lock
 from knowl_build.artifacts.publication import current_name
-from knowl_build.pipeline import publish
+from knowl_build.pipeline.stages import discovery
 from tests.helpers import SEMANTICS, Project, invoke
 
 KB202_OFF = "[rules]\nKB202 = 'off'\n"
@@ -285,7 +285,7 @@ def test_a_build_that_fails_after_the_write_reports_what_it_wrote(
     current = current_name(_out(proj))
     before = _tree(proj.root)
     title, content, path = _page(0, "f")
-    monkeypatch.setattr(publish, "read_inputs", fault)
+    monkeypatch.setattr(discovery, "read_inputs", fault)
     args = ["--repo", str(proj.root)]
     stored = invoke(["store", *args, "--category", "fact", "--title", title, "--content", content,
                      "--json"])  # fmt: skip
@@ -529,10 +529,10 @@ def test_fix_apply_commit_rejected_by_a_hook_is_success_not_committed(tmp_path: 
 FAULTY_SERVER = """
 import errno, sys
 from pathlib import Path
-from knowl_build.pipeline import publish
+from knowl_build.pipeline.stages import discovery
 def full_disk(root, config):
     raise OSError(errno.ENOSPC, "No space left on device", str(Path(root) / ".knowl/build/x"))
-publish.read_inputs = full_disk
+discovery.read_inputs = full_disk
 from knowl_build.cli import main
 sys.argv[0] = "knowl"
 main()

@@ -28,7 +28,7 @@ from knowl_build.history.records import History
 from knowl_build.index.fields import NAMES_FIELD, name_key
 from knowl_build.index.writer import IndexDocument
 from knowl_build.model import MARKDOWN, Page
-from knowl_build.pipeline.analysis import Analysis
+from knowl_build.pipeline.stages.values import Analysis
 from knowl_build.render import render_body
 from knowl_build.secrets.scanner import redact
 from knowl_build.semantic.layer import SemanticLayer

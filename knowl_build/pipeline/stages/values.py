@@ -1,0 +1,61 @@
+"""What the analysing stages hand on: the parsed project, the resolved one, the analysis."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from knowl_build.config import Config
+from knowl_build.diagnostics import Diagnostic, Finding
+from knowl_build.history.records import History
+from knowl_build.model import Page
+from knowl_build.pipeline.discover import Discovery
+from knowl_build.resolve import PageIndex
+from knowl_build.rules.context import GitFacts, RuleContext
+from knowl_build.rules.freshness import Assessment
+from knowl_build.semantic.layer import SemanticLayer
+
+# What hears of the layer and each batch of placed pages as they are parsed (a build sends
+# them to the index meanwhile).
+Parsed = Callable[[list[Page], SemanticLayer], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedProject:
+    """The parse stage's answer: the semantic layer and every page, in path order."""
+
+    layer: SemanticLayer
+    pages: list[Page]
+    findings: dict[str, list[Finding]]  # each page's own findings (frontmatter, body)
+
+    @property
+    def text_pages(self) -> list[Page]:
+        return [p for p in self.pages if p.parsed.text_ok]
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """The analyse stage's answer: what the rules read (references resolved, git facts,
+    freshness assessed)."""
+
+    index: PageIndex
+    facts: GitFacts | None
+    context: RuleContext
+    assessments: dict[str, Assessment]
+
+
+@dataclass(slots=True)
+class Analysis:
+    """Everything one pass over the project found (the check stage's answer)."""
+
+    root: Path
+    config: Config
+    discovery: Discovery
+    layer: SemanticLayer
+    pages: list[Page]
+    index: PageIndex
+    history: History | None = None
+    assessments: dict[str, Assessment] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # one line each (the URL check's)
