@@ -1,4 +1,5 @@
-"""The demo project and a repository laid out for Canonic both check without findings."""
+"""The demo project checks clean but for the drift it demonstrates; a repository laid out for
+Canonic checks without findings."""
 
 from __future__ import annotations
 
@@ -14,13 +15,24 @@ from tests.helpers import Project, invoke
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_repo"
 
 
-def test_sample_repo_checks_clean(tmp_path: Path) -> None:
+def test_sample_repo_checks_clean_but_for_its_one_drifted_page(tmp_path: Path) -> None:
+    """The demo shows the main feature: one page drifted from the measure it binds (in this
+    repository's own history, the commit that changed it is named), nothing else."""
     copy = tmp_path / "sample"
     shutil.copytree(SAMPLE, copy, ignore=shutil.ignore_patterns(".knowl"))
     project = Project(copy)
     project.commit("sample")
-    result = invoke(["check", "--repo", str(copy), "--format", "json", "--strict"])
-    assert json.loads(result.stdout)["diagnostics"] == []
+    result = invoke(["check", "--repo", str(copy), "--format", "json"])
+    [drift] = json.loads(result.stdout)["diagnostics"]
+    assert (drift["code"], drift["severity"], drift["path"], drift["line"]) == (
+        "KB201",
+        "warning",
+        "knowledge/global/metrics/average-order-value.md",
+        15,
+    )
+    assert "now `sum(amount) / nullif(count(distinct order_id), 0)`" in drift["message"]
+    assert "knowl review average-order-value" in drift["hint"]
+    invoke(["check", "--repo", str(copy), "--strict"], code=1)
 
 
 def test_sample_repo_retrieval_tests_pass(tmp_path: Path) -> None:
