@@ -39,6 +39,7 @@ meta.json).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -140,12 +141,25 @@ def _gaps_of(numbers: list[int]) -> list[int]:
     return [b - a for a, b in zip([0, *numbers], numbers, strict=False)]
 
 
+def _varints64(numbers: list[int]) -> str:
+    """Numbers as unsigned LEB128 varints, in base64 (a list of gaps in a third of the JSON)."""
+    out = bytearray()
+    for number in numbers:
+        _varint(out, number)
+    return base64.b64encode(bytes(out)).decode("ascii")
+
+
+def _terms(freqs: dict[str, int]) -> list[str]:
+    """A field's terms, each as often as it occurs, in order: its frequencies and its length."""
+    return [term for term in sorted(freqs) for _ in range(freqs[term])]
+
+
 def entity_rows(view: ArtifactView, docs: list[_Doc]) -> dict[str, Any]:
     """The entities as search.js ranks them: the boosts of their two fields and, for each entity
-    in name order, [name, kind, link, label, description (cut as a summary), the `name_key`s
-    that put it first, {term: tf} and length of each field, the documents (numbers of `docs`,
-    as gaps) binding it that are not caveats]: reader/entity_search.py's analysis, done here
-    once."""
+    in name order, [name, kind, link ("" for `entities/<name>.html`), label, description (cut
+    as a summary), the `name_key`s that put it first, the terms of each field (each as often
+    as it occurs), the documents (numbers of `docs`) binding it that are not caveats (gaps, as
+    base64 varints)]: reader/entity_search.py's analysis, done here once."""
     index = EntityIndex(view.entities)
     bound: dict[str, list[int]] = {}
     for number, doc in enumerate(docs):
@@ -158,17 +172,18 @@ def entity_rows(view: ArtifactView, docs: list[_Doc]) -> dict[str, Any]:
         entity = ranked.entity
         label = entity.definition.get("label")
         description = entity.definition.get("description")
+        href = urls.href(urls.ENTITIES, ranked.name)
         rows.append(
             [
                 ranked.name,
                 entity.kind,
-                urls.href(urls.ENTITIES, ranked.name),
+                "" if href == f"{urls.ENTITIES}/{ranked.name}.html" else href,
                 label if isinstance(label, str) else "",
                 summary(description) if isinstance(description, str) else "",
                 sorted(ranked.names),
-                [ranked.freqs[0], ranked.lengths[0]],
-                [ranked.freqs[1], ranked.lengths[1]],
-                _gaps_of(bound.get(ranked.name, [])),
+                _terms(ranked.freqs[0]),
+                _terms(ranked.freqs[1]),
+                _varints64(_gaps_of(bound.get(ranked.name, []))),
             ]
         )
     return {"boosts": [view.boosts.get(BOOST_OF[f], 1.0) for f in FIELDS], "entities": rows}

@@ -355,13 +355,35 @@
   var RRF_K = 60;
   var entityCache = Object.create(null);
 
-  /* The entities' file, its lists of binding documents (gaps) made document numbers. */
+  /* Unsigned LEB128 varints in base64 (search.py's _varints64), as numbers. */
+  function varints64(text) {
+    var bytes = atob(String(text || "")), out = [], value = 0, scale = 1;
+    for (var i = 0; i < bytes.length; i++) {
+      var byte = bytes.charCodeAt(i);
+      value += (byte & 0x7f) * scale;
+      if (byte < 0x80) { out.push(value); value = 0; scale = 1; } else scale *= 128;
+    }
+    return out;
+  }
+
+  /* A field's terms (each as often as it occurs) as [{term: tf}, length]. */
+  function frequencies(list) {
+    var freqs = Object.create(null);
+    (Array.isArray(list) ? list : []).forEach(function (t) { freqs[t] = (freqs[t] || 0) + 1; });
+    return [freqs, Array.isArray(list) ? list.length : 0];
+  }
+
+  /* The entities' file (search.py's entity_rows), decoded once: each row's link made whole,
+   * its fields' terms counted, its binding documents (gaps) made document numbers. */
   function entityData(name) {
     if (!entityCache[name]) {
       entityCache[name] = getJSON("entities/" + name + ".json").then(function (data) {
         (Array.isArray(data.entities) ? data.entities : []).forEach(function (row) {
           var at = 0;
-          row[8] = (Array.isArray(row[8]) ? row[8] : []).map(function (gap) { return (at += gap); });
+          if (!row[2]) row[2] = "entities/" + row[0] + ".html";
+          row[6] = frequencies(row[6]);
+          row[7] = frequencies(row[7]);
+          row[8] = varints64(row[8]).map(function (gap) { return (at += gap); });
         });
         return data;
       });
