@@ -188,3 +188,14 @@ def test_drift_from_history_with_the_root_as_knowledge_folder(tmp_path: Path) ->
         invoke(["timeline", "--repo", str(proj.root), "Revenue", "--json"]).stdout
     )
     assert [v["path"] for v in timeline["versions"]] == ["notes/Revenue.md"]
+
+
+def test_the_site_of_a_flat_vault(tmp_path: Path) -> None:
+    proj = root_vault(tmp_path)
+    invoke(["build", "--repo", str(proj.root), "--site"])
+    site = proj.root / ".knowl" / "site"
+    html = sorted(p.relative_to(site).as_posix() for p in site.rglob("pages/*.html"))
+    assert html == ["pages/Guide.html", "pages/README.html"]  # alice's page is no one else's
+    assert 'href="../pages/Guide.html"' in (site / "pages/README.html").read_text()
+    # The site is no page of the vault: the next check reads the same pages.
+    assert check(proj) == []
