@@ -21,6 +21,7 @@ from knowl_build.model import TextIndex
 from knowl_build.parse.body import scan_body
 from knowl_build.reader.view import ArtifactView, find_artifact, visible
 from knowl_build.site import urls
+from knowl_build.site.build import compact_js
 from knowl_build.site.markup import Headings, fragment, parse_wiki, render_body, safe_url, slug
 from knowl_build.site.output import MANIFEST, layout_name
 from knowl_build.site.templates import Templates
@@ -922,3 +923,14 @@ def test_headings_get_anchors_and_move_down_a_level() -> None:
     assert Headings("Title").title == "title" and Headings("Graph").title == "graph-1"
     assert fragment("Graph") == "#graph-1" and fragment("A#What counts") == "#what-counts"
     assert slug("Straße *bold* `x`") == "strasse-bold-x"
+
+
+def test_scripts_ship_without_comment_lines() -> None:
+    source = (
+        "/* A header\n * over lines. */\n(function () {\n  // a comment line\n"
+        '  var a = "// kept: code"; /* inline, kept */\n  /* one line */\n'
+        "  return a * 2;\n})();\n"
+    )
+    assert compact_js(source) == (
+        '(function () {\nvar a = "// kept: code"; /* inline, kept */\nreturn a * 2;\n})();\n'
+    )

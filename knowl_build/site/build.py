@@ -141,10 +141,36 @@ def _inputs(file: _File, common: bytes) -> str:
     return h.hexdigest()[:32]
 
 
+def compact_js(source: str) -> str:
+    """A script of ours as the site ships it: without its comment lines (a line that starts a
+    `//` comment, or a `/* ... */` block that starts a line) and the indentation of the others,
+    a quarter fewer bytes to fetch before search answers. A line's code is kept as written."""
+    out = []
+    in_block = False
+    for line in source.splitlines():
+        text = line.strip()
+        if in_block:
+            in_block = "*/" not in text
+            if in_block or text.endswith("*/"):
+                continue
+            text = text.split("*/", 1)[1].strip()
+        elif text.startswith("/*"):
+            if "*/" not in text:
+                in_block = True
+                continue
+            if text.endswith("*/"):
+                continue
+        if text and not text.startswith("//"):
+            out.append(text)
+    return "\n".join(out) + "\n"
+
+
 def _copy_assets(folder: SiteFolder) -> None:
     static = static_folder()
     for path in sorted(p for p in static.iterdir() if p.is_file()):
         data = path.read_bytes()
+        if path.suffix == ".js":
+            data = compact_js(data.decode("utf-8")).encode("utf-8")
         name = f"{ASSETS}/{path.name}"
         inputs = hashlib.sha256(data).hexdigest()[:32]
         if not folder.current(name, inputs):
