@@ -227,6 +227,8 @@ def _changed_after(
 
 
 def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
+    """The page's freshness, its reasons and findings: the frontmatter's word, then drift
+    (KB201), staleness (KB202), definitions changed since (KB203), the source (KB204/5)."""
     fields = page.parsed.fields
     result = Assessment(value=fields.freshness, path=page.path)
     if fields.freshness != "fresh":
@@ -237,13 +239,21 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
                 "message": f"freshness is set to '{fields.freshness}' in frontmatter",
             }
         )
+    _bound_drift(ctx, page, result)
+    validated_at = _staleness(ctx, page, result)
+    if validated_at is not None:
+        _definitions_changed(ctx, page, validated_at, result)
+    _source_changes(ctx, page, result)
+    return result
+
+
+def _bound_drift(ctx: RuleContext, page: Page, result: Assessment) -> None:
+    """KB201: a bound fingerprint that differs from the live one (any bound entity: one left
+    out of sl_refs is KB107 besides). An entity renamed in history is compared with the live
+    entity it became (its old name is KB101's, the change of definition KB201's)."""
     entities = ctx.layer.entities
     history = ctx.git.history if ctx.git else None
-
-    # KB201: a bound fingerprint that differs from the live one (any bound entity: one left
-    # out of sl_refs is KB107 besides). An entity renamed in history is compared with the live
-    # entity it became (its old name is KB101's, the change of definition KB201's).
-    for bound in fields.bound_fingerprints:
+    for bound in page.parsed.fields.bound_fingerprints:
         entity = entities.get(bound.entity)
         renamed = None
         if entity is None and history is not None:
@@ -266,108 +276,108 @@ def _assess_page(ctx: RuleContext, page: Page) -> Assessment:
             entity=bound.entity,
         )
 
-    # KB202: never validated, or too long ago.
+
+def _staleness(ctx: RuleContext, page: Page, result: Assessment) -> dt.datetime | None:
+    """KB202: never validated, or too long ago. Returns when the page was last validated
+    (None: never, or at no readable time)."""
+    fields = page.parsed.fields
     validated = fields.last_validated_at
     validated_at = parse_utc(validated) if validated is not None else None
     anchor = fields.anchors.get("meta.last_validated_at:value")
     if validated is None or validated_at is None:
+        message = "page has no meta.last_validated_at"
+    else:
+        age = (ctx.today - validated_at.date()).days
+        if age <= ctx.config.staleness_days:
+            return validated_at
+        message = (
+            f"last validated {age} days ago, more than staleness_days ({ctx.config.staleness_days})"
+        )
+    result.add(ctx, finding_at(STALE.code, anchor, message, _REVIEW + page.id, _VALIDATED), "stale")
+    return validated_at
+
+
+def _definitions_changed(
+    ctx: RuleContext, page: Page, validated_at: dt.datetime, result: Assessment
+) -> None:
+    """KB203: an sl_refs entity changed after the page was last validated. An entity the
+    page binds a fingerprint for is KB201's alone: one change, one finding."""
+    history = ctx.git.history if ctx.git else None
+    if history is None:
+        return
+    fields = page.parsed.fields
+    validated = fields.last_validated_at or ""
+    bound_names = {bound.entity for bound in fields.bound_fingerprints}
+    for ref in fields.sl_refs:
+        if ref.value in bound_names:
+            continue
+        record = history.lineage(ref.value)  # a change made with a rename is one
+        live = ctx.layer.entities.get(ref.value)
+        if live is None or record is None or record.changed_in is None:
+            continue
+        later = _changed_after(ctx, record, validated_at)
+        if not later:
+            continue
+        where = _commits_text(ctx, [r for _, r in later])
+        earlier = history.definitions.get(record.versions[later[0][0] - 1][1])
         result.add(
             ctx,
             finding_at(
-                STALE.code,
-                anchor,
-                "page has no meta.last_validated_at",
+                DEFINITION_CHANGED.code,
+                ref.span,
+                f"'{ref.value}' changed after the page was last validated "
+                f"({validated[:10]}): {where}: {_what_changed(earlier, live.fingerprinted)}",
                 _REVIEW + page.id,
-                _VALIDATED,
+                ref.value,
             ),
-            "stale",
+            "needs_review",
+            entity=ref.value,
         )
-    else:
-        age = (ctx.today - validated_at.date()).days
-        if age > ctx.config.staleness_days:
-            result.add(
-                ctx,
-                finding_at(
-                    STALE.code,
-                    anchor,
-                    f"last validated {age} days ago, more than staleness_days ({ctx.config.staleness_days})",
-                    _REVIEW + page.id,
-                    _VALIDATED,
-                ),
-                "stale",
-            )
 
-    # KB203: an sl_refs entity changed after the page was last validated. An entity the page
-    # binds a fingerprint for is KB201's alone: one change, one finding.
-    bound_names = {bound.entity for bound in fields.bound_fingerprints}
-    if history is not None and validated is not None and validated_at is not None:
-        for ref in fields.sl_refs:
-            if ref.value in bound_names:
-                continue
-            record = history.lineage(ref.value)  # a change made with a rename is one
-            live = entities.get(ref.value)
-            if live is None or record is None or record.changed_in is None:
-                continue
-            later = _changed_after(ctx, record, validated_at)
-            if not later:
-                continue
-            where = _commits_text(ctx, [r for _, r in later])
-            earlier = history.definitions.get(record.versions[later[0][0] - 1][1])
-            if earlier is None:
-                what = f"now `{one_line(live.fingerprinted)}`"
-            elif earlier == live.fingerprinted:
-                what = f"changed back to `{one_line(earlier)}`"
-            else:
-                what = change_phrase(earlier, live.fingerprinted)
+
+def _what_changed(earlier: str | None, live: str) -> str:
+    if earlier is None:
+        return f"now `{one_line(live)}`"
+    if earlier == live:
+        return f"changed back to `{one_line(earlier)}`"
+    return change_phrase(earlier, live)
+
+
+def _source_changes(ctx: RuleContext, page: Page, result: Assessment) -> None:
+    """KB204 / KB205: the knowledge was derived at source_commit. A source_commit missing
+    from `reachable` is unknown: git failed on it, or the clone is shallow and the commit
+    may be older than its oldest commit. Nothing is claimed then."""
+    fields = page.parsed.fields
+    if ctx.git is None or fields.source_commit is None:
+        return
+    if fields.source_commit not in ctx.git.reachable:
+        return
+    full = ctx.git.reachable[fields.source_commit]
+    if full is None:
+        result.findings.append(
+            finding_at(
+                UNKNOWN_SOURCE_COMMIT.code,
+                fields.anchors.get("source_commit:value"),
+                f"source_commit '{fields.source_commit}' is not a commit reachable from HEAD",
+                "fix the commit id, or remove source_commit",
+                "source_commit",
+            )
+        )
+        return
+    for item in fields.affected_paths:
+        if (full, item.value) in ctx.git.changed_paths:
             result.add(
                 ctx,
                 finding_at(
-                    DEFINITION_CHANGED.code,
-                    ref.span,
-                    f"'{ref.value}' changed after the page was last validated "
-                    f"({validated[:10]}): {where}: {what}",
-                    _REVIEW + page.id,
-                    ref.value,
+                    AFFECTED_PATH_CHANGED.code,
+                    item.span,
+                    f"affected path '{item.value}' changed since source_commit {full[:12]}",
+                    "re-read the file and update the page, then set source_commit to HEAD",
+                    item.value,
                 ),
                 "needs_review",
-                entity=ref.value,
+                path=item.value,
             )
-
-    # KB204 / KB205: the knowledge was derived at source_commit.
-    # A source_commit missing from `reachable` is unknown: git failed on it, or the clone is
-    # shallow and the commit may be older than its oldest commit. Nothing is claimed then.
-    if (
-        ctx.git is not None
-        and fields.source_commit is not None
-        and fields.source_commit in ctx.git.reachable
-    ):
-        full = ctx.git.reachable[fields.source_commit]
-        if full is None:
-            result.findings.append(
-                finding_at(
-                    UNKNOWN_SOURCE_COMMIT.code,
-                    fields.anchors.get("source_commit:value"),
-                    f"source_commit '{fields.source_commit}' is not a commit reachable from HEAD",
-                    "fix the commit id, or remove source_commit",
-                    "source_commit",
-                )
-            )
-        else:
-            for item in fields.affected_paths:
-                if (full, item.value) in ctx.git.changed_paths:
-                    result.add(
-                        ctx,
-                        finding_at(
-                            AFFECTED_PATH_CHANGED.code,
-                            item.span,
-                            f"affected path '{item.value}' changed since source_commit {full[:12]}",
-                            "re-read the file and update the page, then set source_commit to HEAD",
-                            item.value,
-                        ),
-                        "needs_review",
-                        path=item.value,
-                    )
-    return result
 
 
 def assess(ctx: RuleContext) -> dict[str, Assessment]:

@@ -27,6 +27,8 @@ from knowl_build.semantic.layer import (
     open_yaml,
 )
 
+# A mapping's entries by key text: (the key, its value).
+_Keys = dict[str, tuple[YScalar, YNode]]
 _LISTS = {"columns": "column", "measures": "measure", "dimensions": "dimension"}
 _SOURCE_EXCLUDED = ("columns", "measures", "dimensions", "meta")
 
@@ -54,10 +56,23 @@ class _FileReader:
         return self.index.position(node.start)[0]
 
     def read(self, root: YNode | None) -> _SourceFile:
+        """The source, then its members, then the checks that need every column declared."""
         if not isinstance(root, YMap):
             self.report(root, "semantic file is not a mapping of keys to values")
             return self.result
         keys = {key_text(k): (k, v) for k, v in root.items}
+        required = self.required(root, keys)
+        if required is None:
+            return self.result
+        source, connection = required["name"], required["connection"]
+        base = self.source(root, keys, source, connection)
+        declared = self.members(keys, base, connection, source)
+        self.check_grain(keys.get("grain"), declared)
+        self.check_dimension_columns(declared)
+        return self.result
+
+    def required(self, root: YMap, keys: _Keys) -> dict[str, str] | None:
+        """The source's name, connection and table (None, reported, when one is wrong)."""
         required: dict[str, str] = {}
         valid = True
         for name in ("name", "connection", "table"):
@@ -77,12 +92,13 @@ class _FileReader:
                 valid = False
                 continue
             required[name] = value.value
-        if not valid:
-            return self.result
+        return required if valid else None
 
-        source, connection = required["name"], required["connection"]
+    def source(self, root: YMap, keys: _Keys, source: str, connection: str) -> str:
+        """The source's own entity; returns its name, the base of its members' names."""
         name_node = keys["name"][1]
-        assert isinstance(name_node, YScalar)
+        if not isinstance(name_node, YScalar):
+            raise TypeError("a source's name is checked to be a string first")
         self.result.source_name = source
         self.result.name_node = name_node
         base = f"{connection}.{source}"
@@ -102,7 +118,10 @@ class _FileReader:
                 fingerprinted=definition_text("source", basis),
             )
         )
+        return base
 
+    def members(self, keys: _Keys, base: str, connection: str, source: str) -> set[str]:
+        """The columns, measures and dimensions; returns the declared columns' names."""
         declared: set[str] = set()
         for list_key, kind in _LISTS.items():
             if list_key not in keys:
@@ -118,21 +137,27 @@ class _FileReader:
                 member = self.member(item, kind, base, connection, source, seen)
                 if member is not None and kind == "column":
                     declared.add(member.member or "")
+        return declared
 
-        grain = keys.get("grain")
-        if grain is not None:
-            items = grain[1].items if isinstance(grain[1], YSeq) else [grain[1]]
-            for item in items:
-                if isinstance(item, YScalar) and item.value is None:
-                    continue
-                if not (isinstance(item, YScalar) and isinstance(item.value, str)):
-                    self.report(item, "'grain' items must be column names")
-                elif item.value not in declared:
-                    self.report(
-                        item,
-                        f"grain column '{item.value}' is not a declared column",
-                        close_name(item.value, declared),
-                    )
+    def check_grain(self, grain: tuple[YScalar, YNode] | None, declared: set[str]) -> None:
+        """Each grain item names a declared column."""
+        if grain is None:
+            return
+        items = grain[1].items if isinstance(grain[1], YSeq) else [grain[1]]
+        for item in items:
+            if isinstance(item, YScalar) and item.value is None:
+                continue
+            if not (isinstance(item, YScalar) and isinstance(item.value, str)):
+                self.report(item, "'grain' items must be column names")
+            elif item.value not in declared:
+                self.report(
+                    item,
+                    f"grain column '{item.value}' is not a declared column",
+                    close_name(item.value, declared),
+                )
+
+    def check_dimension_columns(self, declared: set[str]) -> None:
+        """Each dimension's column is a declared column."""
         for entity in self.result.entities:
             if entity.kind == "dimension":
                 column = entity.definition.get("column")
@@ -142,7 +167,6 @@ class _FileReader:
                         f"dimension column '{column}' is not a declared column",
                         close_name(column, declared),
                     )
-        return self.result
 
     def member(
         self, item: YNode, kind: str, base: str, connection: str, source: str, seen: set[str]

@@ -360,94 +360,34 @@ class _DbtReader:
         self.add_source(name, name_node, members)
 
     def latest_model(self, node: YNode) -> None:
+        """A dbt model of the latest spec with `semantic_model` set: the source, its
+        columns' entities and dimensions, and its simple metrics as measures."""
         if not isinstance(node, YMap):
             return
         keys = self.keys(node)
-        semantic = keys.get("semantic_model")
-        if semantic is None:
-            return  # an ordinary dbt model
-        settings = semantic[1]
-        if isinstance(settings, YScalar):
-            if settings.value is not True:
-                return
-            settings_value: dict[str, Any] = {}
-        elif isinstance(settings, YMap):
-            settings_value = json_safe(plain(settings))
-            if settings_value.get("enabled", True) is not True:
-                return
-        else:
-            self.report(settings, "'semantic_model' must be true, false or a mapping")
+        settings = self.semantic_settings(keys)
+        if settings is None:
             return
         named = self.name_of(node, "model")
         if named is None:
             return
         model_name, name_node = named
-        chosen = settings_value.get("name")
+        chosen = settings.get("name")
         name: str = chosen if isinstance(chosen, str) else model_name
         if not NAME.fullmatch(name):
             self.report(
-                settings, f"semantic model name '{name}' has characters other than A-Z a-z 0-9 _ -"
+                keys["semantic_model"][1],
+                f"semantic model name '{name}' has characters other than A-Z a-z 0-9 _ -",
             )
             return
         definition = {
             k: v for k, v in json_safe(plain(node)).items() if k not in ("columns", "metrics")
         }
         definition.setdefault("table", model_name)
-        members: list[Entity] = []
         seen: dict[str, set[str]] = {"entity": set(), "dimension": set(), "measure": set()}
-        grain = []
-        for column in self.items(keys.get("columns", (None, None))[1], "columns"):
-            named_column = self.name_of(column, "column")
-            if named_column is None:
-                continue
-            column_name, _ = named_column
-            assert isinstance(column, YMap)
-            column_value = json_safe(plain(column))
-            for kind in ("entity", "dimension"):
-                if kind not in column_value or column_value[kind] in (None, False):
-                    continue
-                spec = column_value[kind]
-                details = spec if isinstance(spec, dict) else {"type": spec}
-                given = details.get("name")
-                member: str = given if isinstance(given, str) else column_name
-                if not NAME.fullmatch(member) or member in seen[kind]:
-                    self.report(
-                        column, f"{kind} '{member}' is invalid or defined twice in '{name}'"
-                    )
-                    continue
-                seen[kind].add(member)
-                member_definition = {
-                    "name": member,
-                    "expr": details.get("expr", column_name),
-                    **{k: v for k, v in details.items() if k not in ("name",)},
-                    **(
-                        {"granularity": column_value["granularity"]}
-                        if "granularity" in column_value
-                        else {}
-                    ),
-                    **(
-                        {"description": column_value["description"]}
-                        if "description" in column_value and "description" not in details
-                        else {}
-                    ),
-                }
-                if kind == "entity" and member_definition.get("type") == "primary":
-                    grain.append(member)
-                members.append(self.entity(kind, name, member, member_definition, column))
-        for metric in self.items(keys.get("metrics", (None, None))[1], "metrics"):
-            entity = self.metric(metric)
-            if entity is None:
-                continue
-            definition_m = dict(entity.definition)
-            if definition_m.get("type") == "simple" and entity.member not in seen["measure"]:
-                # A simple metric is the latest spec's measure: bind pages to it the same way.
-                seen["measure"].add(str(entity.member))
-                if "agg" not in definition_m:
-                    self.report(metric, f"simple metric '{entity.member}' has no 'agg'")
-                basis = dbt_measure_basis(definition_m, str(entity.member))
-                members.append(
-                    self.entity("measure", name, entity.member, definition_m, metric, basis)
-                )
+        grain: list[str] = []
+        members = self.column_members(keys, name, seen, grain)
+        members += self.simple_metrics(keys, name, seen["measure"])
         definition.setdefault("grain", grain)
         source_basis = dbt_source_basis(definition)
         settings_basis = source_basis.get("semantic_model")
@@ -455,6 +395,72 @@ class _DbtReader:
             settings_basis.pop("name", None)
         source = self.entity("source", name, None, definition, node, source_basis)
         self.add_source(name, name_node, [source, *members])
+
+    def semantic_settings(self, keys: dict[str, tuple[YScalar, YNode]]) -> dict[str, Any] | None:
+        """The model's `semantic_model` settings; None for an ordinary dbt model, a disabled
+        one, or settings of the wrong kind (reported)."""
+        semantic = keys.get("semantic_model")
+        if semantic is None:
+            return None  # an ordinary dbt model
+        settings = semantic[1]
+        if isinstance(settings, YScalar):
+            return {} if settings.value is True else None
+        if isinstance(settings, YMap):
+            value: dict[str, Any] = json_safe(plain(settings))
+            return value if value.get("enabled", True) is True else None
+        self.report(settings, "'semantic_model' must be true, false or a mapping")
+        return None
+
+    def column_members(
+        self,
+        keys: dict[str, tuple[YScalar, YNode]],
+        name: str,
+        seen: dict[str, set[str]],
+        grain: list[str],
+    ) -> list[Entity]:
+        """The entities and dimensions the model's columns declare; the primary entities'
+        names are added to `grain`."""
+        members: list[Entity] = []
+        for column in self.items(keys.get("columns", (None, None))[1], "columns"):
+            named_column = self.name_of(column, "column")
+            if named_column is None or not isinstance(column, YMap):
+                continue
+            column_name, _ = named_column
+            column_value = json_safe(plain(column))
+            for kind in ("entity", "dimension"):
+                if kind not in column_value or column_value[kind] in (None, False):
+                    continue
+                definition = _column_member(column_value, kind, column_name)
+                member = definition["name"]
+                if not NAME.fullmatch(member) or member in seen[kind]:
+                    self.report(
+                        column, f"{kind} '{member}' is invalid or defined twice in '{name}'"
+                    )
+                    continue
+                seen[kind].add(member)
+                if kind == "entity" and definition.get("type") == "primary":
+                    grain.append(member)
+                members.append(self.entity(kind, name, member, definition, column))
+        return members
+
+    def simple_metrics(
+        self, keys: dict[str, tuple[YScalar, YNode]], name: str, measures: set[str]
+    ) -> list[Entity]:
+        """A simple metric is the latest spec's measure: pages bind to it the same way."""
+        members: list[Entity] = []
+        for metric in self.items(keys.get("metrics", (None, None))[1], "metrics"):
+            entity = self.metric(metric)
+            if entity is None:
+                continue
+            definition = dict(entity.definition)
+            if definition.get("type") != "simple" or entity.member in measures:
+                continue
+            measures.add(str(entity.member))
+            if "agg" not in definition:
+                self.report(metric, f"simple metric '{entity.member}' has no 'agg'")
+            basis = dbt_measure_basis(definition, str(entity.member))
+            members.append(self.entity("measure", name, entity.member, definition, metric, basis))
+        return members
 
     def metric(self, node: YNode) -> Entity | None:
         named = self.name_of(node, "metric")
@@ -484,3 +490,22 @@ def read_dbt_file(path: str, data: bytes, project: DbtProject) -> FileRead:
     for duplicate in composed.duplicates:
         reader.report(duplicate, f"'{key_text(duplicate)}' is given twice")
     return reader.run(composed.root)
+
+
+def _column_member(column: dict[str, Any], kind: str, column_name: str) -> dict[str, Any]:
+    """The definition of the entity or dimension (`kind`) a model's column declares."""
+    spec = column[kind]
+    details = spec if isinstance(spec, dict) else {"type": spec}
+    given = details.get("name")
+    member: str = given if isinstance(given, str) else column_name
+    return {
+        "name": member,
+        "expr": details.get("expr", column_name),
+        **{k: v for k, v in details.items() if k not in ("name",)},
+        **({"granularity": column["granularity"]} if "granularity" in column else {}),
+        **(
+            {"description": column["description"]}
+            if "description" in column and "description" not in details
+            else {}
+        ),
+    }
