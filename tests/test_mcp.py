@@ -166,8 +166,10 @@ def test_writes_with_allow_writes_and_timeline_with_repo(tmp_path: Path) -> None
     assert "store_knowledge" in out["names"] and "supersede_knowledge" in out["names"]
     assert out["stored"]["action"] == "inserted"
     assert (proj.root / "knowledge/global/database-choice.md").exists()
-    refused = payload(out["secret"])
+    assert out["secret"].is_error  # a refused write is a tool error carrying the refusal
+    refused = out["secret"].structured_content
     assert refused["action"] == "refused" and "AKIA" not in json.dumps(refused)
+    assert [d["code"] for d in refused["diagnostics"]] == ["KB401", "KB401"]
     assert not (proj.root / "knowledge/global/keys.md").exists()
     assert [v["subject"] for v in out["timeline"]["versions"]] == ["change"]
     assert out["bad"].is_error and "itself" in out["bad"].content[0].text

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shlex
 from typing import Annotated, Any
@@ -27,6 +28,8 @@ from knowl_build.mcp_server.session import Session
 from knowl_build.mcp_server.shapes import MAX_FIELD_CHARS, MAX_QUERY_CHARS, MAX_TEXT_CHARS
 from knowl_build.mcp_server.text import one_line
 from knowl_build.output.text import printable
+
+_log = logging.getLogger(__name__)
 
 Question = Annotated[
     str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question to answer.")
@@ -116,13 +119,16 @@ def register(server: MCPServer[Any], session: Session) -> None:
         "(pages with citations, live definitions, caveats) and how to use it.",
     )
     def answer_with_knowledge(question: Question) -> str:
-        options = reading.SearchOptions(user=session.user)
         with session.lock:
             try:
+                who = session.user
+                options = reading.SearchOptions(user=who)
                 answer = reading.context(session.readers.get(), question, options)
             except KnowlError as exc:
-                raise MCPError(code=INVALID_PARAMS, message=one_line(str(exc))) from None
-        who = session.user or "anonymous"
+                message = one_line(str(exc))
+                _log.info("Prompt 'answer-with-knowledge' rejected: %s", message)
+                raise MCPError(code=INVALID_PARAMS, message=message) from None
+        who = who or "anonymous"
         head = ANSWER.format(question=printable(question), who=printable(who))
         return head + _context_text(answer)
 

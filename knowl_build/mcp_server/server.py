@@ -1,10 +1,17 @@
 """The server: the SDK's MCPServer with knowl's tools, resources and prompts, named and
-versioned as the package."""
+versioned as the package.
+
+Every request answers as its user (`Session.answering_as`: over HTTP with tokens, the user the
+request's token names, left in the request's ASGI scope by the gate). A prompt asked for
+with a missing or empty argument, an argument that fails validation, or a name it does not
+have is the protocol's invalid-params error, logged in one line (the SDK would answer code 0
+and log a traceback)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio.to_thread
@@ -23,16 +30,18 @@ from mcp_types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     CallToolResult,
+    GetPromptResult,
     InputRequiredResult,
     ListResourcesResult,
     PaginatedRequestParams,
 )
+from pydantic import ValidationError
 from pydantic.networks import AnyUrl
 
 from knowl_build import __version__
 from knowl_build.errors import KnowlError
 from knowl_build.mcp_server import prompts, resources
-from knowl_build.mcp_server.session import Session
+from knowl_build.mcp_server.session import TOKEN_USER_KEY, Session
 from knowl_build.mcp_server.text import one_line
 from knowl_build.mcp_server.tools import read_tools, write_tools
 from knowl_build.secrets.scanner import redact
@@ -49,10 +58,43 @@ or drifted. search_knowledge and read_knowledge_page go further; list_entities a
 describe_entity look up the semantic layer. List tools page: pass next_cursor back as cursor."""
 
 
+def token_user(request: Any) -> str | None:
+    """The user the HTTP request's token names (the gate's scope key); None over stdio."""
+    scope = getattr(request, "scope", None)
+    user = scope.get(TOKEN_USER_KEY) if isinstance(scope, dict) else None
+    return user if isinstance(user, str) else None
+
+
+def _request_of(context: Context[Any, Any] | None) -> Any:
+    if context is None:
+        return None
+    try:
+        return context.request_context.request
+    except ValueError:  # called in process, outside a request
+        return None
+
+
+def _invalid_params(what: str, message: str) -> MCPError:
+    line = one_line(redact(message))
+    _log.info("%s rejected: %s", what, line)
+    return MCPError(code=INVALID_PARAMS, message=line)
+
+
+def _fields(exc: ValidationError) -> str:
+    # The rejected values are the caller's data: the fields and what is wrong, never them.
+    problems = sorted({f"`{'.'.join(str(p) for p in e['loc'])}`: {e['msg']}" for e in exc.errors()})
+    return "; ".join(problems)
+
+
 class KnowlServer(MCPServer[Any]):
     def __init__(self, session: Session, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.session = session
+
+    @contextmanager
+    def _answering(self, request: Any) -> Iterator[None]:
+        with self.session.answering_as(token_user(request)):
+            yield
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -60,9 +102,43 @@ class KnowlServer(MCPServer[Any]):
         # The SDK's message for arguments that fail validation quotes the values given: a
         # secret is replaced, a control character escaped.
         try:
-            return await super().call_tool(name, arguments, context)
+            with self._answering(_request_of(context)):
+                return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             raise type(exc)(one_line(redact(str(exc)))) from exc.__cause__
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[Any, Any] | None = None,
+    ) -> GetPromptResult | InputRequiredResult:
+        what = f"Prompt {one_line(redact(name))[:100]!r}"
+        offered = {prompt.name: prompt for prompt in await self.list_prompts()}
+        prompt = offered.get(name)
+        if prompt is None:
+            raise _invalid_params(what, f"no prompt {name!r}: {', '.join(sorted(offered))}")
+        given = arguments or {}
+        for argument in prompt.arguments or []:
+            value = given.get(argument.name)
+            if argument.required and (not isinstance(value, str) or not value.strip()):
+                state = "missing" if value is None else "empty"
+                raise _invalid_params(
+                    what, f"prompt {name}: the argument `{argument.name}` is {state}"
+                )
+        try:
+            with self._answering(_request_of(context)):
+                return await super().get_prompt(name, arguments, context)
+        except ValueError as exc:  # the SDK's wrappings of what the prompt raised
+            cause: BaseException = exc
+            while cause.__cause__ is not None and not isinstance(cause, ValidationError):
+                cause = cause.__cause__
+            if isinstance(cause, ValidationError):
+                raise _invalid_params(what, f"prompt {name}: {_fields(cause)}") from None
+            # A fault of knowl's: its type and redacted message, never its traceback.
+            why = one_line(redact(str(cause)))
+            _log.error("%s failed: %s: %s", what, type(cause).__name__, why)
+            raise MCPError(code=INTERNAL_ERROR, message=f"prompt {name} failed") from None
 
     async def read_resource(
         self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
@@ -72,7 +148,8 @@ class KnowlServer(MCPServer[Any]):
         # every field of the error, and the log line, carries it redacted (`shown_uri`).
         # Raised as the protocol error itself, which the SDK passes on without a word.
         try:
-            return await super().read_resource(uri, context)
+            with self._answering(_request_of(context)):
+                return await super().read_resource(uri, context)
         except ResourceError as exc:
             raw, shown = str(uri), resources.shown_uri(str(uri))
             if isinstance(exc, UnexpectedResourceError):
@@ -99,9 +176,10 @@ class KnowlServer(MCPServer[Any]):
         cursor = params.cursor if params is not None else None
         try:
             # On a worker thread, as the SDK runs tools: the reader reads files.
-            listed, following = await anyio.to_thread.run_sync(
-                resources.list_page_resources, self.session, cursor
-            )
+            with self._answering(ctx.request):
+                listed, following = await anyio.to_thread.run_sync(
+                    resources.list_page_resources, self.session, cursor
+                )
         except KnowlError as exc:
             raise MCPError(code=INVALID_PARAMS, message=one_line(str(exc))) from None
         return ListResourcesResult(resources=listed, next_cursor=following)

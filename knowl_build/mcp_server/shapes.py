@@ -53,7 +53,9 @@ User = Annotated[
         "Omit for anonymous, or for the user the server was started with (--user).",
     ),
 ]
-Query = Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="Plain words.")]
+Query = Annotated[
+    str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="Plain words, not blank.")
+]
 Page = Annotated[
     str,
     Field(

@@ -15,6 +15,7 @@ from knowl_build.artifacts.answers import (
 from knowl_build.artifacts.schema import MixedSearchAnswer, SearchAnswer, ShowAnswer, TraverseAnswer
 from knowl_build.mcp_server.shapes import StoreAnswer, SupersedeAnswer, TimelineAnswer
 from knowl_build.output.text import printable
+from knowl_build.secrets.scanner import redact
 from knowl_build.vocabulary import counted
 
 SHOWN = 5  # items named in a line; the structured content has them all
@@ -198,10 +199,14 @@ def store(answer: StoreAnswer) -> str:
     return text + _commit(answer) + _build(answer)
 
 
-def refused_call(answer: StoreAnswer) -> str:
-    """A write refused for one of its arguments (a tool error): what is wrong with it."""
+def refused_call(answer: StoreAnswer, why: str = "") -> str:
+    """A refused store (a tool error): what is wrong with it, its error findings' messages,
+    else `why` (the page to supersede is frozen, the tree changed under the write)."""
     errors = [printable(d["message"]) for d in answer["diagnostics"] if d["severity"] == "error"]
-    return one_line(f"Refused: nothing was written: {'; '.join(errors)}.")
+    reasons = errors or ([redact(why)] if why else [])
+    if not reasons:
+        return "Refused: nothing was written."
+    return one_line(f"Refused: nothing was written: {'; '.join(reasons)}.")
 
 
 def supersede(answer: SupersedeAnswer) -> str:

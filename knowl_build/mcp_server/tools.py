@@ -6,12 +6,19 @@ are read-only and idempotent; the writes change files but never delete one (a su
 page keeps its text), and a repeated write changes nothing more (a repeat of a stored page is
 a duplicate, a repeated supersession is refused). None reaches outside the project
 (`openWorldHint: false`). Every KnowlError is a tool error with a one-line message.
+
+A refused write, whatever refused it (the rules, an argument, another user's page, a page
+that cannot supersede itself), is a tool error (`isError`) whose structured content is the
+refusal: the write's answer with `action` "refused" and `message`, the line of its text (for
+store, the answer `knowl store --json` prints). An empty question or query is a tool error as
+any argument that fails validation is (the MCP specification's input-validation errors).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
@@ -59,6 +66,7 @@ from knowl_build.mcp_server.shapes import (
     output_schema,
 )
 from knowl_build.mcp_server.text import one_line
+from knowl_build.secrets.scanner import redact
 
 READ = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -66,6 +74,7 @@ READ = ToolAnnotations(
 WRITE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
+_log = logging.getLogger(__name__)
 
 
 def tool_error(exc: KnowlError) -> ToolError:
@@ -74,12 +83,25 @@ def tool_error(exc: KnowlError) -> ToolError:
 
 
 class RefusedCall(Exception):
-    """A write refused for one of its arguments (a `confidence` outside [0, 1]): a tool error
-    (`isError`) that carries the refusal's structured answer, as `knowl store --json` gives it."""
+    """A refused write: a tool error (`isError`) that carries the refusal's structured
+    answer, as `knowl store --json` gives it."""
 
     def __init__(self, answer: Mapping[str, Any], text: str) -> None:
         super().__init__(text)
         self.answer, self.text = answer, text
+
+
+Refusal = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def _refused(name: str, refused: RefusedCall) -> CallToolResult:
+    # Not raised to the SDK, which logs nothing for a result: one line here.
+    _log.info("Tool %r refused: %s", name, refused.text)
+    return CallToolResult(
+        content=[TextContent(type="text", text=refused.text)],
+        structured_content={**refused.answer, "message": refused.text},
+        is_error=True,
+    )
 
 
 def _tool(
@@ -91,9 +113,12 @@ def _tool(
     render: Callable[[Any], str],
     *,
     annotations: ToolAnnotations,
+    refusal: Refusal | None = None,
 ) -> Tool:
     """`fn` as a tool named as the function: called under the session's lock, its answer
-    returned as structured content (declared by `answer`'s schema) with `render`'s text."""
+    returned as structured content (declared by `answer`'s schema) with `render`'s text. A
+    write gives `refusal`: the answer of a write a KnowlError refused, from its arguments."""
+    name = fn.__name__
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> CallToolResult:
@@ -101,13 +126,12 @@ def _tool(
             try:
                 result = fn(*args, **kwargs)
             except KnowlError as exc:
-                raise tool_error(exc) from None
+                if refusal is None:
+                    raise tool_error(exc) from None
+                text = f"Error executing tool {name}: {one_line(str(exc))}"
+                return _refused(name, RefusedCall(refusal(kwargs), text))
             except RefusedCall as refused:
-                return CallToolResult(
-                    content=[TextContent(type="text", text=refused.text)],
-                    structured_content=dict(refused.answer),
-                    is_error=True,
-                )
+                return _refused(name, refused)
         return CallToolResult(
             content=[TextContent(type="text", text=render(result))],
             structured_content=dict(result),
@@ -125,6 +149,13 @@ def _tool(
     # read nested typing.TypedDicts before Python 3.12 (shapes.output_schema uses msgspec).
     tool.fn_metadata.output_schema = output_schema(answer)
     return tool
+
+
+def _words(value: str, name: str) -> str:
+    """A question or a query: blank is a mistake of the caller's, never a search for nothing."""
+    if not value.strip():
+        raise UsageError(f"`{name}` is blank: give the words to look for")
+    return value
 
 
 def _options(
@@ -159,7 +190,7 @@ def read_tools(session: Session) -> list[Tool]:
         tags: Tags = None,
     ) -> ContextAnswer:
         options = _options(session, user, limit, status, category, usage_mode, tags)
-        return reading.context(session.readers.get(), question, options)
+        return reading.context(session.readers.get(), _words(question, "question"), options)
 
     def search_knowledge(
         query: Query,
@@ -173,7 +204,7 @@ def read_tools(session: Session) -> list[Tool]:
     ) -> MixedSearchAnswer:
         options = _options(session, user, limit, status, category, usage_mode, tags)
         options = dataclasses.replace(options, kind=kind)
-        return reading.search(session.readers.get(), query, options)
+        return reading.search(session.readers.get(), _words(query, "query"), options)
 
     def read_knowledge_page(page: Page, user: User = None) -> ShowAnswer:
         return reading.show(session.readers.get(), page, session.reader_user(user))
@@ -199,7 +230,7 @@ def read_tools(session: Session) -> list[Tool]:
             session.readers.get(),
             kind=kind,
             connection=connection,
-            query=query,
+            query=None if query is None else _words(query, "query"),
             cursor=cursor,
             limit=limit,
         )
@@ -307,6 +338,10 @@ def read_tools(session: Session) -> list[Tool]:
     ]
 
 
+def _nothing_written() -> dict[str, Any]:
+    return {"build": None, "rebuilt": False, "commit": None, "committed": False}
+
+
 def write_tools(session: Session) -> list[Tool]:
     """store_knowledge and supersede_knowledge (`--allow-writes`): the governed write path of
     `knowl store` / `knowl supersede`, then an incremental build, so the page is found at once.
@@ -354,8 +389,8 @@ def write_tools(session: Session) -> list[Tool]:
         )
         stored = writing.store(session.locator.project(), request, agent=True)
         answer = cast(StoreAnswer, stored.to_json())
-        if stored.outcome.argument is not None:
-            raise RefusedCall(answer, text.refused_call(answer))
+        if stored.outcome.action == "refused":
+            raise RefusedCall(answer, text.refused_call(answer, stored.outcome.message))
         return answer
 
     def supersede_knowledge(old: Page, new: Page, user: User = None) -> SupersedeAnswer:
@@ -363,6 +398,27 @@ def write_tools(session: Session) -> list[Tool]:
             session.locator.project(), old, new, user=session.reader_user(user)
         )
         return cast(SupersedeAnswer, written.to_json())
+
+    def store_refusal(_arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "action": "refused",
+            "page": None,
+            "path": None,
+            "superseded": None,
+            "overlapping": None,
+            "diagnostics": [],
+            "status": "active",
+            **_nothing_written(),
+        }
+
+    def supersede_refusal(arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "action": "refused",
+            "superseded": redact(str(arguments.get("old", ""))),
+            "superseded_by": redact(str(arguments.get("new", ""))),
+            "paths": [],
+            **_nothing_written(),
+        }
 
     write = functools.partial(_tool, session, annotations=WRITE)
     return [
@@ -372,8 +428,9 @@ def write_tools(session: Session) -> list[Tool]:
             "Store a piece of knowledge as a new page through the governed write path, "
             "reconciled with what exists: a repeat is a no-op (`duplicate`), a page on the "
             "same subject is superseded, an overlapping page is named. Refused (nothing "
-            "written) when the page has errors, such as a secret; a `confidence` outside "
-            "[0, 1] is a tool error carrying the refusal (KB002). The project is rebuilt "
+            "written) when the page has errors, such as a secret, or a `confidence` outside "
+            "[0, 1] (KB002): a tool error whose structured content is the refusal (`action` "
+            "refused, `diagnostics`, `message`); do not retry it unchanged. The project is rebuilt "
             "after the write, so search and read find the page at once (`rebuilt` true); "
             "when the rebuild could not run (another build holds the lock, a build error), "
             "the page is stored all the same, `rebuilt` is false and `build.reason` says why: "
@@ -383,14 +440,18 @@ def write_tools(session: Session) -> list[Tool]:
             "page goes to that user's own scope; omit it for a global page.",
             StoreAnswer,
             text.store,
+            refusal=store_refusal,
         ),
         write(
             supersede_knowledge,
             "Supersede a page",
             "Mark page OLD as superseded by page NEW. Nothing is deleted: OLD keeps its text "
-            "and stays readable, search skips it. The project is rebuilt after the write "
+            "and stays readable, search skips it. Refused (the same page, an unknown or inactive "
+            "page, a cycle): a tool error whose structured content is the refusal (`action` "
+            "refused, `message`). The project is rebuilt after the write "
             "(`rebuilt`; when false, `build.reason` says why, and the write stands).",
             SupersedeAnswer,
             text.supersede,
+            refusal=supersede_refusal,
         ),
     ]
