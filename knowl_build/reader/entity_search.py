@@ -109,11 +109,13 @@ class EntityIndex:
         self.avg = tuple(
             (sum(doc.lengths[i] for doc in self.docs) / count) or 1.0 for i in range(len(FIELDS))
         )
-        self.df: tuple[dict[str, int], ...] = tuple({} for _ in FIELDS)
-        for doc in self.docs:
+        # Per field: term -> the numbers of the entities holding it, ascending.
+        self.postings: tuple[dict[str, list[int]], ...] = tuple({} for _ in FIELDS)
+        for number, doc in enumerate(self.docs):
             for i, counted in enumerate(doc.freqs):
                 for term in counted:
-                    self.df[i][term] = self.df[i].get(term, 0) + 1
+                    self.postings[i].setdefault(term, []).append(number)
+        self.df = tuple({t: len(ns) for t, ns in field.items()} for field in self.postings)
 
     def term_scores(self, term: str, boosts: Mapping[str, float]) -> dict[int, float]:
         """Entity number -> BM25F score of one term, summed over the two fields."""
@@ -124,15 +126,16 @@ class EntityIndex:
             if not df:
                 continue
             weight = boosts.get(BOOST_OF[field], 1.0) * idf(docs, df) * (K1 + 1)
-            for number, doc in enumerate(self.docs):
-                tf = doc.freqs[i].get(term)
+            for number in self.postings[i][term]:
+                doc = self.docs[number]
+                tf = doc.freqs[i][term]
                 if tf:
                     norm = K1 * (1 - B + B * doc.lengths[i] / self.avg[i])
                     found[number] = found.get(number, 0.0) + weight * tf / (tf + norm)
         return found
 
     def holding(self, term: str) -> set[int]:
-        return {n for n, doc in enumerate(self.docs) if any(term in f for f in doc.freqs)}
+        return {n for field in self.postings for n in field.get(term, ())}
 
     def expand(self, prefix: str) -> list[str]:
         """A prefix's terms as `index.query.expand` chooses them: the terms beginning with it
