@@ -189,7 +189,7 @@ def test_a_heading_renamed_in_one_buffer_breaks_the_links_of_another_page(repo: 
 
 
 def test_completion_of_pages_headings_entities_and_frontmatter(repo: Path) -> None:
-    text = FM + "# Notes\n\n[[rev\n[[revenue#\n"
+    text = FM + "# Notes\n\n[[rev\n[[revenue#\n[x](rev\n"
 
     async def body(s: Session) -> dict[str, list[str]]:
         s.open(NOTES, text)
@@ -198,6 +198,7 @@ def test_completion_of_pages_headings_entities_and_frontmatter(repo: Path) -> No
         for name, (line, character) in {
             "page": (6, 5),
             "heading": (7, 10),
+            "path": (8, 7),
         }.items():
             got = await s.client.text_document_completion_async(
                 types.CompletionParams(**s.where(NOTES, line, character))
@@ -226,6 +227,7 @@ def test_completion_of_pages_headings_entities_and_frontmatter(repo: Path) -> No
     answers = run(repo, body)
     assert answers["page"] == ["revenue"]
     assert answers["heading"] == ["Revenue", "Definition"]
+    assert answers["path"] == ["revenue.md"]
     assert answers["value"] == ["reference", "caveat", "policy", "definition"]
     assert "shop_pg.orders.total_revenue" in answers["entity"]
     assert "shop_pg.orders.status" in answers["entity"]

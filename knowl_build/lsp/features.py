@@ -133,12 +133,9 @@ def complete(
         folder = posixpath.dirname(page.path) or "."
         files = [p.path for p in analysis.pages] + list(analysis.discovery.other_files)
         for target_path in sorted(files):
-            if target_path != page.path:
-                add(
-                    posixpath.relpath(target_path, folder),
-                    match.group(1),
-                    kind=types.CompletionItemKind.File,
-                )
+            shown = posixpath.relpath(target_path, folder)
+            if target_path != page.path and _matches(match.group(1), shown):
+                add(shown, match.group(1), kind=types.CompletionItemKind.File)
     elif match := DIRECTIVE.search(before):
         for entity in _entities(ws):
             _entity_item(entity, match.group(1), add)

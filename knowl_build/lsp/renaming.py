@@ -127,6 +127,8 @@ def _rename_page(ws: Workspace, page: Page, new_name: str) -> Plan:
     moved = ws.analyse_moved(page.path, new_path)
     edits: list[Edit] = []
     for other in sorted(moved.pages, key=lambda p: p.path):
+        if not any(_broken(moved, other, link) for link in other.parsed.links):
+            continue  # most pages: nothing to rewrite, no text to read
         origin = page.path if other.path == new_path else other.path
         text = ws.text(origin)
         if text is None:
@@ -151,10 +153,7 @@ def _relinks(
     found: dict[int, relink.Relink] = {}
     meant: dict[int, tuple[Link, str]] = {}
     for link in page.parsed.links:
-        resolution = analysis.index.resolve_link(page, link)
-        if resolution.pages or resolution.hidden or resolution.file or resolution.unchecked:
-            continue
-        if resolution.outside:
+        if not _broken(analysis, page, link):
             continue
         if link.form == MARKDOWN:
             made = relink._markdown(analysis, places, page, link, text, moves, origin)
@@ -167,21 +166,34 @@ def _relinks(
     return relink._verified(analysis, page, text, edits, meant).edits
 
 
+def _broken(analysis: Analysis, page: Page, link: Link) -> bool:
+    """Whether the link names nothing (what `knowl fix` relinks)."""
+    resolution = analysis.index.resolve_link(page, link)
+    return not (
+        resolution.pages
+        or resolution.hidden
+        or resolution.file
+        or resolution.unchecked
+        or resolution.outside
+    )
+
+
 def _renamed_refs(ws: Workspace, analysis: Analysis, page: Page, name: str) -> list[Edit]:
     """`refs` and `superseded_by` entries naming the page, renamed (as written: by id)."""
     out = []
     for other in analysis.pages:
-        text = ws.text(other.path)
+        fields = other.parsed.fields
+        named = [
+            ref
+            for ref in [*fields.refs, *([fields.superseded_by] if fields.superseded_by else [])]
+            if ref.value == page.id
+            and analysis.index.resolve(ref.value, other.scope).pages == [page]
+        ]
+        text = ws.text(other.path) if named else None
         if text is None:
             continue
         index = TextIndex(text)
-        fields = other.parsed.fields
-        named = [*fields.refs, *([fields.superseded_by] if fields.superseded_by else [])]
         for ref in named:
-            if ref.value != page.id or analysis.index.resolve(ref.value, other.scope).pages != [
-                page
-            ]:
-                continue
             start = index.starts[ref.span.line - 1] + ref.span.column - 1
             at_ = text.find(ref.value, start)
             if at_ != -1:
@@ -203,16 +215,19 @@ def _rename_heading(ws: Workspace, page: Page, old: str, new: str) -> Plan:
         edits.append(Edit(page.path, start, old, new))
     old_slug, new_slug = _github_slug(old), _github_slug(new)
     for other in analysis.pages:
-        other_text = ws.text(other.path)
+        naming = [
+            link
+            for link in other.parsed.links
+            if link.heading is not None
+            and page
+            in ([other] if not link.target else analysis.index.resolve_link(other, link).pages)
+        ]
+        other_text = ws.text(other.path) if naming else None
         if other_text is None:
             continue
         other_index = TextIndex(other_text)
-        for link in other.parsed.links:
-            if link.heading is None:
-                continue
-            named = [other] if not link.target else analysis.index.resolve_link(other, link).pages
-            if page not in named:
-                continue
+        for link in naming:
+            assert link.heading is not None
             if link.form == MARKDOWN:
                 if heading.anchor is None and link.heading == old_slug:
                     edit = _fragment(other, other_text, link, old_slug, new_slug)

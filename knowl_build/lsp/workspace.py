@@ -171,7 +171,8 @@ class Workspace:
         pages, semantics = dict(base.pages), dict(base.semantics)
         discovery = base.discovery
         added: list[str] = []
-        for path, text in self.buffers.items():
+        # A copy: the server's thread opens and closes buffers while this one analyses.
+        for path, text in list(self.buffers.items()):
             data = text.encode("utf-8")
             entry = (data, hashlib.sha256(data).hexdigest())
             if path in pages:
