@@ -617,3 +617,21 @@ def test_hover_on_a_drifted_entity_shows_before_after_and_the_commit(tmp_path: P
     assert f"**drifted**: this page is bound to `{FP_SUM_AMOUNT}`" in shown
     assert f"changed in {sha[:12]} (revenue less one)" in shown
     assert "sum(amount) - 1" in shown.split("after:")[1]
+
+
+def test_an_unsaved_semantic_file_is_checked_and_its_pages_follow(repo: Path) -> None:
+    """The YAML buffer is laid over the file: a measure renamed there breaks the pages that
+    name it, before anything is saved."""
+    renamed = FILES[ORDERS].replace("name: total_revenue", "name: gross_revenue")
+
+    async def body(s: Session) -> list[str]:
+        s.open(REVENUE)
+        await s.until(lambda: s.published > 0)
+        item = types.TextDocumentItem(s.uri(ORDERS), "yaml", 1, FILES[ORDERS])
+        s.client.text_document_did_open(types.DidOpenTextDocumentParams(item))
+        s.change(ORDERS, renamed)
+        await s.until(lambda: s.codes(REVENUE) != [])
+        return s.codes(REVENUE)
+
+    assert run(repo, body) == ["KB101"]
+    assert (repo / ORDERS).read_text(encoding="utf-8") == FILES[ORDERS]
