@@ -100,6 +100,8 @@ def mcp(
         if user is not None:
             raise UsageError("--user and --tokens: over HTTP the token decides the user")
         tokens = served_http.read_tokens(tokens_file)
+    if address is not None:
+        served_http.check_exposure(address, tokens)
 
     process.for_a_server()  # it runs until stopped: its garbage must be collected
     one_line_logging(found.verbose)  # before the SDK's server, which would install rich's

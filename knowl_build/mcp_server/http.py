@@ -103,6 +103,17 @@ def is_loopback(address: Address) -> bool:
     )
 
 
+def check_exposure(address: Address, tokens: Tokens | None) -> bool:
+    """Whether the address is loopback; one that is not needs tokens (exit 2 without)."""
+    loopback = is_loopback(address)
+    if not loopback and tokens is None:
+        raise UsageError(
+            f"--http {one_line(address.host)}: not a loopback address, so anyone on the network "
+            "could read: give --tokens FILE (or serve on 127.0.0.1)"
+        )
+    return loopback
+
+
 def listen(address: Address) -> socket.socket:
     """A socket bound to the address and listening (an error is one line, exit 2)."""
     family, sockaddr = _resolved(address)[0]
@@ -268,12 +279,7 @@ def serve(server: Any, address: Address, tokens: Tokens | None) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    loopback = is_loopback(address)
-    if not loopback and tokens is None:
-        raise UsageError(
-            f"--http {one_line(address.host)}: not a loopback address, so anyone on the network "
-            "could read: give --tokens FILE (or serve on 127.0.0.1)"
-        )
+    loopback = check_exposure(address, tokens)
     sock = listen(address)
     # The gate checks Host and Origin, once, for every address: the SDK's own check is off.
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
