@@ -277,12 +277,26 @@
 
   var PASSAGE_CHARS = 240;
 
+  // Each word's stem, once: the passages of a page of results stem thousands of words, most
+  // of them seen before.
+  var stems = new Map();
+
+  function stemOf(word) {
+    var term = stems.get(word);
+    if (term === undefined) {
+      if (stems.size > 100000) stems.clear();
+      term = stem(word);
+      stems.set(word, term);
+    }
+    return term;
+  }
+
   /* A row's matched words: [start, end) of each token whose term is a query term. */
   function matchLine(text, wanted, heading) {
     var spans = [];
     var found = new Set();
     for (var m of String(text).matchAll(TOKEN)) {
-      var term = stem(m[0].toLowerCase());
+      var term = stemOf(m[0].toLowerCase());
       if (wanted.has(term)) {
         spans.push([m.index, m.index + m[0].length]);
         found.add(term);
