@@ -37,6 +37,14 @@ WIKI_LINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
 DIRECTIVE = re.compile(
     r"(\\?)(?:<<[ \t]*sl:([A-Za-z0-9_.-]+)[ \t]*>>|\{\{[ \t]*sl:([A-Za-z0-9_.-]+)[ \t]*\}\})"
 )
+# The same two, found from their brackets: a pattern that starts with an optional character
+# (`!?`, `\\?`) is tried at every position of the body, one that starts with a literal is
+# searched for it (several times faster on a page of prose). The character before says
+# whether a link is an embed and a directive escaped, as the optional one did.
+_WIKI_BRACKETS = re.compile(r"\[\[([^\[\]\n]*)\]\]")
+_DIRECTIVE_BRACKETS = re.compile(
+    r"<<[ \t]*sl:([A-Za-z0-9_.-]+)[ \t]*>>|\{\{[ \t]*sl:([A-Za-z0-9_.-]+)[ \t]*\}\}"
+)
 _BACKTICKS = re.compile(r"`+")
 # A body holds a code block or a heading only if it holds one of these: fences, ATX and setext
 # headings, and indentation (at a line start, or four spaces after a container's marker, as
@@ -389,125 +397,183 @@ def scan_body(
 ) -> BodyScan:
     body = text[body_offset:]
     first_line = index.position(body_offset)[0]
-    # markdown-it normalises line ends; keep the line count identical to ours.
-    normalized = body.replace("\r\n", "\n").replace("\r", " ")
-    lines_start = TextIndex(body).starts
+    scan = _Scan(body, first_line, _body_starts(index, body, body_offset, first_line))
     # Hugo's regions: its TOML front matter (only where no YAML frontmatter came first),
     # then its shortcodes.
     hugo = toml_front_matter(body) if body_offset == 0 else []
     hugo += shortcode_regions(body, code_shortcodes)
-    hugo_starts, hugo_ends = _disjoint(hugo)
-
-    excluded_lines: set[int] = set()  # 0-based body lines inside code blocks
-    spans: list[tuple[int, int]] = []  # body offsets of code spans
-    headings: list[Heading] = []
-    h1: str | None = None
-    suppressions: list[Suppression] = []
-    markdown: tuple[list[Token], dict[str, object]] | None = None  # for Markdown links
-    # Only code, headings, comments and Markdown links matter here; a body without these
-    # characters has none of them (every comment holds a `-`).
-    if (
-        body[:1] in (" ", "\t")
-        or any(mark in body for mark in _BLOCK_MARKS)
-        or mdlinks.may_have_links(body)
-    ):
-        with _CollectorPaused():
-            env: dict[str, object] = {}  # link reference definitions, for the inline parse
-            tokens = _md.parse(normalized, env)
-            markdown = (tokens, env)
-            for pos, token in enumerate(tokens):
-                if token.map is None:
-                    continue
-                if token.type in ("fence", "code_block"):
-                    excluded_lines.update(range(token.map[0], token.map[1]))
-                elif token.type == "inline":
-                    lo = lines_start[token.map[0]]
-                    hi = lines_start[token.map[1]] if token.map[1] < len(lines_start) else len(body)
-                    if "`" in body[lo:hi]:
-                        _code_spans(body[lo:hi], lo, spans)
-                elif token.type == "heading_open":
-                    if hugo and _inside(hugo_starts, hugo_ends, lines_start[token.map[0]]):
-                        continue  # a `# comment` of the TOML in a code shortcode
-                    inline = tokens[pos + 1]
-                    level = int(token.tag[1])
-                    content, anchor = heading_attributes(inline.content)
-                    title = strip_inline(content)
-                    headings.append(Heading(level, title, first_line + token.map[0], anchor))
-                    if h1 is None and level == 1 and token.markup == "#":
-                        h1 = title or None
-            if "knowl:" in body:
-                suppressions = _comment_suppressions(
-                    tokens, env, _Lines(normalized, lines_start), body_offset, index
-                )
-                if hugo:
-                    suppressions = [
-                        s
-                        for s in suppressions
-                        if not _inside(
-                            hugo_starts,
-                            hugo_ends,
-                            lines_start[s.span.line - first_line] + s.span.column - 1,
-                        )
-                    ]
-
-    span_starts, span_ends = _disjoint(spans + hugo)
+    scan.hugo = _disjoint(hugo)
     links: list[Link] = []
-    for match in WIKI_LINK.finditer(body):
-        start = match.start()
-        if span_starts and _inside(span_starts, span_ends, start):
-            continue
-        line_no = first_line + _line_of(lines_start, start)
-        if excluded_lines and (line_no - first_line) in excluded_lines:
-            continue
-        link = _make_link(match, body_offset, index)
-        if link is not None:
-            links.append(link)
     urls: tuple[UrlRef, ...] = ()
-    if markdown is not None:
-        with _CollectorPaused():
+    with _CollectorPaused():  # one pause for the block parse and the links
+        markdown = _parse_blocks(scan) if _may_hold_blocks(body) else None
+        if markdown is not None:
+            scan.read_blocks(*markdown, body_offset, index)
+        span_starts, span_ends = _disjoint(scan.spans + hugo)
+        links = _wiki_links(scan, span_starts, span_ends, body_offset, index)
+        if markdown is not None:
             found = mdlinks.body_links(
                 *markdown,
-                _Lines(normalized, lines_start),
-                normalized,
-                lines_start,
+                scan.lines(),
+                scan.normalized,
+                scan.lines_start,
                 body_offset,
                 index,
                 lambda at: bool(span_starts) and _inside(span_starts, span_ends, at),
             )
-        links = mdlinks.merged(links, found.links)
-        urls = tuple(found.urls)
-
-    directives: list[Directive] = []
-    if "sl:" in body:
-        for match in DIRECTIVE.finditer(body):
-            if match.group(1):
-                continue  # escaped: `\<<` or `\{{`
-            start = body_offset + match.start()
-            end = body_offset + match.end()
-            directives.append(
-                Directive(
-                    raw=match.group(0),
-                    name=match.group(2) or match.group(3),
-                    start=start,
-                    end=end,
-                    span=_span(index, start, end),
-                )
-            )
-    blocks: list[str] = []
-    if "^" in body:
-        for match in BLOCK_ID.finditer(body):
-            if _line_of(lines_start, match.start(1)) not in excluded_lines and not (
-                hugo and _inside(hugo_starts, hugo_ends, match.start(1))
-            ):
-                blocks.append(match.group(1))
+            links = mdlinks.merged(links, found.links)
+            urls = tuple(found.urls)
     return BodyScan(
         tuple(links),
-        tuple(directives),
-        tuple(headings),
-        h1,
-        tuple(suppressions),
-        tuple(blocks),
+        _directives(body, body_offset, index),
+        tuple(scan.headings),
+        scan.h1,
+        tuple(scan.suppressions),
+        _block_ids(scan),
         urls,
+    )
+
+
+def _body_starts(index: TextIndex, body: str, body_offset: int, first_line: int) -> list[int]:
+    """Where each line of the body starts, in the body: the page's own line starts when the
+    body starts a line (as it does after frontmatter), else counted again."""
+    if body_offset == 0:
+        return index.starts
+    starts = index.starts
+    if starts[first_line - 1] != body_offset:
+        return TextIndex(body).starts
+    return [start - body_offset for start in starts[first_line - 1 :]]
+
+
+def _may_hold_blocks(body: str) -> bool:
+    """Only code, headings, comments and Markdown links need the block parse; a body without
+    these characters has none of them (every comment holds a `-`)."""
+    return (
+        body[:1] in (" ", "\t")
+        or any(mark in body for mark in _BLOCK_MARKS)
+        or mdlinks.may_have_links(body)
+    )
+
+
+class _Scan:
+    """What the block parse of a body says: the lines of code blocks, code spans, headings,
+    the h1 and suppressions; and the body's lines, for the scans after it."""
+
+    def __init__(self, body: str, first_line: int, lines_start: list[int]) -> None:
+        self.body = body
+        self.first_line = first_line
+        self.lines_start = lines_start
+        # markdown-it normalises line ends; keep the line count identical to ours.
+        self.normalized = body.replace("\r\n", "\n").replace("\r", " ")
+        self.hugo: tuple[list[int], list[int]] = ([], [])
+        self.excluded_lines: set[int] = set()  # 0-based body lines inside code blocks
+        self.spans: list[tuple[int, int]] = []  # body offsets of code spans
+        self.headings: list[Heading] = []
+        self.h1: str | None = None
+        self.suppressions: list[Suppression] = []
+        self._lines: _Lines | None = None
+
+    def lines(self) -> _Lines:
+        if self._lines is None:
+            self._lines = _Lines(self.normalized, self.lines_start)
+        return self._lines
+
+    def in_hugo(self, offset: int) -> bool:
+        return bool(self.hugo[0]) and _inside(*self.hugo, offset)
+
+    def read_blocks(
+        self, tokens: list[Token], env: dict[str, object], body_offset: int, index: TextIndex
+    ) -> None:
+        lines_start, body = self.lines_start, self.body
+        for pos, token in enumerate(tokens):
+            if token.map is None:
+                continue
+            kind = token.type
+            if kind == "inline":
+                lo = lines_start[token.map[0]]
+                hi = lines_start[token.map[1]] if token.map[1] < len(lines_start) else len(body)
+                if "`" in body[lo:hi]:
+                    _code_spans(body[lo:hi], lo, self.spans)
+            elif kind == "fence" or kind == "code_block":
+                self.excluded_lines.update(range(token.map[0], token.map[1]))
+            elif kind == "heading_open" and not self.in_hugo(lines_start[token.map[0]]):
+                # (a heading in a Hugo region is a `# comment` of the TOML in a code shortcode)
+                self._heading(token, tokens[pos + 1], token.map[0])
+        if "knowl:" in body:
+            found = _comment_suppressions(tokens, env, self.lines(), body_offset, index)
+            self.suppressions = [
+                s
+                for s in found
+                if not self.in_hugo(lines_start[s.span.line - self.first_line] + s.span.column - 1)
+            ]
+
+    def _heading(self, token: Token, inline: Token, line: int) -> None:
+        level = int(token.tag[1])
+        content, anchor = heading_attributes(inline.content)
+        title = strip_inline(content)
+        self.headings.append(Heading(level, title, self.first_line + line, anchor))
+        if self.h1 is None and level == 1 and token.markup == "#":
+            self.h1 = title or None
+
+
+def _parse_blocks(scan: _Scan) -> tuple[list[Token], dict[str, object]]:
+    env: dict[str, object] = {}  # link reference definitions, for the inline parse
+    return _md.parse(scan.normalized, env), env
+
+
+def _wiki_links(
+    scan: _Scan, span_starts: list[int], span_ends: list[int], body_offset: int, index: TextIndex
+) -> list[Link]:
+    """The wiki-links of the body outside code (spans and blocks) and Hugo's regions."""
+    links: list[Link] = []
+    body = scan.body
+    if "[[" not in body:
+        return links
+    for match in _WIKI_BRACKETS.finditer(body):
+        embed = match.start() > 0 and body[match.start() - 1] == "!"
+        start = match.start() - embed
+        if span_starts and _inside(span_starts, span_ends, start):
+            continue
+        if scan.excluded_lines and _line_of(scan.lines_start, start) in scan.excluded_lines:
+            continue
+        link = _make_link(body, start, match.end(), match.group(1), embed, body_offset, index)
+        if link is not None:
+            links.append(link)
+    return links
+
+
+def _directives(body: str, body_offset: int, index: TextIndex) -> tuple[Directive, ...]:
+    """Live-definition directives, everywhere (code included); not an escaped one (`\\<<`,
+    `\\{{`)."""
+    if "sl:" not in body:
+        return ()
+    directives: list[Directive] = []
+    for match in _DIRECTIVE_BRACKETS.finditer(body):
+        if match.start() > 0 and body[match.start() - 1] == "\\":
+            continue
+        start = body_offset + match.start()
+        end = body_offset + match.end()
+        directives.append(
+            Directive(
+                raw=match.group(0),
+                name=match.group(1) or match.group(2),
+                start=start,
+                end=end,
+                span=_span(index, start, end),
+            )
+        )
+    return tuple(directives)
+
+
+def _block_ids(scan: _Scan) -> tuple[str, ...]:
+    """Block ids outside code blocks and Hugo's regions."""
+    if "^" not in scan.body:
+        return ()
+    return tuple(
+        match.group(1)
+        for match in BLOCK_ID.finditer(scan.body)
+        if _line_of(scan.lines_start, match.start(1)) not in scan.excluded_lines
+        and not scan.in_hugo(match.start(1))
     )
 
 
@@ -539,8 +605,10 @@ def wiki_target(written: str) -> tuple[str, str | None] | None:
     return target, heading
 
 
-def _make_link(match: re.Match[str], base: int, index: TextIndex) -> Link | None:
-    inner = match.group(2)
+def _make_link(
+    body: str, start: int, end: int, inner: str, embed: bool, base: int, index: TextIndex
+) -> Link | None:
+    """The wiki-link `body[start:end]` (`![[inner]]` or `[[inner]]`)."""
     bar = inner.find("|")
     target = inner if bar == -1 else inner[:bar]
     if bar != -1 and target.endswith("\\"):
@@ -549,11 +617,10 @@ def _make_link(match: re.Match[str], base: int, index: TextIndex) -> Link | None
     if named is None:
         return None  # `[[]]`, `[[|x]]`
     target, heading = named
-    start = base + match.start()
     return Link(
-        raw=match.group(0),
+        raw=body[start:end],
         target=target,
         heading=heading,
-        embed=bool(match.group(1)),
-        span=_span(index, start, base + match.end()),
+        embed=embed,
+        span=_span(index, base + start, base + end),
     )

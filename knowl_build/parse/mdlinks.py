@@ -337,6 +337,9 @@ def note_definitions(md: MarkdownIt) -> None:
     rule = md.block.ruler.__rules__[md.block.ruler.__find__("reference")].fn
 
     def wrapped(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+        first = state.bMarks[start] + state.tShift[start]
+        if state.src[first : first + 1] != "[":
+            return False  # what the rule answers too, asked at every block's first line
         references = state.env.get("references") or {}
         count = len(references)
         if not rule(state, start, end, silent):

@@ -113,6 +113,11 @@ def _describe(exc: yaml.MarkedYAMLError) -> str:
     return f"invalid YAML: {problem}"
 
 
+_STR = "tag:yaml.org,2002:str"
+# The values whose text as written a text field takes (a boolean is an int).
+_WRITTEN = (int, float, dt.date)
+
+
 class _Converter:
     def __init__(self, loader: Any) -> None:
         self.loader = loader
@@ -127,6 +132,10 @@ class _Converter:
                 f"invalid YAML: expands to more than {MAX_NODES} values (aliases?)",
                 node.start_mark.index,
             )
+        if node.tag == _STR and type(node) is yaml.ScalarNode:
+            # What the string constructor returns, without its bookkeeping: most scalars of a
+            # frontmatter are strings, and nothing about a string is out of range.
+            return YScalar(node.value, node.start_mark.index, node.end_mark.index)
         if isinstance(node, yaml.CollectionNode):
             if id(node) in self.open:
                 raise YamlProblem("invalid YAML: an alias refers to itself", node.start_mark.index)
@@ -153,7 +162,7 @@ class _Converter:
         if problem is not None:
             raise YamlProblem(problem, node.start_mark.index)
         # The composed node's value is the scalar's text without its tag, as a string would be.
-        text = str(node.value) if isinstance(value, int | float | dt.date) else None
+        text = str(node.value) if isinstance(value, _WRITTEN) else None
         return YScalar(value, node.start_mark.index, node.end_mark.index, text)
 
     def _collection(self, node: yaml.CollectionNode) -> YNode:

@@ -126,6 +126,14 @@ KEPT_ANCHORS = frozenset(
 # and drift besides.
 FINGERPRINT = re.compile(r"sha256:[0-9a-fA-F]+")
 COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
+# The fields that take one of a set of values.
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "usage_mode": USAGE_MODES,
+    "category": CATEGORIES,
+    "status": STATUSES,
+    "freshness": FRESHNESS,
+    "visibility": VISIBILITIES,
+}
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
@@ -327,36 +335,31 @@ class FieldValidator:
             items = self.string_list(name, node)
             if items is not None:
                 v[name] = tuple(Located(t, self.locate(n.start, n.end)) for t, n in items)
-        elif name == "usage_mode":
-            v[name] = self.choice(name, node, USAGE_MODES)
-        elif name == "category":
-            v[name] = self.choice(name, node, CATEGORIES)
-        elif name == "status":
-            v[name] = self.choice(name, node, STATUSES)
-        elif name == "freshness":
-            v[name] = self.choice(name, node, FRESHNESS)
-        elif name == "visibility":
-            v[name] = self.choice(name, node, VISIBILITIES)
+        elif name in _CHOICES:
+            v[name] = self.choice(name, node, _CHOICES[name])
         elif name == "superseded_by":
             v[name] = self.located(name, node)
+        elif name == "source_commit":
+            self.source_commit(node)
         elif name == "confidence":
             self.confidence(node)
-        elif name == "source_commit":
-            value = self.string(name, node)
-            if value is not None and not COMMIT.fullmatch(value.strip()):
-                self.report(
-                    FIELD_TYPE,
-                    node,
-                    "'source_commit' must be a hex commit id of 7 or more characters",
-                )
-            elif value is not None:
-                v[name] = value.strip()
         elif name == "affected_paths":
             self.affected_paths(node)
         elif name == "conflict":
             self.conflict(node)
         elif name == "meta":
             self.meta(node)
+
+    def source_commit(self, node: YNode) -> None:
+        value = self.string("source_commit", node)
+        if value is not None and not COMMIT.fullmatch(value.strip()):
+            self.report(
+                FIELD_TYPE,
+                node,
+                "'source_commit' must be a hex commit id of 7 or more characters",
+            )
+        elif value is not None:
+            self.values["source_commit"] = value.strip()
 
     def confidence(self, node: YNode) -> None:
         value = node.value if isinstance(node, YScalar) else None
@@ -526,6 +529,9 @@ TEXT_FIELDS = frozenset(
 )
 
 
+_WRITTEN_FIELDS = TEXT_FIELDS | {"conflict"}
+
+
 def _written(node: YNode) -> Any:
     return node.text if isinstance(node, YScalar) and node.text is not None else plain(node)
 
@@ -534,7 +540,12 @@ def as_written(root: YMap, frontmatter: dict[str, Any]) -> dict[str, Any]:
     """The frontmatter as data (`json_safe`), with the numbers, dates and booleans of its text
     fields as the text written, as the fields read them: the record's copy of `title: 0.840`
     says "0.840" too."""
-    nodes = {key_text(key): node for key, node in root.items}  # the last of repeated keys
+    # The last of repeated keys; only a string key is the name of a field.
+    nodes = {
+        key.value: node
+        for key, node in root.items
+        if isinstance(key.value, str) and key.value in _WRITTEN_FIELDS
+    }
     for name, node in nodes.items():
         if name in TEXT_FIELDS and isinstance(node, YScalar | YSeq):
             items = node.items if isinstance(node, YSeq) else [node]
