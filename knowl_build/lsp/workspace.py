@@ -23,6 +23,7 @@ import threading
 from collections import defaultdict
 from pathlib import Path
 
+from knowl_build import clock
 from knowl_build.app.project import find_project_root, load_config
 from knowl_build.config import Config
 from knowl_build.diagnostics import Diagnostic
@@ -56,6 +57,7 @@ class Workspace:
         self.by_path: dict[str, list[Diagnostic]] = {}
         self._inputs: Inputs | None = None
         self._state: tuple[object, ...] | None = None
+        self._key: str | None = None  # the inputs' fingerprint of the last analysis
         self.read_stamp: int | None = None  # `disk_stamp` when the files were last read
         self._lock = threading.Lock()
         self.caches = _private_caches(self.root)
@@ -112,7 +114,13 @@ class Workspace:
         with self._lock:
             self._reload_if_changed()
             inputs = self._overlaid(self._base())
+            # What the check memo is keyed by: the same inputs give the same findings (a
+            # page opened, or saved unchanged, costs no analysis).
+            key = inputs.fingerprint(self.config, clock.today())
+            if key == self._key and self.analysis is not None:
+                return {}
             analysis = analyse(self.root, self.config, inputs=inputs, caches=self.caches)
+            self._key = key
             grouped: dict[str, list[Diagnostic]] = defaultdict(list)
             for diagnostic in analysis.diagnostics:
                 grouped[diagnostic.path].append(diagnostic)
