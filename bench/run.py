@@ -103,7 +103,24 @@ def bench_size(pages: int, root: Path, made: float, repeats: int) -> dict[str, f
     return result
 
 
-def main() -> None:
+SUITES = [
+    "check",
+    "build",
+    "reader",
+    "agent",
+    "secrets",
+    "body",
+    "hints",
+    "embeddings",
+    "site",
+    "links",
+    "goals",
+    "quality",
+    "all",
+]
+
+
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -111,21 +128,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
         "--suite",
-        choices=[
-            "check",
-            "build",
-            "reader",
-            "agent",
-            "secrets",
-            "body",
-            "hints",
-            "embeddings",
-            "site",
-            "links",
-            "goals",
-            "quality",
-            "all",
-        ],
+        choices=SUITES,
         default="all",
         help="all = check, build, reader, agent, secrets, body, hints and site; goals = "
         "check, build and reader with the table of issue 16's goals; links = knowl check "
@@ -134,37 +137,173 @@ def main() -> None:
     )
     parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
-    args = parser.parse_args()
-    machine = f"best of {args.repeats}; python {sys.version.split()[0]}, {os.cpu_count()} cores"
+    return parser.parse_args()
+
+
+def _without_corpus(args: argparse.Namespace, machine: str) -> bool:
+    """The suites that need no corpus of this run; True when the suite asked for is done."""
     if args.suite in ("secrets", "all"):  # built in memory: no corpus needed
         print_secrets(*bench_secrets(args.repeats), f"({machine})")
         if args.suite == "secrets":
-            return
+            return True
     if args.suite in ("body", "all"):  # one small project per adversarial page
         print_body(bench_body(args.repeats), f"(knowl check --no-cache as a process; {machine})")
         if args.suite == "body":
-            return
+            return True
     if args.suite in ("hints", "all"):  # its own vaults: broken links, one commit
         print_hints(bench_hints(args.sizes, args.repeats), f"({machine})")
         if args.suite == "hints":
-            return
+            return True
     if args.suite == "quality":  # its own corpora, fetched from package registries
         print_quality(bench_quality(args.keep))
+        return True
+    return False
+
+
+def _links(args: argparse.Namespace, workdir: Path) -> None:
+    """The links suite, on its own corpora: every other link a Markdown link."""
+    try:
+        links = bench_links(args.sizes, args.repeats, args.commits, BASELINE, workdir)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    runs = f"{args.repeats} runs a side; python {sys.version.split()[0]}, {os.cpu_count()} cores"
+    print_links(links, f"({runs}, {args.commits} commits)", BASELINE)
+
+
+def _built(root: Path) -> None:
+    """`knowl build` of the corpus, for the suites that read its artifacts."""
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "knowl_build",
+            "build",
+            "-q",
+            "--allow-errors",
+            "--full",
+            "--repo",
+            str(root),
+        ],
+        check=True,
+    )
+
+
+class Figures:
+    """Each suite's figures over the sizes of a run, in the order they were measured."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, float]] = []
+        self.builds: list[tuple[int, dict[str, float]]] = []
+        self.readers: list[tuple[int, dict[str, float]]] = []
+        self.semantic: list[tuple[int, dict[str, float]]] = []
+        self.agents: list[tuple[int, dict[str, float]]] = []
+        self.sites: list[tuple[int, dict[str, float]]] = []
+
+
+def _measure(args: argparse.Namespace, n: int, root: Path, made: float, out: Figures) -> None:
+    """Every suite asked for, on the corpus of `n` pages at `root`."""
+    suite = args.suite
+    if suite in ("check", "goals", "all"):
+        out.rows.append(bench_size(n, root, made, args.repeats))
+    if suite in ("build", "goals", "all"):
+        out.builds.append((n, bench_build(root, page_path(0), args.repeats)))
+    if suite in ("reader", "agent", "site", "goals", "all"):
+        _built(root)
+    if suite in ("reader", "goals", "all"):
+        out.readers.append((n, bench_reader(root, args.repeats)))
+    if suite in ("agent", "all"):
+        out.agents.append((n, bench_agent(root, args.repeats)))
+    if suite in ("site", "all"):
+        out.sites.append((n, bench_site(root, args.repeats)))
+    if suite == "embeddings":
+        out.semantic.append((n, bench_embeddings(root, n)))
+
+
+def _print_builds(builds: list[tuple[int, dict[str, float]]], header: str) -> None:
+    print(f"knowl build benchmark {header}")
+    print(
+        f"{'pages':>7} {'cold build':>11} {'whoosh floor':>13} {'cold/floor':>11} {'no-op':>8} "
+        f"{'no-op/cold':>11} {'1-edit':>8} {'edit/cold':>10} {'history':>9}"
+    )
+    for n, b in builds:
+        print(
+            f"{n:>7} {b['cold_build_s']:>10.2f}s {b['whoosh_floor_s']:>12.2f}s "
+            f"{b['cold_over_floor']:>10.2f}x {b['noop_s']:>7.2f}s {b['noop_share']:>10.1%} "
+            f"{b['edit_s']:>7.2f}s {b['edit_share']:>9.1%} {b['history_s']:>8.2f}s"
+        )
+
+
+def _print_embeddings(semantic: list[tuple[int, dict[str, float]]], header: str) -> None:
+    print(f"embeddings benchmark {header}")
+    print(
+        f"{'pages':>7} {'embedding per 1,000 pages':>26} {'query p50 lexical':>18} {'with vectors':>13}"
+    )
+    for n, e in semantic:
+        print(
+            f"{n:>7} {e['embed_per_1000_s']:>25.1f}s {e['query_p50_lexical_ms']:>16.1f}ms "
+            f"{e['query_p50_vectors_ms']:>11.1f}ms"
+        )
+
+
+def _print_readers(readers: list[tuple[int, dict[str, float]]], header: str) -> None:
+    print(f"reader benchmark {header}")
+    print(
+        f"{'pages':>7} {'search p50':>11} {'p95':>8} {'search e2e':>11} {'show e2e':>9} "
+        f"{'traverse e2e':>13} {'no-artifact query':>18} {'ratio':>7}"
+    )
+    for n, r in readers:
+        print(
+            f"{n:>7} {r['search_p50_ms']:>9.1f}ms {r['search_p95_ms']:>6.1f}ms "
+            f"{r['search_e2e_s']:>10.2f}s {r['show_e2e_s']:>8.2f}s {r['traverse_e2e_s']:>12.2f}s "
+            f"{r['naive_query_s']:>17.2f}s {r['naive_over_search_e2e']:>6.1f}x"
+        )
+
+
+def _print_checks(rows: list[dict[str, float]], header: str) -> None:
+    print(f"knowl check benchmark {header}")
+    print(
+        f"{'pages':>7} {'floor':>9} {'cold check':>11} {'warm check':>11} {'warm/floor':>11} "
+        f"{'1-edit check':>13}"
+    )
+    for r in rows:
+        print(
+            f"{r['pages']:>7} {r['floor_s']:>8.3f}s {r['cold_check_s']:>10.3f}s "
+            f"{r['warm_check_s']:>10.3f}s {r['warm_over_floor']:>10.1f}x {r['edit_check_s']:>12.3f}s"
+        )
+
+
+def _print_all(out: Figures, header: str) -> None:
+    if out.builds:
+        _print_builds(out.builds, header)
+    if out.semantic:
+        _print_embeddings(out.semantic, header)
+    if out.agents:
+        print_agent(out.agents, header)
+    if out.sites:
+        print_site(out.sites, header)
+    if out.readers:
+        _print_readers(out.readers, header)
+    if out.rows:
+        _print_checks(out.rows, header)
+    # The goals of issue 16, from the figures of this run.
+    print_goals(
+        [out.builds, out.readers, [(int(r["pages"]), r) for r in out.rows]],
+        header,
+    )
+
+
+def main() -> None:
+    args = _arguments()
+    machine = f"best of {args.repeats}; python {sys.version.split()[0]}, {os.cpu_count()} cores"
+    if _without_corpus(args, machine):
         return
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="knowl-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    if args.suite == "links":  # its own corpora: every other link a Markdown link
-        try:
-            links = bench_links(args.sizes, args.repeats, args.commits, BASELINE, workdir)
-        finally:
-            if args.keep is None:
-                shutil.rmtree(workdir, ignore_errors=True)
-        runs = (
-            f"{args.repeats} runs a side; python {sys.version.split()[0]}, {os.cpu_count()} cores"
-        )
-        print_links(links, f"({runs}, {args.commits} commits)", BASELINE)
+    if args.suite == "links":
+        _links(args, workdir)
         return
-    rows, builds, readers, semantic, agents, sites = [], [], [], [], [], []
+    out = Figures()
     try:
         for n in args.sizes:
             root = workdir / f"corpus-{n}"
@@ -172,92 +311,11 @@ def main() -> None:
             if not root.exists():
                 make_corpus(root, n, commits=args.commits)
             made = time.perf_counter() - t0
-            if args.suite in ("check", "goals", "all"):
-                rows.append(bench_size(n, root, made, args.repeats))
-            if args.suite in ("build", "goals", "all"):
-                builds.append((n, bench_build(root, page_path(0), args.repeats)))
-            if args.suite in ("reader", "agent", "site", "goals", "all"):
-                subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "knowl_build",
-                        "build",
-                        "-q",
-                        "--allow-errors",
-                        "--full",
-                        "--repo",
-                        str(root),
-                    ],
-                    check=True,
-                )
-            if args.suite in ("reader", "goals", "all"):
-                readers.append((n, bench_reader(root, args.repeats)))
-            if args.suite in ("agent", "all"):
-                agents.append((n, bench_agent(root, args.repeats)))
-            if args.suite in ("site", "all"):
-                sites.append((n, bench_site(root, args.repeats)))
-            if args.suite == "embeddings":
-                semantic.append((n, bench_embeddings(root, n)))
+            _measure(args, n, root, made, out)
     finally:
         if args.keep is None:
             shutil.rmtree(workdir, ignore_errors=True)
-    header = f"({machine}, {args.commits} commits of history)"
-    if builds:
-        print(f"knowl build benchmark {header}")
-        print(
-            f"{'pages':>7} {'cold build':>11} {'whoosh floor':>13} {'cold/floor':>11} {'no-op':>8} "
-            f"{'no-op/cold':>11} {'1-edit':>8} {'edit/cold':>10} {'history':>9}"
-        )
-        for n, b in builds:
-            print(
-                f"{n:>7} {b['cold_build_s']:>10.2f}s {b['whoosh_floor_s']:>12.2f}s "
-                f"{b['cold_over_floor']:>10.2f}x {b['noop_s']:>7.2f}s {b['noop_share']:>10.1%} "
-                f"{b['edit_s']:>7.2f}s {b['edit_share']:>9.1%} {b['history_s']:>8.2f}s"
-            )
-    if semantic:
-        print(f"embeddings benchmark {header}")
-        print(
-            f"{'pages':>7} {'embedding per 1,000 pages':>26} {'query p50 lexical':>18} {'with vectors':>13}"
-        )
-        for n, e in semantic:
-            print(
-                f"{n:>7} {e['embed_per_1000_s']:>25.1f}s {e['query_p50_lexical_ms']:>16.1f}ms "
-                f"{e['query_p50_vectors_ms']:>11.1f}ms"
-            )
-    if agents:
-        print_agent(agents, header)
-    if sites:
-        print_site(sites, header)
-    if readers:
-        print(f"reader benchmark {header}")
-        print(
-            f"{'pages':>7} {'search p50':>11} {'p95':>8} {'search e2e':>11} {'show e2e':>9} "
-            f"{'traverse e2e':>13} {'no-artifact query':>18} {'ratio':>7}"
-        )
-        for n, r in readers:
-            print(
-                f"{n:>7} {r['search_p50_ms']:>9.1f}ms {r['search_p95_ms']:>6.1f}ms "
-                f"{r['search_e2e_s']:>10.2f}s {r['show_e2e_s']:>8.2f}s {r['traverse_e2e_s']:>12.2f}s "
-                f"{r['naive_query_s']:>17.2f}s {r['naive_over_search_e2e']:>6.1f}x"
-            )
-    if rows:
-        print(f"knowl check benchmark {header}")
-        print(
-            f"{'pages':>7} {'floor':>9} {'cold check':>11} {'warm check':>11} {'warm/floor':>11} "
-            f"{'1-edit check':>13}"
-        )
-        for r in rows:
-            print(
-                f"{r['pages']:>7} {r['floor_s']:>8.3f}s {r['cold_check_s']:>10.3f}s "
-                f"{r['warm_check_s']:>10.3f}s {r['warm_over_floor']:>10.1f}x {r['edit_check_s']:>12.3f}s"
-            )
-
-    # The goals of issue 16, from the figures of this run.
-    print_goals(
-        [builds, readers, [(int(r["pages"]), r) for r in rows]],
-        header,
-    )
+    _print_all(out, f"({machine}, {args.commits} commits of history)")
 
 
 if __name__ == "__main__":

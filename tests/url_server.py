@@ -39,60 +39,66 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.seen.append((method, path))
             count = sum(1 for _, p in self.server.seen if p == path)
-        if path == "/ok":
-            self.send(200)
+        if path in FIXED:
+            self.send(*FIXED[path])
         elif path == "/toggle":  # whatever the test sets
             self.send(self.server.toggle)
-        elif path == "/missing":
-            self.send(404)
-        elif path == "/gone":
-            self.send(410)
-        elif path == "/login":
-            self.send(401)
         elif path == "/flaky":  # 500 to the first try (its HEAD and GET), then 200
             self.send(500 if count <= 2 else 200)
-        elif path == "/always-500":
-            self.send(503)
         elif path == "/busy":  # 429 with Retry-After on the first request, then 200
             self.send(429, {"Retry-After": "0"}) if count == 1 else self.send(200)
-        elif path == "/busy-for-an-hour":
-            self.send(429, {"Retry-After": "3600"})
         elif path == "/slow":
             time.sleep(1.0)
             self.send(200)
-        elif path.startswith("/chain/"):
-            left = int(path.rsplit("/", 1)[1])
-            self.send(200) if left == 0 else self.send(302, {"Location": f"/chain/{left - 1}"})
-        elif path == "/to-file":
-            self.send(302, {"Location": "file:///etc/passwd"})
-        elif path == "/to-ftp":
-            self.send(301, {"Location": "ftp://127.0.0.1/pub/file"})
-        elif path == "/to-metadata":
-            self.send(302, {"Location": "http://169.254.169.254/latest/meta-data/"})
-        elif path == "/loop-a":
-            self.send(307, {"Location": "/loop-b"})
-        elif path == "/loop-b":
-            self.send(308, {"Location": "/loop-a"})
-        elif path.startswith("/forever/"):
-            step = int(path.rsplit("/", 1)[1])
-            self.send(302, {"Location": f"/forever/{step + 1}"})
+        elif path.startswith(("/chain/", "/forever/")):
+            self.redirect_step(path)
         elif path == "/no-head":
             self.send(405) if method == "HEAD" else self.send(200)
         elif path == "/huge":
-            if method == "HEAD":
-                self.send(405)
-                return
-            self.send(200, {"Content-Length": str(HUGE)})
-            chunk = b"x" * 65536
-            try:
-                while self.server.sent < HUGE:
-                    self.wfile.write(chunk)
-                    with self.server.lock:
-                        self.server.sent += len(chunk)
-            except OSError:
-                pass  # the client closed: what it should do
+            self.huge(method)
         else:
             self.send(404)
+
+    def redirect_step(self, path: str) -> None:
+        """`/chain/N` redirects N times then answers 200; `/forever/N` redirects for ever."""
+        step = int(path.rsplit("/", 1)[1])
+        if path.startswith("/forever/"):
+            self.send(302, {"Location": f"/forever/{step + 1}"})
+        elif step == 0:
+            self.send(200)
+        else:
+            self.send(302, {"Location": f"/chain/{step - 1}"})
+
+    def huge(self, method: str) -> None:
+        """A body of HUGE bytes, sent until the client closes (no HEAD)."""
+        if method == "HEAD":
+            self.send(405)
+            return
+        self.send(200, {"Content-Length": str(HUGE)})
+        chunk = b"x" * 65536
+        try:
+            while self.server.sent < HUGE:
+                self.wfile.write(chunk)
+                with self.server.lock:
+                    self.server.sent += len(chunk)
+        except OSError:
+            pass  # the client closed: what it should do
+
+
+# The paths whose answer is always the same: (status, headers).
+FIXED: dict[str, tuple[int, dict[str, str] | None]] = {
+    "/ok": (200, None),
+    "/missing": (404, None),
+    "/gone": (410, None),
+    "/login": (401, None),
+    "/always-500": (503, None),
+    "/busy-for-an-hour": (429, {"Retry-After": "3600"}),
+    "/to-file": (302, {"Location": "file:///etc/passwd"}),
+    "/to-ftp": (301, {"Location": "ftp://127.0.0.1/pub/file"}),
+    "/to-metadata": (302, {"Location": "http://169.254.169.254/latest/meta-data/"}),
+    "/loop-a": (307, {"Location": "/loop-b"}),
+    "/loop-b": (308, {"Location": "/loop-a"}),
+}
 
 
 class Server(http.server.ThreadingHTTPServer):
