@@ -635,3 +635,25 @@ def test_an_unsaved_semantic_file_is_checked_and_its_pages_follow(repo: Path) ->
 
     assert run(repo, body) == ["KB101"]
     assert (repo / ORDERS).read_text(encoding="utf-8") == FILES[ORDERS]
+
+
+def test_a_file_the_editor_moves_keeps_its_links_right(repo: Path) -> None:
+    """`workspace/willRenameFiles`: the editor moves revenue.md into a folder; the wiki links
+    name it by id and stay, the relative Markdown link follows it."""
+    moved = "knowledge/global/finance/revenue.md"
+
+    async def body(s: Session) -> Any:
+        s.open(NOTES)
+        await s.until(lambda: s.published > 0)
+        return await s.client.workspace_will_rename_files_async(
+            types.RenameFilesParams(files=[types.FileRename(s.uri(REVENUE), s.uri(moved))])
+        )
+
+    edit = run(repo, body)
+    assert edit is not None and edit.document_changes is not None
+    [notes] = edit.document_changes
+    assert isinstance(notes, types.TextDocumentEdit)
+    assert notes.text_document.uri == uri(repo, NOTES)
+    after = applied(FILES[NOTES], list(notes.edits))  # type: ignore[arg-type]
+    assert after == FILES[NOTES].replace("(revenue.md)", "(finance/revenue.md)")
+    assert (repo / REVENUE).exists()

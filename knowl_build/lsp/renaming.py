@@ -117,13 +117,20 @@ def _check_name(name: str) -> str:
 
 def _rename_page(ws: Workspace, page: Page, new_name: str) -> Plan:
     name = _check_name(new_name)
-    folder = posixpath.dirname(page.path)
-    new_path = posixpath.join(folder, name + ".md")
+    new_path = posixpath.join(posixpath.dirname(page.path), name + ".md")
+    return Plan(moved_links(ws, page, new_path), (page.path, new_path))
+
+
+def moved_links(ws: Workspace, page: Page, new_path: str) -> list[Edit]:
+    """The edits that keep every link and ref to `page` (and the page's own relative links)
+    right once it is at `new_path`."""
     analysis = ws.analysis
     assert analysis is not None
     taken = {p.path for p in analysis.pages} | set(analysis.discovery.other_files)
     if new_path in taken or ws.absolute(new_path).exists():
         raise Refused(f"{new_path} exists already")
+    if not ws.could_be_page(new_path):
+        raise Refused(f"{new_path} is no page of the knowledge folder")
     moved = ws.analyse_moved(page.path, new_path)
     edits: list[Edit] = []
     for other in sorted(moved.pages, key=lambda p: p.path):
@@ -135,8 +142,20 @@ def _rename_page(ws: Workspace, page: Page, new_name: str) -> Plan:
             continue
         for change in _relinks(moved, other, text, {page.path: new_path}):
             edits.append(Edit(origin, change.start, change.old, change.new))
+    name = posixpath.basename(new_path)[: -len(".md")]
     edits += _renamed_refs(ws, analysis, page, name)
-    return Plan(sorted(set(edits)), (page.path, new_path))
+    return sorted({e for e in edits if e.old != e.new})
+
+
+def will_rename(ws: Workspace, old_path: str, new_path: str) -> list[Edit]:
+    """`workspace/willRenameFiles`: the editor is about to rename or move a page's file."""
+    page = ws.page(old_path)
+    if page is None or ws.analysis is None:
+        return []
+    try:
+        return moved_links(ws, page, new_path)
+    except Refused:
+        return []  # the editor renames the file anyway; there is nothing to keep right
 
 
 def _relinks(
@@ -284,9 +303,25 @@ def register(server: LanguageServer) -> None:
             raise failed(str(exc)) from None
         return workspace_edit(ls, made)
 
-    async def _in_thread(*args: Any) -> Plan:
+    async def _in_thread(*args: Any) -> Any:
         function, rest = args[0], args[1:]
         return await asyncio.get_running_loop().run_in_executor(None, function, *rest)
+
+    pages = types.FileOperationFilter(pattern=types.FileOperationPattern(glob="**/*.md"))
+
+    @server.feature(
+        types.WORKSPACE_WILL_RENAME_FILES,
+        types.FileOperationRegistrationOptions(filters=[pages]),
+    )
+    async def will_rename_files(ls: Any, params: types.RenameFilesParams) -> Any:
+        if not await ls.wait():
+            return None
+        edits: list[Edit] = []
+        for renamed in params.files:
+            old, new = ls.path(renamed.old_uri), ls.path(renamed.new_uri)
+            if old is not None and new is not None:
+                edits += await _in_thread(will_rename, ls.ws, old, new)
+        return workspace_edit(ls, Plan(edits, None))
 
     def workspace_edit(ls: Any, made: Plan) -> types.WorkspaceEdit:
         changes: list[Any] = []
