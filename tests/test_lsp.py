@@ -657,3 +657,36 @@ def test_a_file_the_editor_moves_keeps_its_links_right(repo: Path) -> None:
     after = applied(FILES[NOTES], list(notes.edits))  # type: ignore[arg-type]
     assert after == FILES[NOTES].replace("(revenue.md)", "(finance/revenue.md)")
     assert (repo / REVENUE).exists()
+
+
+def test_obsidian_block_ids_complete_and_lead_to_their_line(tmp_path: Path) -> None:
+    block_page = FILES[REVENUE] + "\nCounted every day. ^daily\n"
+    notes = FM + "# Notes\n\n[[revenue#^daily]]\n[[revenue#^\n"
+    project = Project(tmp_path / "repo").write(
+        {
+            **FILES,
+            REVENUE: block_page,
+            NOTES: notes,
+            "knowl.toml": '[links]\nresolution = "obsidian"\n',
+        }
+    )
+    project.commit("vault")
+
+    async def body(s: Session) -> tuple[Any, list[str]]:
+        s.open(NOTES)
+        await s.until(lambda: s.published > 0)
+        found = await s.client.text_document_definition_async(
+            types.DefinitionParams(**s.where(NOTES, 6, 4))
+        )
+        got = await s.client.text_document_completion_async(
+            types.CompletionParams(**s.where(NOTES, 7, 11))
+        )
+        assert isinstance(got, types.CompletionList)
+        return found, [item.label for item in got.items]
+
+    found, labels = run(project.root, body)
+    line = block_page.split("\n").index("Counted every day. ^daily")
+    assert [(loc.uri, loc.range.start.line) for loc in found] == [
+        (uri(project.root, REVENUE), line)
+    ]
+    assert labels == ["^daily"]

@@ -344,7 +344,18 @@ def definition(ws: Workspace, path: str, line: int, column: int) -> list[tuple[s
     if resolution is None:
         return []
     heading = found.link.heading if found.link is not None else None
+    if heading and heading.startswith("^"):
+        return [(p.path, _block_line(ws, p.path, heading[1:].strip()), 1) for p in resolution.pages]
     return [(p.path, heading_line(p, heading), 1) for p in resolution.pages]
+
+
+def _block_line(ws: Workspace, path: str, block: str) -> int:
+    """The 1-based line that a block id (`^id` ending it) marks, 1 when none does."""
+    text = ws.text(path) or ""
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.rstrip().endswith(" ^" + block) or line.strip() == "^" + block:
+            return number
+    return 1
 
 
 def references(ws: Workspace, path: str, line: int, column: int) -> list[tuple[str, At]]:
