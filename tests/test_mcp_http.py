@@ -317,3 +317,35 @@ def test_the_address_and_the_tokens_file_are_checked_before_serving(
     readable.chmod(0o644)
     result = invoke([*repo, "--http", "0", "--tokens", str(readable)], code=2)
     assert "other users may read or change it (mode -rw-r--r--): chmod 600" in result.stderr
+
+
+def test_the_gate_passes_nothing_it_has_not_checked() -> None:
+    """In process: a websocket is closed, never handed to the SDK's app (which the gate
+    would not have checked); an HTTP request reaches it with the token's user in its scope."""
+    from knowl_build.mcp_server.http import Gate, Tokens, _digest
+    from knowl_build.mcp_server.session import TOKEN_USER_KEY
+
+    reached: list[dict[str, Any]] = []
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(dict(scope))
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b""}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    gate = Gate(
+        app, host="127.0.0.1", loopback=True, tokens=Tokens({_digest(ALICE_TOKEN): "alice"})
+    )
+    host = [(b"host", b"127.0.0.1:8000")]
+    auth = [(b"authorization", f"Bearer {ALICE_TOKEN}".encode())]
+    asyncio.run(gate({"type": "websocket", "headers": host + auth}, receive, send))
+    assert reached == [] and sent == [{"type": "websocket.close", "code": 1008}]
+    twice = [*auth, (b"authorization", b"Bearer " + b"z" * 40)]
+    asyncio.run(gate({"type": "http", "headers": host + twice}, receive, send))
+    assert reached == [] and sent[-2]["status"] == 401
+    asyncio.run(gate({"type": "http", "headers": host + auth}, receive, send))
+    assert [scope[TOKEN_USER_KEY] for scope in reached] == ["alice"]

@@ -223,8 +223,12 @@ class Gate:
         self.tokens = tokens
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":  # the lifespan: the SDK's session manager starts
+        if scope["type"] == "lifespan":  # the SDK's session manager starts and stops
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # a websocket: the transport has none, and no gate
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
             return
         headers: dict[str, list[str]] = {}
         for key, value in scope.get("headers", []):

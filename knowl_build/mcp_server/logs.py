@@ -41,11 +41,12 @@ class OneLine(logging.Formatter):
 
 
 def one_line_logging(verbose: int = 0) -> None:
-    """Log to stderr one line per record (INFO and above; DEBUG with -vv)."""
+    """Log to stderr one line per record (INFO and above; DEBUG with -vv). A process whose
+    logging is already set up (a test run's, an embedding program's) keeps its own."""
+    root = logging.getLogger()
+    if root.handlers:
+        return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(OneLine(tracebacks=verbose > 0))
-    root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
