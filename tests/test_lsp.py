@@ -690,3 +690,16 @@ def test_obsidian_block_ids_complete_and_lead_to_their_line(tmp_path: Path) -> N
         (uri(project.root, REVENUE), line)
     ]
     assert labels == ["^daily"]
+
+
+def test_a_hostile_git_head_is_not_followed_out_of_the_repository(tmp_path: Path) -> None:
+    from knowl_build.lsp.workspace import _head
+
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"secret\n")
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_bytes(b"ref: " + str(outside).encode() + b"\n")
+    assert _head(root) == b"ref: " + str(outside).encode() + b"\n"
+    (root / ".git" / "HEAD").write_bytes(b"ref: refs/../../outside\n")
+    assert _head(root) == b"ref: refs/../../outside\n"

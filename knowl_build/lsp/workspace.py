@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -37,6 +38,7 @@ from knowl_build.trust import machine_key
 # The cache files copied from the project's `.knowl/cache/` (the parse cache, the replay).
 SEEDED = ("pages.jsonl", HISTORY_CACHE)
 CONFIG_FILES = ("knowl.toml", "pyproject.toml")
+_REF = re.compile(r"refs/[A-Za-z0-9._/-]{1,200}")
 
 
 def project_root(start: Path) -> Path:
@@ -240,17 +242,23 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 
 def _head(root: Path) -> bytes | None:
-    """What `.git/HEAD` and the branch it names say (a commit or a checkout changes it)."""
+    """What `.git/HEAD` and the branch it names say (a commit or a checkout changes it).
+    Only plain files inside `.git/` are read: a HEAD that names a ref outside `refs/`, or
+    a link, is taken as it stands (the pipeline asks git itself for the history)."""
     git = root / ".git"
+    head_file = git / "HEAD"
+    if head_file.is_symlink():
+        return None
     try:
-        head = (git / "HEAD").read_bytes()
+        head = head_file.read_bytes()
     except OSError:
         return None
     if head.startswith(b"ref: "):
         ref = head[5:].strip().decode("utf-8", "replace")
-        if ".." not in ref:
+        target = git / ref
+        if _REF.fullmatch(ref) and ".." not in ref and not target.is_symlink():
             with contextlib.suppress(OSError):
-                return head + (git / ref).read_bytes()
+                return head + target.read_bytes()
     return head
 
 
