@@ -151,18 +151,14 @@ async def session(root: Path, edits: int, requests: int) -> dict[str, float]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pages", type=int, default=10000)
-    parser.add_argument("--edits", type=int, default=20)
-    parser.add_argument("--requests", type=int, default=50)
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    args = parser.parse_args()
+def bench_lsp(pages: int, edits: int = 20, requests: int = 50) -> dict[str, dict[str, float]]:
+    """The figures of a cold session and of a warm one (after `knowl check`), on a corpus of
+    `pages` pages made for the run in a temporary folder."""
     folder = Path(tempfile.mkdtemp(prefix="knowl-lsp-bench-"))
     try:
         root = folder / "project"
-        make_corpus(root, args.pages)
-        cold = asyncio.run(session(root, args.edits, args.requests))
+        make_corpus(root, pages)
+        cold = asyncio.run(session(root, edits, requests))
         subprocess.run(
             [sys.executable, "-m", "knowl_build", "check", "--repo", str(root), "-q"],
             capture_output=True,
@@ -170,16 +166,31 @@ def main() -> None:
             env=dict(os.environ),
             check=False,
         )
-        warm = asyncio.run(session(root, args.edits, args.requests))
+        warm = asyncio.run(session(root, edits, requests))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    figures = {"pages": args.pages, "cold": cold, "warm": warm}
-    if args.json:
-        print(json.dumps(figures, indent=2, sort_keys=True))
-        return
-    print(f"knowl lsp on {args.pages} pages")
+    return {"cold": cold, "warm": warm}
+
+
+def print_lsp(pages: int, figures: dict[str, dict[str, float]]) -> None:
+    cold, warm = figures["cold"], figures["warm"]
+    print(f"knowl lsp on {pages} pages")
     for name in cold:
         print(f"  {name:22} cold {cold[name]:10.2f}   warm {warm[name]:10.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=10000)
+    parser.add_argument("--edits", type=int, default=20)
+    parser.add_argument("--requests", type=int, default=50)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    figures = bench_lsp(args.pages, args.edits, args.requests)
+    if args.json:
+        print(json.dumps({"pages": args.pages, **figures}, indent=2, sort_keys=True))
+    else:
+        print_lsp(args.pages, figures)
 
 
 if __name__ == "__main__":
