@@ -373,7 +373,12 @@ def test_entities_page_through_with_opaque_cursors(sample: Path) -> None:
         message = error_text(out[name])
         assert "invalid cursor" in message, (name, message)
         assert_clean(message)
-    assert out["stale"] == {"pages": [], "total": 0, "next_cursor": None}
+    # The demo's one page that is not fresh: the drift it demonstrates.
+    stale = out["stale"]
+    assert (stale["total"], stale["next_cursor"]) == (1, None)
+    assert [(p["page"], p["freshness"]) for p in stale["pages"]] == [
+        ("average-order-value", "needs_review")
+    ]
 
     described = out["describe"]
     assert (described["entity"], described["kind"]) == (TOTAL_REVENUE, "measure")

@@ -390,8 +390,9 @@ def test_configured_peers_answer_as_knowl_search_does(tmp_path: Path) -> None:
     cli = json.loads(
         invoke(["search", "revenue", "--repo", str(main.root), "--limit", "10", "--json"]).stdout
     )
-    hits = [(h["repo"], h["page"]) for h in out["search"]["hits"]]
-    assert hits == [(h["repo"], h["page"]) for h in cli["hits"]]
+    # Pages and entities mixed alike: an entity hit is named by its entity.
+    hits = [(h["repo"], h.get("page", h.get("entity"))) for h in out["search"]["hits"]]
+    assert hits == [(h["repo"], h.get("page", h.get("entity"))) for h in cli["hits"]]
     # The peer's repo is its folder's name (built here without its knowl.toml's repo_name).
     assert ("billing", "invoices") in hits and ("billing", "internal") not in hits
     peer_page = next(p for p in out["context"]["pages"] if p["repo"] == "billing")

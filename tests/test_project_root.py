@@ -48,8 +48,11 @@ def test_a_project_inside_a_larger_repository(
     assert diagnostics(invoke(["check", "--format", "json"], code=1)) == [
         ("KB103", "knowledge/global/a.md")
     ]
+    # github paths open from here; on a GitHub runner they start at the repository's root.
     github = invoke(["check", "--format", "github"], code=1).stdout
-    assert github.startswith("::error file=analytics/knowledge/global/a.md,line=3,")
+    assert github.startswith("::error file=../../knowledge/global/a.md,line=3,")
+    runner = invoke(["check", "--format", "github"], code=1, env={"GITHUB_ACTIONS": "true"})
+    assert runner.stdout.startswith("::error file=analytics/knowledge/global/a.md,line=3,")
     # From the repository's root (or beside the project) there is no project to find.
     monkeypatch.chdir(mono.root / "src")
     result = invoke(["check"], code=2)

@@ -134,7 +134,7 @@ def test_per_path_off_also_drops_the_freshness_reason(project: Callable[..., Pro
             "knowledge/global/new.md": "# New\n",
         }
     )
-    stale = json.loads(invoke(["stale", "--repo", str(proj.root), "--json"]).stdout)
+    stale = json.loads(invoke(["stale", "--repo", str(proj.root), "--json"], code=1).stdout)
     assert [p["page"] for p in stale["pages"]] == ["new"]
 
 

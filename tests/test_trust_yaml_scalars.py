@@ -227,7 +227,7 @@ def test_quoted_timestamp_out_of_range_in_every_command(
 ) -> None:
     page = f"---\nsummary: s\nmeta:\n  last_validated_at: {QUOTED['utc-overflow']}\n---\nbody\n"
     proj = project({PAGE: page})
-    code = {"check": 1, "build": 1, "review": 1}.get(command[0], 0)
+    code = {"check": 1, "build": 1, "review": 1, "stale": 1}.get(command[0], 0)
     result = invoke([*command, "--repo", str(proj.root)], code=code)
     assert "internal error" not in result.output
     if command[0] == "review":  # refused: the page has an error finding
