@@ -349,3 +349,36 @@ def test_the_gate_passes_nothing_it_has_not_checked() -> None:
     assert reached == [] and sent[-2]["status"] == 401
     asyncio.run(gate({"type": "http", "headers": host + auth}, receive, send))
     assert [scope[TOKEN_USER_KEY] for scope in reached] == ["alice"]
+
+
+def test_a_session_used_with_another_token_answers_as_that_tokens_user(server: Server) -> None:
+    """The user is the request's token's, not the session's: alice's session id sent with
+    bob's token reads bob's pages, never alice's."""
+    opened = post(server.url, {"Authorization": f"Bearer {ALICE_TOKEN}"})
+    assert opened.status_code == 200
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Mcp-Session-Id": opened.headers["mcp-session-id"],
+        "Mcp-Protocol-Version": opened.json()["result"]["protocolVersion"],
+    }
+
+    def send(token: str, message: dict[str, Any]) -> httpx2.Response:
+        sent = {**headers, "Authorization": f"Bearer {token}"}
+        return httpx2.post(server.url, json=message, headers=sent, timeout=30)
+
+    send(ALICE_TOKEN, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "search_knowledge", "arguments": {"query": "zebra"}},
+    }
+    answers = {token: send(token, call) for token in (BOB_TOKEN, ALICE_TOKEN)}
+    pages = {
+        token: sorted(h["page"] for h in answer.json()["result"]["structuredContent"]["hits"])
+        for token, answer in answers.items()
+    }
+    assert pages == {
+        BOB_TOKEN: ["bob-plan", "glossary"],
+        ALICE_TOKEN: ["glossary", "zebra-notes"],
+    }
