@@ -295,6 +295,7 @@ def key_text(key: YScalar) -> str:
 def as_text(node: YNode) -> str | None:
     """A scalar as text: a string as YAML read it, a number, date or boolean as written
     (`0.840` is "0.840", not "0.84"); None for null, a list, a mapping or binary data."""
-    if not isinstance(node, YScalar):
+    if type(node) is not YScalar:  # (no class derives from it; a type test is cheaper)
         return None
-    return node.value if isinstance(node.value, str) else node.text
+    value = node.value
+    return value if type(value) is str else node.text
