@@ -142,6 +142,7 @@ def pick(
     user: str | None,
     find: Callable[[str, str], Iterable[Named[T]]],
     missing: type[KnowlError] = PageNotFound,
+    ids: Callable[[str], Iterable[str]] | None = None,
 ) -> T:
     """The page PAGE names for `user`. `find(scope, id)` gives every page of that id in the
     scope. The first of `candidates` that holds a page `user` may see decides: one page is the
@@ -149,7 +150,8 @@ def pick(
     reader's PageNotFound, a write's refusal) with the one message of `not_found`.
 
     A name with `/` is a path under the scope folder (without `.md`) and names the page at that
-    path only."""
+    path only. `ids(scope)`, when given, lists a scope's page ids: a name that finds nothing is
+    answered with the closest id among the scopes `user` may see (never another user's)."""
     for scope, name in candidates(ref, user):
         if not writable(scope, user):
             continue
@@ -164,4 +166,18 @@ def pick(
             return found[0].page
         if found:
             raise AmbiguousPage(ambiguous(ref, user, scope, found))
-    raise missing(not_found(ref, user))
+    raise missing(not_found(ref, user) + _closest(ref, user, ids))
+
+
+def _closest(ref: str, user: str | None, ids: Callable[[str], Iterable[str]] | None) -> str:
+    """`; did you mean 'x'?` for the visible id closest to the name `ref` gives, or ""."""
+    if ids is None:
+        return ""
+    # Only for a page not found: difflib stays out of every reader's start-up time.
+    from knowl_build.hints import did_you_mean
+
+    name = ref.rsplit(":", 1)[-1] if ref.startswith(("global:", "user:")) else ref
+    scopes = [GLOBAL] + ([f"user:{normalize_owner(user)}"] if user else [])
+    visible = sorted({page for scope in scopes for page in ids(scope)})
+    hint = did_you_mean(unicodedata.normalize("NFC", name), visible)
+    return f"; {hint}" if hint else ""

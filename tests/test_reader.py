@@ -8,12 +8,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from knowl_build.artifacts.layout import RECORDS, file_table
 from knowl_build.artifacts.schema import SearchAnswer
 from knowl_build.config import Config
+from knowl_build.errors import UsageError
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
 from tests.helpers import SEMANTICS, Project, dump_json, invoke
@@ -364,3 +366,22 @@ def test_canonic_repository_answers_obvious_queries(
     assert answer["hits"][0]["page"] == first
     if first == "revenue":
         assert [c["page"] for c in answer["caveats"]] == ["returns"]
+
+
+@pytest.mark.parametrize("limit", [0, -1, 2.5, True])
+def test_a_limit_that_is_no_count_of_hits_is_refused(built: Path, limit: Any) -> None:
+    with Reader.open(built) as reader:
+        with pytest.raises(UsageError, match="limit must be a whole number of at least 1"):
+            reader.search("revenue", limit=limit)
+        with pytest.raises(UsageError, match="limit must be a whole number of at least 1"):
+            reader.context("revenue", limit=limit)
+
+
+def test_a_misspelt_page_suggests_the_nearest_visible_one(built: Path) -> None:
+    result = invoke(["show", "revenu", "--repo", str(built)], code=1)
+    assert "no page 'revenu' visible to anonymous; did you mean 'revenue'?" in result.stderr
+    # Another user's page is never suggested: it answers as a page that does not exist.
+    hidden = invoke(["show", "secret-pla", "--repo", str(built), "--user", "alice"], code=1)
+    assert "secret-plan" not in hidden.stderr
+    own = invoke(["show", "notebok", "--repo", str(built), "--user", "alice"], code=1)
+    assert "did you mean 'notebook'?" in own.stderr

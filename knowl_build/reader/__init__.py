@@ -26,7 +26,7 @@ from knowl_build.artifacts.schema import (
     StaleAnswer,
     TraverseAnswer,
 )
-from knowl_build.errors import PageNotFound
+from knowl_build.errors import PageNotFound, UsageError
 from knowl_build.reader import context, entities, passages, queries, traversal
 from knowl_build.reader.queries import Filters
 from knowl_build.reader.view import ArtifactView, find_artifact
@@ -112,6 +112,7 @@ class Reader:
         # Imported here: start-up time (the ranking loads only when a query runs).
         from knowl_build.reader import mixed
 
+        _check_limit(limit)
         filters = Filters(status, category, usage_mode, tuple(tags))
         answer = mixed.search(
             self.view,
@@ -150,6 +151,7 @@ class Reader:
     ) -> ContextAnswer:
         """The best pages for a question with citations, the live definitions of their
         entities, the caveats riding along and the pages the hits supersede."""
+        _check_limit(limit)
         filters = Filters(status, category, usage_mode, tuple(tags))
         return context.context(
             self.view, question, user=user, limit=limit, filters=filters, peers=self.peers
@@ -170,3 +172,11 @@ class Reader:
 
     def describe_entity(self, entity: str, *, user: str | None = None) -> EntityDescription:
         return entities.describe_entity(self.view, entity, user)
+
+
+def _check_limit(limit: object) -> None:
+    """A number of hits is a whole number of at least 1, as `knowl search --limit` and the MCP
+    tools take it: 0, a negative number, a float or a boolean is refused, never answered
+    with nothing (a caller would take "no hits" for an answer)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise UsageError(f"limit must be a whole number of at least 1, not {limit!r}")

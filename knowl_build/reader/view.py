@@ -276,7 +276,10 @@ class ArtifactView:
                 for page in self.by_scope_id.get((scope, page_id), ())
             ]
 
-        return pick(ref, user, find)
+        def ids(scope: str) -> list[str]:
+            return [page_id for (held, page_id) in self.by_scope_id if held == scope]
+
+        return pick(ref, user, find, ids=ids)
 
     def record(self, page: CatalogEntry) -> PageRecord:
         """The page's full record: the member of the records at its offset."""
