@@ -36,7 +36,12 @@ def _pick(pages: list[tuple[str, Place]], ref: str, user: str | None) -> str:
     named: dict[tuple[str, str], list[Named[str]]] = defaultdict(list)
     for path, where in sorted(pages, key=lambda pw: pw[0]):
         named[(where.scope, where.id)].append(Named(path, path, where.rel))
-    return pick(ref, user, lambda scope, page_id: named.get((scope, page_id), []))
+    return pick(
+        ref,
+        user,
+        lambda scope, page_id: named.get((scope, page_id), []),
+        ids=lambda scope: [page_id for (held, page_id) in named if held == scope],
+    )
 
 
 def _places(paths: Iterable[str], layout: Layout) -> list[tuple[str, Place]]:

@@ -66,6 +66,9 @@ def _parse_log(data: bytes, prefix: str) -> list[tuple[Commit, list[_Change]]]:
     return entries
 
 
+_REMOTE = re.compile(r'remote "(.+)"')
+
+
 class GitHistory:
     """Reads history with one first-parent `git log` pass and blobs in batch
     (`git cat-file --batch`). What git could not read is kept in `problems`, one sentence
@@ -79,7 +82,8 @@ class GitHistory:
         self._promisor_remote: str | None = None  # "" once known not to be a partial clone
 
     def close(self) -> None:
-        """Nothing stays open between batches; kept so callers can release a reader."""
+        """End GitPython's persistent process, if any (it starts again if asked)."""
+        self.repo.close()
 
     def problem(self, text: str) -> None:
         if text not in self.problems:
@@ -92,7 +96,7 @@ class GitHistory:
         todo = [oid for oid in ids if oid not in self._blobs]
         if todo:
             todo = self._prefetch(todo)
-            answers, failed = cat_file(self.repo.toplevel, todo, contents=True)
+            answers, failed = cat_file(self.repo, todo, contents=True)
             for oid in todo:
                 found = answers.get(oid)
                 if oid in failed:
@@ -106,19 +110,27 @@ class GitHistory:
 
     def _promisor(self) -> str | None:
         """The remote a partial clone fetches missing objects from (None: not a partial
-        clone)."""
+        clone), from the configuration GitPython reads (git is asked without GitPython)."""
         if self._promisor_remote is None:
-            try:
-                out = self.repo.command("config", "--get-regexp", r"^remote\..*\.promisor$")
-            except GitFailed:  # no such key: not a partial clone
-                out = b""
             self._promisor_remote = ""
-            for line in out.decode("utf-8", "surrogateescape").splitlines():
-                key, _, value = line.partition(" ")
+            for remote in self._remotes():
+                value = self.repo.config_value("remote", remote, "promisor") or ""
                 if value.strip().lower() in ("true", "yes", "on", "1"):
-                    self._promisor_remote = key[len("remote.") : -len(".promisor")]
+                    self._promisor_remote = remote
                     break
         return self._promisor_remote or None
+
+    def _remotes(self) -> list[str]:
+        """The remotes the configuration names, in its order."""
+        if self.repo.handle is not None:
+            found = (_REMOTE.fullmatch(section) for section in self.repo.config_sections())
+            return [match.group(1) for match in found if match is not None]
+        try:
+            out = self.repo.command("config", "--get-regexp", r"^remote\..*\.promisor$")
+        except GitFailed:  # no such key: not a partial clone
+            return []
+        lines = out.decode("utf-8", "surrogateescape").splitlines()
+        return [line.partition(" ")[0][len("remote.") : -len(".promisor")] for line in lines]
 
     def _prefetch(self, oids: list[str]) -> list[str]:
         """In a partial clone, fetch the blobs of `oids` git does not have in one `git fetch`
@@ -253,7 +265,7 @@ class GitHistory:
         None. A commit whose answer is unknown is left out: git failed on it, or the clone is
         shallow and the commit may lie before its oldest commit."""
         refs = {ref: f"{ref}^{{commit}}" for ref in commits}
-        answers, failed = cat_file(self.repo.toplevel, sorted(refs.values()), contents=False)
+        answers, failed = cat_file(self.repo, sorted(refs.values()), contents=False)
         resolved: dict[str, str | None] = {}
         for ref, name in sorted(refs.items()):
             if name in failed:

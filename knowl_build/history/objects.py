@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from knowl_build.history.git import GitFailed, first_line, git_process
+from knowl_build.history.git import GitFailed, GitRepo, first_line, git_process
 
 
 def object_id(kind: str, data: bytes, length: int = 40) -> str:
@@ -35,9 +35,21 @@ class _Object:
     data: bytes  # empty for `--batch-check`
 
 
-def cat_file(
-    cwd: Path, refs: list[str], contents: bool
-) -> tuple[dict[str, _Object | None], dict[str, str]]:
+Answers = tuple[dict[str, _Object | None], dict[str, str]]
+
+
+def cat_file(repo: GitRepo, refs: list[str], contents: bool) -> Answers:
+    """Each of `refs` -> its object, or None when git has no such object; and each ref git
+    failed on -> why (`batch_cat_file`).
+
+    Not GitPython's persistent reader (`Git.get_object_data`): it asks for one object at a
+    time and reads as many bytes as the object's header says, so a loose object whose header
+    claims more bytes than it holds stalls it for good (tests/test_history_robust.py). One
+    `git cat-file --batch` given all refs at once, its input closed, always ends."""
+    return batch_cat_file(repo.toplevel, refs, contents)
+
+
+def batch_cat_file(cwd: Path, refs: list[str], contents: bool) -> Answers:
     """One `git cat-file --batch` (or `--batch-check`) for all `refs`: each ref -> its object,
     or None when git has no such object; and each ref git failed on -> why.
 

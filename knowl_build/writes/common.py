@@ -131,7 +131,10 @@ class Tree:
             pages = [p for p in index.get((scope, page_id), []) if p.parsed.text_ok]
             return [Named(p, p.path, p.rel) for p in sorted(pages, key=lambda p: p.path)]
 
-        return pick(ref, self.user, find, WriteRefused)
+        def ids(scope: str) -> list[str]:
+            return [page_id for (held, page_id) in index if held == scope]
+
+        return pick(ref, self.user, find, WriteRefused, ids)
 
     def errors_for(self, analysis: Analysis, path: str) -> list[Diagnostic]:
         return [d for d in analysis.diagnostics if d.path == path and d.severity == "error"]
