@@ -82,49 +82,26 @@ def _redacted(text: str | None) -> str | None:
 
 
 def plan(tree: Tree, request: Request) -> Outcome:
-    """Decide what the write does; nothing is written here."""
-
+    """Decide what the write does; nothing is written here: the new page and the supersession
+    it names (refused when not possible), every check (errors refuse), the match among the
+    candidates, then what the match means."""
     # The tree is the project as the writer sees it; a request for another writer would be
     # checked against the wrong view.
     request.user = valid_user(request.user)
     if request.user != tree.user:
         raise UsageError("the store request's user is not the user the tree was loaded for")
-
-    git = GitRepo.find(tree.root)
-    head = git.head() if git is not None else None
-    if request.source_commit and git is not None:
-        # An unknown commit is left as given: KB205 says so.
-        request.source_commit = git.commit_of(request.source_commit) or request.source_commit
+    head = _head_and_source(tree, request)
     path = target_path(request, tree)
     where = place(path, tree.config.layout)
     assert where is not None
     problem = confidence_problem(request.confidence)
     if problem is not None:
         return _refused_confidence(request, tree, head, where.id, path, problem)
-    text = page_text(request, tree, head)
-    new_change = Change(path, None, text)
-    changes = [new_change]
-
-    superseded_page: Page | None = None
-    # A draft replaces nothing until a person promotes it: the page it names is only reported.
-    named_by_draft: Page | None = None
-    if request.supersedes is not None and request.status == DRAFT:
-        named_by_draft = tree.page(request.supersedes)
-    elif request.supersedes is not None:
-        superseded_page = tree.page(request.supersedes)
-        if superseded_page.parsed.fields.status != "active":
-            return Outcome(
-                "refused",
-                where.id,
-                path,
-                message=(
-                    f"--supersedes names '{superseded_page.id}', which is "
-                    f"{superseded_page.parsed.fields.status}, not active"
-                ),
-            )
-        if superseded_page.parsed.fields.frozen:
-            return Outcome("refused", where.id, path, message=f"'{superseded_page.id}' is frozen")
-        changes.append(supersede_change(tree, superseded_page, where.id))
+    changes = [Change(path, None, page_text(request, tree, head))]
+    named = _named(tree, request, where.id, path, changes)
+    if isinstance(named, Outcome):
+        return named
+    superseded_page, named_by_draft = named
 
     # 1-2. Every check on the new page, the named supersession applied; errors refuse.
     analysis = tree.with_changes(changes)
@@ -137,21 +114,7 @@ def plan(tree: Tree, request: Request) -> Outcome:
             diagnostics=answer_diagnostics(findings),
             message="the new page has error findings; nothing was written",
         )
-
-    # 3. Candidates and the match.
-    mine = set(
-        tokens(_page_tokens_text(request.title, request.content, request.reasoning, request.tags))
-    )
-    match = None
-    for candidate in candidates(tree, request, where.scope):
-        f = candidate.parsed.fields
-        theirs = set(
-            tokens(_page_tokens_text(candidate.title, _body(tree, candidate), f.reasoning, f.tags))
-        )
-        if overlap(mine, theirs) >= OVERLAP:
-            match = candidate
-            break
-
+    match = _match(tree, request, where.scope)  # 3. candidates and the match
     outcome = Outcome(
         "inserted", where.id, path, diagnostics=answer_diagnostics(findings), changes=changes
     )
@@ -170,7 +133,59 @@ def plan(tree: Tree, request: Request) -> Outcome:
         return outcome
     if match is None:
         return outcome
-    # 4. A verbatim repeat that adds nothing is a no-op.
+    return _with_match(tree, request, outcome, match, where.scope)
+
+
+def _head_and_source(tree: Tree, request: Request) -> str | None:
+    """HEAD, and the request's source commit as a full id (an unknown one is left as given:
+    KB205 says so)."""
+    git = GitRepo.find(tree.root)
+    if request.source_commit and git is not None:
+        request.source_commit = git.commit_of(request.source_commit) or request.source_commit
+    return git.head() if git is not None else None
+
+
+def _named(
+    tree: Tree, request: Request, page_id: str, path: str, changes: list[Change]
+) -> Outcome | tuple[Page | None, Page | None]:
+    """The page `--supersedes` names: (superseded, None) with its change added to `changes`,
+    or (None, named) for a draft, which replaces nothing until a person promotes it; a refusal
+    when the named page cannot be superseded."""
+    if request.supersedes is None:
+        return None, None
+    if request.status == DRAFT:
+        return None, tree.page(request.supersedes)
+    old = tree.page(request.supersedes)
+    status = old.parsed.fields.status
+    if status != "active":
+        why = f"--supersedes names '{old.id}', which is {status}, not active"
+        return Outcome("refused", page_id, path, message=why)
+    if old.parsed.fields.frozen:
+        return Outcome("refused", page_id, path, message=f"'{old.id}' is frozen")
+    changes.append(supersede_change(tree, old, page_id))
+    return old, None
+
+
+def _match(tree: Tree, request: Request, scope: str) -> Page | None:
+    """The first of the candidates whose significant tokens overlap the new page's enough."""
+    mine = set(
+        tokens(_page_tokens_text(request.title, request.content, request.reasoning, request.tags))
+    )
+    for candidate in candidates(tree, request, scope):
+        f = candidate.parsed.fields
+        theirs = set(
+            tokens(_page_tokens_text(candidate.title, _body(tree, candidate), f.reasoning, f.tags))
+        )
+        if overlap(mine, theirs) >= OVERLAP:
+            return candidate
+    return None
+
+
+def _with_match(tree: Tree, request: Request, outcome: Outcome, match: Page, scope: str) -> Outcome:
+    """What a detected match means: a verbatim repeat is a no-op (4); the same subject is
+    superseded (6), never a frozen page, and by a draft only once a person promotes it; any
+    other overlap stays active beside the new page (7)."""
+    new = _ref_id(scope, outcome.page or "")
     if (
         normalized(request.title) == normalized(match.title)
         and normalized(request.content) == normalized(_body(tree, match))
@@ -182,33 +197,24 @@ def plan(tree: Tree, request: Request) -> Outcome:
             match.path,
             message=f"'{match.id}' already holds this knowledge; nothing was written",
         )
-    # 6. Same subject: the new page supersedes the match (never a frozen one; a draft only
-    # another draft: an active page stays until a person promotes the draft).
-    same_subject = _same_subject(request.title, match.title)
-    if same_subject and request.status == DRAFT and match.parsed.fields.status != DRAFT:
-        outcome.overlapping = match.id
+    outcome.overlapping = match.id
+    if not _same_subject(request.title, match.title):
         outcome.message = (
-            f"'{match.id}' covers the same subject; this draft replaces it only once reviewed "
-            f"(knowl review, then knowl supersede {_ref(match)} {_ref_id(where.scope, where.id)})"
+            f"'{match.id}' overlaps; to retire it: knowl supersede {_ref(match)} {new}"
         )
         return outcome
-    if same_subject:
-        if match.parsed.fields.frozen:
-            outcome.overlapping = match.id
-            outcome.message = (
-                f"'{match.id}' covers the same subject but is frozen, so it stays active"
-            )
-            return outcome
-        change = supersede_change(tree, match, where.id)
-        outcome.changes.append(change)
-        outcome.superseded = match.id
+    if request.status == DRAFT and match.parsed.fields.status != DRAFT:
+        outcome.message = (
+            f"'{match.id}' covers the same subject; this draft replaces it only once reviewed "
+            f"(knowl review, then knowl supersede {_ref(match)} {new})"
+        )
         return outcome
-    # 7. Both stay active.
-    outcome.overlapping = match.id
-    outcome.message = (
-        f"'{match.id}' overlaps; to retire it: knowl supersede "
-        f"{_ref(match)} {_ref_id(where.scope, where.id)}"
-    )
+    if match.parsed.fields.frozen:
+        outcome.message = f"'{match.id}' covers the same subject but is frozen, so it stays active"
+        return outcome
+    outcome.overlapping = None
+    outcome.changes.append(supersede_change(tree, match, outcome.page or ""))
+    outcome.superseded = match.id
     return outcome
 
 
