@@ -113,34 +113,43 @@ def complete(
     if end and line < end:
         _complete_frontmatter(ws, page, where, line, before, add)
     elif match := WIKI_HEADING.search(before):
-        target = _page_named(ws, page, match.group(1))
-        typed = match.group(2)
-        if target is not None and typed.startswith("^"):
-            for block in target.parsed.blocks:
-                add("^" + block, typed, kind=types.CompletionItemKind.Reference)
-        elif target is not None:
-            for heading in target.parsed.headings:
-                add(
-                    heading.text,
-                    typed,
-                    kind=types.CompletionItemKind.Reference,
-                    detail="#" * heading.level,
-                )
+        _complete_anchor(_page_named(ws, page, match.group(1)), match.group(2), add)
     elif match := WIKI_PAGE.search(before):
         for candidate in _visible(ws, page):
             _page_item(ws, candidate, match.group(1), add)
     elif page is not None and (match := MD_TARGET.search(before)):
-        folder = posixpath.dirname(page.path) or "."
-        files = [p.path for p in analysis.pages] + list(analysis.discovery.other_files)
-        for target_path in sorted(files):
-            shown = posixpath.relpath(target_path, folder)
-            if target_path != page.path and _matches(match.group(1), shown):
-                add(shown, match.group(1), kind=types.CompletionItemKind.File)
+        _complete_path(ws, page, match.group(1), add)
     elif match := DIRECTIVE.search(before):
         for entity in _entities(ws):
             _entity_item(entity, match.group(1), add)
     # Incomplete: the candidates were filtered by what was typed, so the client asks again.
     return types.CompletionList(is_incomplete=True, items=items[:MAX_ITEMS])
+
+
+def _complete_anchor(target: Page | None, typed: str, add: Callable[..., None]) -> None:
+    """After `[[page#`: the target's headings, or its `^block` ids after `#^`."""
+    if target is None:
+        return
+    if typed.startswith("^"):
+        for block in target.parsed.blocks:
+            add("^" + block, typed, kind=types.CompletionItemKind.Reference)
+        return
+    for heading in target.parsed.headings:
+        add(
+            heading.text, typed, kind=types.CompletionItemKind.Reference, detail="#" * heading.level
+        )
+
+
+def _complete_path(ws: Workspace, page: Page, typed: str, add: Callable[..., None]) -> None:
+    """In a Markdown link's destination: the pages and files, relative to this page."""
+    analysis = ws.analysis
+    assert analysis is not None
+    folder = posixpath.dirname(page.path) or "."
+    files = [p.path for p in analysis.pages] + list(analysis.discovery.other_files)
+    for target_path in sorted(files):
+        shown = posixpath.relpath(target_path, folder)
+        if target_path != page.path and _matches(typed, shown):
+            add(shown, typed, kind=types.CompletionItemKind.File)
 
 
 def _complete_frontmatter(

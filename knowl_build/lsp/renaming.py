@@ -267,78 +267,87 @@ def _fragment(page: Page, text: str, link: Link, old: str, new: str) -> Edit | N
     return Edit(page.path, at_ + 1, old, new) if at_ != -1 else None
 
 
+def _failed(reason: str) -> JsonRpcException:
+    return JsonRpcException(message=reason, code=-32803)  # RequestFailed
+
+
+async def _in_thread(function: Any, *rest: Any) -> Any:
+    return await asyncio.get_running_loop().run_in_executor(None, function, *rest)
+
+
+async def _prepare(ls: Any, params: types.PrepareRenameParams) -> Any:
+    """The name under the cursor a rename would change, or a refusal saying why not."""
+    path = ls.path(params.text_document.uri)
+    if path is None or not await ls.wait():
+        raise _failed("not a page of the project")
+    where = ls.positions(path)
+    line, column = where.cursor(params.position)
+    try:
+        chosen = target(ls.ws, path, line, column)
+    except Refused as exc:
+        raise _failed(str(exc)) from None
+    if chosen.start < 0:
+        return types.PrepareRenamePlaceholder(
+            range=types.Range(params.position, params.position), placeholder=chosen.text
+        )
+    begin = TextIndex(ls.ws.text(path)).position(chosen.start)
+    end = TextIndex(ls.ws.text(path)).position(chosen.start + len(chosen.text))
+    span = types.Range(where.position(*begin), where.position(*end))
+    return types.PrepareRenamePlaceholder(range=span, placeholder=chosen.text)
+
+
+async def _rename(ls: Any, params: types.RenameParams) -> types.WorkspaceEdit | None:
+    """One workspace edit rewriting every link to the renamed page or heading."""
+    path = ls.path(params.text_document.uri)
+    if path is None or not await ls.wait():
+        raise _failed("not a page of the project")
+    line, column = ls.positions(path).cursor(params.position)
+    try:
+        made = await _in_thread(plan, ls.ws, path, line, column, params.new_name)
+    except Refused as exc:
+        raise _failed(str(exc)) from None
+    return _workspace_edit(ls, made)
+
+
+async def _will_rename_files(ls: Any, params: types.RenameFilesParams) -> Any:
+    """Files renamed in the editor: the links to them, rewritten before the move."""
+    if not await ls.wait():
+        return None
+    edits: list[Edit] = []
+    for renamed in params.files:
+        old, new = ls.path(renamed.old_uri), ls.path(renamed.new_uri)
+        if old is not None and new is not None:
+            edits += await _in_thread(will_rename, ls.ws, old, new)
+    return _workspace_edit(ls, Plan(edits, None))
+
+
+def _workspace_edit(ls: Any, made: Plan) -> types.WorkspaceEdit:
+    changes: list[Any] = []
+    by_path: dict[str, list[Edit]] = {}
+    for edit in made.edits:
+        by_path.setdefault(edit.path, []).append(edit)
+    for path, edits in sorted(by_path.items()):
+        text = ls.ws.text(path) or ""
+        index, where = TextIndex(text), ls.positions(path)
+        text_edits = []
+        for edit in edits:
+            begin, end = index.position(edit.start), index.position(edit.start + len(edit.old))
+            span = types.Range(where.position(*begin), where.position(*end))
+            text_edits.append(types.TextEdit(range=span, new_text=edit.new))
+        document = types.OptionalVersionedTextDocumentIdentifier(uri=ls.uri(path), version=None)
+        changes.append(types.TextDocumentEdit(text_document=document, edits=text_edits))
+    if made.moved is not None:
+        old, new = made.moved
+        changes.append(types.RenameFile(old_uri=ls.uri(old), new_uri=ls.uri(new)))
+    return types.WorkspaceEdit(document_changes=changes)
+
+
 def register(server: LanguageServer) -> None:
-    def failed(reason: str) -> JsonRpcException:
-        return JsonRpcException(message=reason, code=-32803)  # RequestFailed
-
-    @server.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)
-    async def prepare(ls: Any, params: types.PrepareRenameParams) -> Any:
-        path = ls.path(params.text_document.uri)
-        if path is None or not await ls.wait():
-            raise failed("not a page of the project")
-        where = ls.positions(path)
-        line, column = where.cursor(params.position)
-        try:
-            chosen = target(ls.ws, path, line, column)
-        except Refused as exc:
-            raise failed(str(exc)) from None
-        if chosen.start < 0:
-            return types.PrepareRenamePlaceholder(
-                range=types.Range(params.position, params.position), placeholder=chosen.text
-            )
-        begin = TextIndex(ls.ws.text(path)).position(chosen.start)
-        end = TextIndex(ls.ws.text(path)).position(chosen.start + len(chosen.text))
-        span = types.Range(where.position(*begin), where.position(*end))
-        return types.PrepareRenamePlaceholder(range=span, placeholder=chosen.text)
-
-    @server.feature(types.TEXT_DOCUMENT_RENAME)
-    async def rename(ls: Any, params: types.RenameParams) -> types.WorkspaceEdit | None:
-        path = ls.path(params.text_document.uri)
-        if path is None or not await ls.wait():
-            raise failed("not a page of the project")
-        line, column = ls.positions(path).cursor(params.position)
-        try:
-            made = await _in_thread(plan, ls.ws, path, line, column, params.new_name)
-        except Refused as exc:
-            raise failed(str(exc)) from None
-        return workspace_edit(ls, made)
-
-    async def _in_thread(*args: Any) -> Any:
-        function, rest = args[0], args[1:]
-        return await asyncio.get_running_loop().run_in_executor(None, function, *rest)
-
+    """Rename, prepareRename and willRenameFiles on `server`."""
+    server.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)(_prepare)
+    server.feature(types.TEXT_DOCUMENT_RENAME)(_rename)
     pages = types.FileOperationFilter(pattern=types.FileOperationPattern(glob="**/*.md"))
-
-    @server.feature(
+    server.feature(
         types.WORKSPACE_WILL_RENAME_FILES,
         types.FileOperationRegistrationOptions(filters=[pages]),
-    )
-    async def will_rename_files(ls: Any, params: types.RenameFilesParams) -> Any:
-        if not await ls.wait():
-            return None
-        edits: list[Edit] = []
-        for renamed in params.files:
-            old, new = ls.path(renamed.old_uri), ls.path(renamed.new_uri)
-            if old is not None and new is not None:
-                edits += await _in_thread(will_rename, ls.ws, old, new)
-        return workspace_edit(ls, Plan(edits, None))
-
-    def workspace_edit(ls: Any, made: Plan) -> types.WorkspaceEdit:
-        changes: list[Any] = []
-        by_path: dict[str, list[Edit]] = {}
-        for edit in made.edits:
-            by_path.setdefault(edit.path, []).append(edit)
-        for path, edits in sorted(by_path.items()):
-            text = ls.ws.text(path) or ""
-            index, where = TextIndex(text), ls.positions(path)
-            text_edits = []
-            for edit in edits:
-                begin, end = index.position(edit.start), index.position(edit.start + len(edit.old))
-                span = types.Range(where.position(*begin), where.position(*end))
-                text_edits.append(types.TextEdit(range=span, new_text=edit.new))
-            document = types.OptionalVersionedTextDocumentIdentifier(uri=ls.uri(path), version=None)
-            changes.append(types.TextDocumentEdit(text_document=document, edits=text_edits))
-        if made.moved is not None:
-            old, new = made.moved
-            changes.append(types.RenameFile(old_uri=ls.uri(old), new_uri=ls.uri(new)))
-        return types.WorkspaceEdit(document_changes=changes)
+    )(_will_rename_files)

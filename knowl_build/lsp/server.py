@@ -131,163 +131,178 @@ def build_server(root: Path | None, config_file: Path | None = None) -> KnowlSer
     return server
 
 
-def _register_documents(server: KnowlServer) -> None:
-    @server.feature(types.INITIALIZE)
-    def initialize(ls: KnowlServer, params: types.InitializeParams) -> None:
-        uri = params.root_uri
-        if params.workspace_folders:
-            uri = params.workspace_folders[0].uri
-        fs = to_fs_path(uri) if uri else params.root_path
-        if ls.given_root is None and fs:
-            ls.given_root = Path(fs)
+def _on_initialize(ls: KnowlServer, params: types.InitializeParams) -> None:
+    uri = params.root_uri
+    if params.workspace_folders:
+        uri = params.workspace_folders[0].uri
+    fs = to_fs_path(uri) if uri else params.root_path
+    if ls.given_root is None and fs:
+        ls.given_root = Path(fs)
 
-    @server.feature(types.INITIALIZED)
-    async def initialized(ls: KnowlServer, params: types.InitializedParams) -> None:
-        start = ls.given_root or Path.cwd()
-        try:
-            ls.ws = Workspace(project_root(start.resolve()), ls.config_file)
-        except KnowlError as exc:
-            ls.window_show_message(
-                types.ShowMessageParams(types.MessageType.Error, f"knowl: {exc}")
-            )
-            ls.ready.set()
-            return
-        for document in list(ls.workspace.text_documents.values()):
-            path = ls.path(document.uri)
-            if path is not None:
-                ls.ws.open(path, document.source)
-        ls.schedule(0)
-        capabilities = ls.client_capabilities.workspace
-        watched = capabilities.did_change_watched_files if capabilities else None
-        if watched is None or not watched.dynamic_registration:
-            ls.poll()  # the client will not say what changed on disk: look every few seconds
-            return
-        options = types.DidChangeWatchedFilesRegistrationOptions(
-            watchers=[types.FileSystemWatcher(glob_pattern=g) for g in WATCHED]
-        )
-        registration = types.Registration(
-            id="knowl-watch",
-            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-            register_options=options,
-        )
-        await ls.client_register_capability_async(
-            types.RegistrationParams(registrations=[registration])
-        )
 
-    def track(ls: KnowlServer, uri: str) -> None:
-        path = ls.path(uri)
-        if ls.ws is None or path is None:
-            return
-        ls.ws.open(path, ls.workspace.get_text_document(uri).source)
+async def _on_initialized(ls: KnowlServer, params: types.InitializedParams) -> None:
+    start = ls.given_root or Path.cwd()
+    try:
+        ls.ws = Workspace(project_root(start.resolve()), ls.config_file)
+    except KnowlError as exc:
+        ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"knowl: {exc}"))
+        ls.ready.set()
+        return
+    for document in list(ls.workspace.text_documents.values()):
+        path = ls.path(document.uri)
+        if path is not None:
+            ls.ws.open(path, document.source)
+    ls.schedule(0)
+    capabilities = ls.client_capabilities.workspace
+    watched = capabilities.did_change_watched_files if capabilities else None
+    if watched is None or not watched.dynamic_registration:
+        ls.poll()  # the client will not say what changed on disk: look every few seconds
+        return
+    options = types.DidChangeWatchedFilesRegistrationOptions(
+        watchers=[types.FileSystemWatcher(glob_pattern=g) for g in WATCHED]
+    )
+    registration = types.Registration(
+        id="knowl-watch",
+        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+        register_options=options,
+    )
+    await ls.client_register_capability_async(
+        types.RegistrationParams(registrations=[registration])
+    )
+
+
+def _track(ls: KnowlServer, uri: str) -> None:
+    path = ls.path(uri)
+    if ls.ws is None or path is None:
+        return
+    ls.ws.open(path, ls.workspace.get_text_document(uri).source)
+    ls.schedule()
+
+
+def _on_did_open(ls: KnowlServer, params: types.DidOpenTextDocumentParams) -> None:
+    _track(ls, params.text_document.uri)
+
+
+def _on_did_change(ls: KnowlServer, params: types.DidChangeTextDocumentParams) -> None:
+    _track(ls, params.text_document.uri)
+
+
+def _on_did_save(ls: KnowlServer, params: types.DidSaveTextDocumentParams) -> None:
+    if ls.ws is not None:
+        ls.ws.files_changed()
+    _track(ls, params.text_document.uri)
+
+
+def _on_did_close(ls: KnowlServer, params: types.DidCloseTextDocumentParams) -> None:
+    path = ls.path(params.text_document.uri)
+    if ls.ws is not None and path is not None:
+        ls.ws.close(path)  # the file on disk counts again
         ls.schedule()
 
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: KnowlServer, params: types.DidOpenTextDocumentParams) -> None:
-        track(ls, params.text_document.uri)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: KnowlServer, params: types.DidChangeTextDocumentParams) -> None:
-        track(ls, params.text_document.uri)
+def _on_watched(ls: KnowlServer, params: types.DidChangeWatchedFilesParams) -> None:
+    if ls.ws is not None:
+        ls.ws.files_changed()
+        ls.schedule()
 
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: KnowlServer, params: types.DidSaveTextDocumentParams) -> None:
-        if ls.ws is not None:
-            ls.ws.files_changed()
-        track(ls, params.text_document.uri)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: KnowlServer, params: types.DidCloseTextDocumentParams) -> None:
-        path = ls.path(params.text_document.uri)
-        if ls.ws is not None and path is not None:
-            ls.ws.close(path)  # the file on disk counts again
-            ls.schedule()
+def _register_documents(server: KnowlServer) -> None:
+    server.feature(types.INITIALIZE)(_on_initialize)
+    server.feature(types.INITIALIZED)(_on_initialized)
+    server.feature(types.TEXT_DOCUMENT_DID_OPEN)(_on_did_open)
+    server.feature(types.TEXT_DOCUMENT_DID_CHANGE)(_on_did_change)
+    server.feature(types.TEXT_DOCUMENT_DID_SAVE)(_on_did_save)
+    server.feature(types.TEXT_DOCUMENT_DID_CLOSE)(_on_did_close)
+    server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(_on_watched)
 
-    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def watched(ls: KnowlServer, params: types.DidChangeWatchedFilesParams) -> None:
-        if ls.ws is not None:
-            ls.ws.files_changed()
-            ls.schedule()
+
+async def _on_completion(
+    ls: KnowlServer, params: types.CompletionParams
+) -> types.CompletionList | None:
+    path = ls.path(params.text_document.uri)
+    if path is None or not await ls.wait() or ls.ws is None:
+        return None
+    where = ls.positions(path)
+    line, column = where.cursor(params.position)
+    return features.complete(ls.ws, path, where, line, column, ls.uri)
+
+
+async def _on_hover(ls: KnowlServer, params: types.HoverParams) -> types.Hover | None:
+    path = ls.path(params.text_document.uri)
+    if path is None or not await ls.wait() or ls.ws is None:
+        return None
+    line, column = ls.positions(path).cursor(params.position)
+    text = features.hover(ls.ws, path, line, column)
+    if text is None:
+        return None
+    return types.Hover(contents=types.MarkupContent(types.MarkupKind.Markdown, text))
+
+
+async def _on_definition(
+    ls: KnowlServer, params: types.DefinitionParams
+) -> list[types.Location] | None:
+    path = ls.path(params.text_document.uri)
+    if path is None or not await ls.wait() or ls.ws is None:
+        return None
+    line, column = ls.positions(path).cursor(params.position)
+    out = []
+    for target, target_line, target_column in features.definition(ls.ws, path, line, column):
+        point = ls.positions(target).position(target_line, target_column)
+        out.append(types.Location(ls.uri(target), types.Range(point, point)))
+    return out
+
+
+async def _on_references(
+    ls: KnowlServer, params: types.ReferenceParams
+) -> list[types.Location] | None:
+    path = ls.path(params.text_document.uri)
+    if path is None or not await ls.wait() or ls.ws is None:
+        return None
+    line, column = ls.positions(path).cursor(params.position)
+    places = features.references(ls.ws, path, line, column)
+    texts: dict[str, Positions] = {}
+    out = []
+    for where, found in places:
+        positions = texts.get(where) or texts.setdefault(where, ls.positions(where))
+        out.append(types.Location(ls.uri(where), positions.span(found.span)))
+    return out
+
+
+async def _on_symbols(
+    ls: KnowlServer, params: types.DocumentSymbolParams
+) -> list[types.DocumentSymbol] | None:
+    path = ls.path(params.text_document.uri)
+    if path is None or not await ls.wait() or ls.ws is None:
+        return None
+    page = ls.ws.page(path)
+    return features.document_symbols(page, ls.positions(path)) if page else []
+
+
+async def _on_workspace_symbols(
+    ls: KnowlServer, params: types.WorkspaceSymbolParams
+) -> list[types.WorkspaceSymbol] | None:
+    if not await ls.wait() or ls.ws is None:
+        return None
+    return features.workspace_symbols(ls.ws, params.query, ls.uri)
+
+
+async def _on_folding(
+    ls: KnowlServer, params: types.FoldingRangeParams
+) -> list[types.FoldingRange] | None:
+    path = ls.path(params.text_document.uri)
+    if path is None or not await ls.wait() or ls.ws is None:
+        return None
+    return features.folding(ls.ws.page(path), ls.positions(path))
 
 
 def _register_features(server: KnowlServer) -> None:
-    @server.feature(
+    server.feature(
         types.TEXT_DOCUMENT_COMPLETION,
         types.CompletionOptions(trigger_characters=["[", "#", ":", "(", "/", " ", "^"]),
-    )
-    async def completion(
-        ls: KnowlServer, params: types.CompletionParams
-    ) -> types.CompletionList | None:
-        path = ls.path(params.text_document.uri)
-        if path is None or not await ls.wait() or ls.ws is None:
-            return None
-        where = ls.positions(path)
-        line, column = where.cursor(params.position)
-        return features.complete(ls.ws, path, where, line, column, ls.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    async def hover(ls: KnowlServer, params: types.HoverParams) -> types.Hover | None:
-        path = ls.path(params.text_document.uri)
-        if path is None or not await ls.wait() or ls.ws is None:
-            return None
-        line, column = ls.positions(path).cursor(params.position)
-        text = features.hover(ls.ws, path, line, column)
-        if text is None:
-            return None
-        return types.Hover(contents=types.MarkupContent(types.MarkupKind.Markdown, text))
-
-    @server.feature(types.TEXT_DOCUMENT_DEFINITION)
-    async def definition(
-        ls: KnowlServer, params: types.DefinitionParams
-    ) -> list[types.Location] | None:
-        path = ls.path(params.text_document.uri)
-        if path is None or not await ls.wait() or ls.ws is None:
-            return None
-        line, column = ls.positions(path).cursor(params.position)
-        out = []
-        for target, target_line, target_column in features.definition(ls.ws, path, line, column):
-            point = ls.positions(target).position(target_line, target_column)
-            out.append(types.Location(ls.uri(target), types.Range(point, point)))
-        return out
-
-    @server.feature(types.TEXT_DOCUMENT_REFERENCES)
-    async def references(
-        ls: KnowlServer, params: types.ReferenceParams
-    ) -> list[types.Location] | None:
-        path = ls.path(params.text_document.uri)
-        if path is None or not await ls.wait() or ls.ws is None:
-            return None
-        line, column = ls.positions(path).cursor(params.position)
-        places = features.references(ls.ws, path, line, column)
-        texts: dict[str, Positions] = {}
-        out = []
-        for where, found in places:
-            positions = texts.get(where) or texts.setdefault(where, ls.positions(where))
-            out.append(types.Location(ls.uri(where), positions.span(found.span)))
-        return out
-
-    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    async def symbols(
-        ls: KnowlServer, params: types.DocumentSymbolParams
-    ) -> list[types.DocumentSymbol] | None:
-        path = ls.path(params.text_document.uri)
-        if path is None or not await ls.wait() or ls.ws is None:
-            return None
-        page = ls.ws.page(path)
-        return features.document_symbols(page, ls.positions(path)) if page else []
-
-    @server.feature(types.WORKSPACE_SYMBOL)
-    async def workspace_symbols(
-        ls: KnowlServer, params: types.WorkspaceSymbolParams
-    ) -> list[types.WorkspaceSymbol] | None:
-        if not await ls.wait() or ls.ws is None:
-            return None
-        return features.workspace_symbols(ls.ws, params.query, ls.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_FOLDING_RANGE)
-    async def folding(
-        ls: KnowlServer, params: types.FoldingRangeParams
-    ) -> list[types.FoldingRange] | None:
-        path = ls.path(params.text_document.uri)
-        if path is None or not await ls.wait() or ls.ws is None:
-            return None
-        return features.folding(ls.ws.page(path), ls.positions(path))
+    )(_on_completion)
+    server.feature(types.TEXT_DOCUMENT_HOVER)(_on_hover)
+    server.feature(types.TEXT_DOCUMENT_DEFINITION)(_on_definition)
+    server.feature(types.TEXT_DOCUMENT_REFERENCES)(_on_references)
+    server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)(_on_symbols)
+    server.feature(types.WORKSPACE_SYMBOL)(_on_workspace_symbols)
+    server.feature(types.TEXT_DOCUMENT_FOLDING_RANGE)(_on_folding)

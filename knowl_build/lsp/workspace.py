@@ -32,6 +32,7 @@ from knowl_build.model import Entity, Page
 from knowl_build.parse.text import decode
 from knowl_build.pipeline.analysis import HISTORY_CACHE, Analysis, analyse
 from knowl_build.pipeline.cache import CachePlace
+from knowl_build.pipeline.discover import excluded_by
 from knowl_build.pipeline.inputs import Inputs, read_inputs
 from knowl_build.trust import machine_key
 
@@ -197,11 +198,14 @@ class Workspace:
         return Inputs(discovery, pages, semantics)
 
     def could_be_page(self, path: str) -> bool:
+        """Whether an unsaved buffer at `path` would be a page: a `.md` file in the knowledge
+        folder (in either layout, `"."` included) that `[knowledge] exclude` leaves in."""
         parts = path.split("/")
         return (
             path.endswith(".md")
-            and parts[0] == self.config.knowledge_dir
+            and self.config.layout.contains(path)
             and not any(part.startswith(".") or part in ("", "..") for part in parts)
+            and not excluded_by(self.config.knowledge_exclude)(path)
         )
 
     # Lookups on the last analysis ----------------------------------------------------------
