@@ -17,9 +17,9 @@ import posixpath
 from pathlib import Path
 
 from knowl_build.config import Config
+from knowl_build.layouts import nfc
 from knowl_build.linkpaths import FILE, INTERNAL, MISSING, OUTSIDE, LinkSettings
 from knowl_build.pipeline.discover import Discovery
-from knowl_build.layouts import nfc
 
 _NEVER = (".git", ".knowl")
 
