@@ -387,7 +387,8 @@ def history_pathspecs(
 ) -> list[str]:
     """What the history rules read from git: pages, semantic YAML, the dbt project's model
     YAML. Nothing else (a seed CSV, an image) is listed, so rename detection never reads it."""
-    specs = [f":(glob){_glob(knowledge_dir)}/**/*.md"]
+    pages = "" if knowledge_dir in ("", ".") else f"{_glob(knowledge_dir)}/"
+    specs = [f":(glob){pages}**/*.md"]
     folders = [semantics_dir, *(dbt_folders or ())]
     for folder in dict.fromkeys(folders):
         where = "" if folder in ("", ".") else f"{_glob(folder)}/"

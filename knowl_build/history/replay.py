@@ -430,7 +430,7 @@ def trace(
     sealer = machine.sealer(HISTORY_SEAL) if cache is not None and machine is not None else None
     if sealer is None:
         cache = None
-    knowledge_prefix = config.knowledge_dir + "/"
+    knowledge_prefix = config.layout.prefix
     pathspecs = history_pathspecs(
         config.knowledge_dir, config.semantics_dir, dbt.folders if dbt is not None else None
     )
