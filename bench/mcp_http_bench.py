@@ -144,7 +144,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=20, help="searches per client")
     args = parser.parse_args()
     clients = [int(n) for n in args.clients.split(",")]
-    out = bench(args.pages, clients, args.queries)
+    print_rows(bench(args.pages, clients, args.queries))
+
+
+def print_rows(out: dict[str, Any]) -> None:
+    """The table of one run: each client count's calls, p50, p95, max and calls per second."""
     print(f"knowl mcp --http, {out['pages']} pages, search_knowledge over Streamable HTTP")
     print(f"{'clients':>8} {'calls':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'calls/s':>8}")
     for count, row in out["rounds"].items():
