@@ -241,3 +241,14 @@ def test_peers_take_the_same_syntax(built: Path, tmp_path: Path) -> None:
         ("kb", "revenue"),
         ("billing-kb", "invoices"),
     }
+
+
+@pytest.mark.parametrize("command", ["search", "context"])
+@pytest.mark.parametrize("query", ["", "   ", "\t\n"])
+def test_a_blank_query_is_a_usage_error(tmp_path: Path, command: str, query: str) -> None:
+    proj = Project(tmp_path / "kb").write({"knowledge/global/a.md": "# A\n\nRevenue.\n"})
+    proj.commit()
+    invoke(["build", "--repo", str(proj.root)])
+    result = invoke([command, query, "--repo", str(proj.root)], code=2)
+    assert "is blank: give the words to look for" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -21,7 +21,7 @@ from knowl_build.artifacts.answers import (
     StaleList,
 )
 from knowl_build.artifacts.schema import MixedSearchAnswer, ShowAnswer, StaleAnswer, TraverseAnswer
-from knowl_build.errors import ArtifactError
+from knowl_build.errors import ArtifactError, UsageError
 from knowl_build.names import valid_user
 from knowl_build.reader import Reader, entities, listing
 from knowl_build.reader.queries import Filters
@@ -110,9 +110,10 @@ class SearchOptions:
 def search(
     reader: Reader, query: str, options: SearchOptions = SearchOptions()
 ) -> MixedSearchAnswer:
-    """The `search` answer (SPEC 10): hits best first, caveats riding along."""
+    """The `search` answer (SPEC 10): hits best first, caveats riding along. A blank query
+    is the caller's mistake (exit 2, a tool error), never a search for nothing."""
     return reader.search(
-        query,
+        _words(query, "query"),
         user=valid_user(options.user),
         limit=options.limit,
         status=options.status,
@@ -142,7 +143,7 @@ def context(
 ) -> ContextAnswer:
     """The `context` answer: pages with citations, live definitions, caveats, superseded."""
     return reader.context(
-        question,
+        _words(question, "question"),
         user=valid_user(options.user),
         limit=options.limit,
         status=options.status,
@@ -245,3 +246,10 @@ def verify(locator: Locator, artifact: Path | None) -> Verification:
     problems = opening.verify(folder, full=True)
     files = 0 if problems else len(manifest.read_manifest(folder).files) + 1
     return Verification(folder, problems, files)
+
+
+def _words(text: str, name: str) -> str:
+    """`text`, when it holds something to look for; a UsageError naming it otherwise."""
+    if not text.strip():
+        raise UsageError(f"the {name} is blank: give the words to look for")
+    return text
