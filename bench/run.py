@@ -114,6 +114,9 @@ SUITES = [
     "embeddings",
     "site",
     "links",
+    "search",
+    "lsp",
+    "mcp-http",
     "goals",
     "quality",
     "all",
@@ -133,7 +136,11 @@ def _arguments() -> argparse.Namespace:
         help="all = check, build, reader, agent, secrets, body, hints and site; goals = "
         "check, build and reader with the table of issue 16's goals; links = knowl check "
         "beside the revision before Markdown links (bench/links_bench.py); embeddings needs "
-        "the extra; quality = MRR@10 and top-1 beside bm25s and tantivy (the bench extra)",
+        "the extra; quality = MRR@10 and top-1 beside bm25s and tantivy (the bench extra); "
+        "search = the search-quality work's cost beside the revision before it "
+        "(bench/search_bench.py); lsp = knowl lsp driven over stdio at the largest size "
+        "(bench/lsp_bench.py); mcp-http = knowl mcp --http with 1, 10 and 50 clients at the "
+        "largest size (bench/mcp_http_bench.py)",
     )
     parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
@@ -156,6 +163,31 @@ def _without_corpus(args: argparse.Namespace, machine: str) -> bool:
             return True
     if args.suite == "quality":  # its own corpora, fetched from package registries
         print_quality(bench_quality(args.keep))
+        return True
+    return _own_corpus(args)
+
+
+def _own_corpus(args: argparse.Namespace) -> bool:
+    """The suites that make their own corpus (at the largest size asked for)."""
+    pages = max(args.sizes)
+    if args.suite == "search":
+        from search_bench import BASELINE as SEARCH_BASELINE
+        from search_bench import bench_search, print_search
+
+        workdir = args.keep or Path(tempfile.mkdtemp(prefix="knowl-search-bench-"))
+        rows = bench_search(args.sizes, args.repeats, 20, SEARCH_BASELINE, workdir)
+        print_search(rows, f"({args.repeats} runs a side, 20 commits)", SEARCH_BASELINE)
+        return True
+    if args.suite == "lsp":
+        from lsp_bench import bench_lsp, print_lsp
+
+        print_lsp(pages, bench_lsp(pages))
+        return True
+    if args.suite == "mcp-http":
+        from mcp_http_bench import bench as bench_mcp_http
+        from mcp_http_bench import print_rows
+
+        print_rows(bench_mcp_http(pages, [1, 10, 50], 20))
         return True
     return False
 
