@@ -98,7 +98,10 @@ def bench_links(
             if not a_root.exists():
                 make_corpus(a_root, pages, commits=commits, markdown_links=True)
             if not b_root.exists():
-                shutil.copytree(a_root, b_root, symlinks=True)
+                # A clone, not a copy: git may be packing A's objects in the background.
+                b_root.parent.mkdir(parents=True, exist_ok=True)
+                subprocess.run(["git", "clone", "-q", str(a_root), str(b_root)], check=True)
+                shutil.copy(a_root / "knowl.toml", b_root / "knowl.toml")
             sides: list[tuple[Path, Path | None, list[dict[str, float]]]] = [
                 (a_root, code, []),
                 (b_root, None, []),

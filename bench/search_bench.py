@@ -77,9 +77,7 @@ def _one_side(root: Path, code: Path | None) -> dict[str, float]:
     knowl = ["-m", "knowl_build"]
     shutil.rmtree(root / ".knowl", ignore_errors=True)
     wall, cpu, _ = _run([*knowl, "build", "--full", "--repo", str(root), "-q"], root, code)
-    searches = [
-        _run([*knowl, "search", q, "--repo", str(root)], root, code)[0] for q in QUERIES
-    ]
+    searches = [_run([*knowl, "search", q, "--repo", str(root)], root, code)[0] for q in QUERIES]
     _, _, printed = _run(["-c", IN_PROCESS, str(root), *QUERIES], root, code)
     return {
         "build_s": wall,
@@ -121,7 +119,10 @@ def bench_search(
             if not a_root.exists():
                 make_corpus(a_root, pages, commits=commits)
             if not b_root.exists():
-                shutil.copytree(a_root, b_root, symlinks=True)
+                # A clone, not a copy: git may be packing A's objects in the background.
+                b_root.parent.mkdir(parents=True, exist_ok=True)
+                subprocess.run(["git", "clone", "-q", str(a_root), str(b_root)], check=True)
+                shutil.copy(a_root / "knowl.toml", b_root / "knowl.toml")
             a_runs: list[dict[str, float]] = []
             b_runs: list[dict[str, float]] = []
             for _ in range(repeats):  # A, then B, in turn

@@ -311,9 +311,7 @@ def test_stale_command(project: Callable[..., Project]) -> None:
 def test_stale_exits_0_when_every_page_is_fresh(project: Callable[..., Project]) -> None:
     fresh = '---\nmeta:\n  last_validated_at: "2026-05-01T00:00:00Z"\n---\n# Fresh\n'
     proj = project({"knowledge/global/fresh.md": fresh})
-    assert json.loads(invoke(["stale", "--repo", str(proj.root), "--json"]).stdout) == {
-        "pages": []
-    }
+    assert json.loads(invoke(["stale", "--repo", str(proj.root), "--json"]).stdout) == {"pages": []}
     assert "0 page(s) not fresh" in invoke(["stale", "--repo", str(proj.root)]).stderr
 
 

@@ -464,7 +464,9 @@ def test_review(project: Callable[..., Project]) -> None:
         '---\nmeta:\n  last_validated_at: "2026-05-28T20:26:40Z"\n---\n# Bare page\n'
     )
     assert proj.run_git("log", "-2", "--format=%s").split("\n")[:2] == ["Review bare", "Review rev"]
-    stale = json.loads(invoke(["stale", "--repo", str(proj.root), "--json"], code=1).stdout)["pages"]
+    stale = json.loads(invoke(["stale", "--repo", str(proj.root), "--json"], code=1).stdout)[
+        "pages"
+    ]
     assert "rev" not in [p["page"] for p in stale]
     assert "frozen" in invoke(["review", "frozen", "--repo", str(proj.root)], code=1).stderr
     invoke(["review", "frozen", "--repo", str(proj.root), "--force"])
