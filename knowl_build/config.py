@@ -96,7 +96,14 @@ DENDRON_KEYS = (
 @functools.lru_cache(maxsize=256)
 def glob_regex(glob: str) -> re.Pattern[str]:
     """A path glob as a regular expression over project-relative paths: `*` and `?` stay in
-    one folder, `**` spans folders (`knowledge/**/drafts/*.md`), `[abc]` is a class."""
+    one folder, `**` spans folders (`knowledge/**/drafts/*.md`), `[abc]` is a class.
+
+    Repeated `**` segments are one (`**/**/x` is `**/x`): each would be an optional group
+    that can match the same folders, and a regular expression tries every way to split a
+    path between them, exponentially many (a glob is configuration a pull request can set).
+    A class that does not compile (`[z-a]`) is re.error, which the loader reports."""
+    while "**/**" in glob or "***" in glob:
+        glob = glob.replace("**/**", "**").replace("***", "**")
     out, i = [], 0
     while i < len(glob):
         if glob.startswith("**/", i):
@@ -138,7 +145,16 @@ def _path(item: str) -> str | None:
 def _glob(item: str) -> str | None:
     if not item.strip("/"):
         return "globs must not be empty"
+    if item.count("**") > MAX_GLOB_STARS:
+        return f"{item!r} has more than {MAX_GLOB_STARS} '**' (each spans any folders)"
+    try:
+        glob_regex(item.rstrip("/"))
+    except re.error as exc:
+        return f"{item!r} is no glob: {exc}"
     return _path(item)
+
+
+MAX_GLOB_STARS = 4
 
 
 def _key(item: str) -> str | None:

@@ -184,6 +184,8 @@ def _inside(value: str) -> PurePosixPath:
     pure = PurePosixPath(value.replace("\\", "/"))
     if not value.strip() or "\0" in value or pure.is_absolute() or ".." in pure.parts:
         raise ValueError(value)
+    if any(part.casefold() == ".git" for part in pure.parts):
+        raise ValueError(value)  # git's own folder holds no file of the project
     return pure
 
 

@@ -199,3 +199,69 @@ def test_the_site_of_a_flat_vault(tmp_path: Path) -> None:
     assert 'href="../pages/Guide.html"' in (site / "pages/README.html").read_text()
     # The site is no page of the vault: the next check reads the same pages.
     assert check(proj) == []
+
+
+def test_new_never_writes_into_another_scope_or_a_folder_nothing_reads(tmp_path: Path) -> None:
+    proj = root_vault(tmp_path)
+    proj.write(
+        {
+            "knowl.toml": (proj.root / "knowl.toml")
+            .read_text()
+            .replace("[knowledge]\n", '[knowledge]\nexclude = ["drafts"]\n')
+        }
+    )
+    # The users folder holds alice's scope: an anonymous --folder there is refused.
+    result = invoke(
+        ["new", "--repo", str(proj.root), "Planted", "--folder", "people/alice"], code=2
+    )
+    assert "in user:alice's folder, not global's" in result.stderr
+    for folder, why in [
+        ("drafts", "left out by [knowledge] exclude"),
+        ("semantics", "holds no pages"),
+        ("build", "ignored by git"),
+    ]:
+        answer = json.loads(
+            invoke(
+                ["new", "--repo", str(proj.root), "X", "--folder", folder, "--json"], code=1
+            ).stdout
+        )
+        assert answer["action"] == "refused" and why in answer["message"], folder
+    status = proj.run_git("status", "--porcelain", "--untracked-files=all")
+    assert status.strip() == "M knowl.toml"
+
+
+@pytest.mark.parametrize(
+    "glob, problem",
+    [("[z-a]x", "is no glob"), ("**/" * 6 + "x", "more than 4 '**'")],
+)
+def test_an_exclude_glob_that_cannot_work_is_a_configuration_error(
+    tmp_path: Path, glob: str, problem: str
+) -> None:
+    proj = Project(tmp_path / "p").write(
+        {"knowl.toml": f'[knowledge]\nlayout = "flat"\nexclude = [{json.dumps(glob)}]\n'}
+    )
+    result = invoke(["check", "--repo", str(proj.root)], code=2)
+    assert problem in result.stderr and "internal error" not in result.stderr
+
+
+def test_repeated_double_stars_match_in_linear_time(tmp_path: Path) -> None:
+    deep = "a/" * 25
+    proj = Project(tmp_path / "p").write(
+        {
+            "knowl.toml": (
+                'knowledge_dir = "."\n[knowledge]\nlayout = "flat"\n'
+                'exclude = ["**/**/**/**/x"]\n[rules]\nKB202 = "off"\n'
+            ),
+            f"{deep}p.md": "# P\n",
+            f"{deep}x/q.md": "[[nowhere]]\n",
+        }
+    )
+    proj.commit()
+    assert check(proj) == []  # x/q.md is left out; p.md is checked
+
+
+def test_the_git_folder_is_no_knowledge_folder(tmp_path: Path) -> None:
+    proj = Project(tmp_path / "p").write({"knowl.toml": 'knowledge_dir = ".git"\n'})
+    result = invoke(["new", "--repo", str(proj.root), "Lost"], code=2)
+    assert "knowledge_dir" in result.stderr
+    assert not list((proj.root / ".git").glob("*.md"))

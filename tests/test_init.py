@@ -171,6 +171,7 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     assert 'knowledge_dir = "documentation"' in result.stdout
     status = proj.run_git("status", "--porcelain", "--untracked-files=all")
     assert status == ""
+    assert not (proj.root / ".knowl").exists()  # no cache, no history cache either
 
 
 def test_pre_commit_and_github_files(tmp_path: Path) -> None:
@@ -223,3 +224,49 @@ def test_a_symlink_leading_out_is_never_written_through(tmp_path: Path) -> None:
     assert "leads out of the project" in result.stderr
     assert list(outside.iterdir()) == []
     assert not (proj.root / "knowl.toml").exists()
+
+
+def test_a_templates_folder_named_like_a_glob_is_excluded_as_itself(tmp_path: Path) -> None:
+    proj = repository(tmp_path, "obsidian")
+    proj.write({".obsidian/templates.json": '{"folder": "*"}', "*/T.md": "[[Nowhere]]\n"})
+    proj.commit("a templates folder named *")
+    invoke(["init", "--repo", str(proj.root)])
+    config = tomllib.loads((proj.root / "knowl.toml").read_text())
+    assert config["knowledge"]["exclude"] == ["[*]"]
+    # */T.md is left out (its broken link is not reported); Templates/ is a folder of pages now.
+    found = check_json(proj, code=1)
+    assert [d["path"] for d in found] == ["Templates/Daily.md"]
+
+
+@pytest.mark.parametrize(
+    "setup, args, problem",
+    [
+        ({".github": "a file\n"}, ["--github"], ".github is no folder"),
+        ({".gitignore/x": "a folder\n"}, [], ".gitignore exists and is no file"),
+    ],
+)
+def test_targets_that_cannot_be_written_refuse_before_anything_is_written(
+    tmp_path: Path, setup: dict[str, str], args: list[str], problem: str
+) -> None:
+    proj = repository(tmp_path, "markdown")
+    proj.write(setup)
+    result = invoke(["init", "--repo", str(proj.root), *args], code=2)
+    assert problem in result.stderr and "Traceback" not in result.stderr
+    assert not (proj.root / "knowl.toml").exists()
+
+
+def test_names_knowl_cannot_write_back_are_not_used(tmp_path: Path) -> None:
+    proj = Project(tmp_path / "odd").write(
+        {
+            "mkdocs.yml": "docs_dir: a\\b\n",
+            "a\\b/p.md": "# P\n",
+            # A DEL in a key, written as YAML's escape: the key holds the character itself.
+            "docs/q.md": '---\n"x\\x7fy": 1\n---\n# Q\n',
+        }
+    )
+    proj.commit("odd names")
+    result = invoke(["init", "--repo", str(proj.root), "--dry-run"])
+    written = result.stdout.split("\n", 1)[1]
+    config = tomllib.loads(written)  # valid TOML: the DEL of a key is escaped
+    assert config["knowledge_dir"] == "docs"  # the backslashed folder is not used
+    assert config["frontmatter"]["allow"] == ["x\x7fy"]

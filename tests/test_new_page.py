@@ -125,3 +125,16 @@ def test_commit_commits_exactly_the_page(proj: Project) -> None:
 def test_text_output_names_the_page(proj: Project) -> None:
     result = invoke(["new", "--repo", str(proj.root), "Cohorts"])
     assert "created: cohorts (knowledge/global/cohorts.md)" in result.stderr
+
+
+def test_a_title_holding_a_secret_is_not_spelt_in_the_answer(proj: Project) -> None:
+    key = "AKIAIOSFODNN7EXAMPLE"
+    result = invoke(["new", "--repo", str(proj.root), f"AWS {key} key", "--json"], code=1)
+    assert key.lower() not in result.stdout.lower() and key not in result.stderr
+    assert not list((proj.root / "knowledge/global").glob("*akia*"))
+
+
+@pytest.mark.parametrize("name", ["zero\u200bwidth", "rtl\u202eevil", "dot.", "space "])
+def test_invisible_or_vanishing_names_are_refused(proj: Project, name: str) -> None:
+    result = invoke(["new", "--repo", str(proj.root), "X", "--name", name], code=2)
+    assert "Traceback" not in result.stderr

@@ -25,6 +25,11 @@ from knowl_build.errors import ConfigError, UsageError
 from knowl_build.files import atomic_write
 from knowl_build.names import holds_secret
 from knowl_build.pipeline.analysis import analyse
+from knowl_build.pipeline.cache import CachePlace
+
+# Init's checks read the tree and write nothing: no cache, no history cache, no `.knowl/`
+# (a --dry-run leaves the repository exactly as it was).
+NO_CACHES = CachePlace(None)
 
 CONFIG_FILE = "knowl.toml"
 HOOKS_FILE = ".pre-commit-config.yaml"
@@ -71,7 +76,8 @@ def _toml(value: object) -> str:
     """A TOML value: strings as basic strings (JSON's escapes are TOML's), lists of them."""
     if isinstance(value, list):
         return "[" + ", ".join(_toml(item) for item in value) + "]"
-    return json.dumps(value, ensure_ascii=False)
+    # JSON's escapes are TOML's; TOML also forbids a raw DEL.
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 @dataclass(slots=True)
@@ -135,11 +141,18 @@ def _layout(draft: _Draft, decisions: list[Decision], root: Path) -> shapes.Shap
         templates = shapes.obsidian_templates(root, shape.folder)
         if templates is not None:
             prefix = "" if shape.folder == "." else f"{shape.folder}/"
-            draft.set("knowledge.exclude", [f"{prefix}{templates}"], "Obsidian's templates")
+            draft.set(
+                "knowledge.exclude", [literal_glob(f"{prefix}{templates}")], "Obsidian's templates"
+            )
             decisions.append(
                 Decision(f"exclude {prefix}{templates}/", "the vault's templates folder")
             )
     return shape
+
+
+def literal_glob(path: str) -> str:
+    """A glob that matches `path` itself: `*`, `?` and `[` are written as classes."""
+    return "".join(f"[{char}]" if char in "*?[" else char for char in path)
 
 
 def _semantics(draft: _Draft, decisions: list[Decision], root: Path) -> None:
@@ -157,7 +170,7 @@ def _semantics(draft: _Draft, decisions: list[Decision], root: Path) -> None:
 
 def _from_the_pages(draft: _Draft, decisions: list[Decision], root: Path) -> None:
     """What the pages already use: their own frontmatter keys; review dates or none."""
-    analysis = analyse(root, draft.config(), use_cache=False)
+    analysis = analyse(root, draft.config(), use_cache=False, caches=NO_CACHES)
     keys = sorted(
         {
             d.subject
@@ -218,7 +231,8 @@ def _gitignore(root: Path) -> str | None:
     """`.gitignore` with `.knowl/` appended (None when a line already ignores it)."""
     path = root / ".gitignore"
     try:
-        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        # Not through a link (refused before anything is written): it may lead anywhere.
+        text = path.read_text(encoding="utf-8") if path.is_file() and not path.is_symlink() else ""
     except (OSError, UnicodeDecodeError):
         raise UsageError(
             ".gitignore cannot be read as UTF-8 text; add .knowl/ to it by hand"
@@ -237,7 +251,7 @@ def plan(root: Path, *, pre_commit: bool = False, github: bool = False) -> Plan:
     _semantics(draft, decisions, root)
     _from_the_pages(draft, decisions, root)
     config = draft.config()
-    analysis = analyse(root, config, use_cache=False)
+    analysis = analyse(root, config, use_cache=False, caches=NO_CACHES)
     result = Plan(draft.render(), decisions, gitignore=_gitignore(root))
     result.findings = Counter(d.code for d in analysis.diagnostics)
     result.pages = sum(1 for p in analysis.pages if p.parsed.text_ok)
@@ -264,6 +278,13 @@ def refusals(root: Path, planned: Plan, force: bool) -> list[str]:
     if _declares_knowl(root / "pyproject.toml"):
         problems.append("pyproject.toml has [tool.knowl]: the project is configured there")
     real_root = os.path.realpath(root)
+    targets = [CONFIG_FILE, *planned.files]
+    if planned.gitignore is not None:
+        targets.append(".gitignore")
+    for name in targets:
+        problem = _no_file_here(root, name)
+        if problem is not None:
+            problems.append(problem)
     for name in (CONFIG_FILE, *planned.files):
         path = root / name
         real = os.path.realpath(path)
@@ -276,6 +297,20 @@ def refusals(root: Path, planned: Plan, force: bool) -> list[str]:
     if planned.gitignore is not None and (root / ".gitignore").is_symlink():
         problems.append(".gitignore is a symlink; knowl writes through no link")
     return problems
+
+
+def _no_file_here(root: Path, name: str) -> str | None:
+    """Why `name` cannot be written as a file: it is a folder, or a folder on its way is a
+    file (`.github` a file, for `.github/workflows/knowl.yml`)."""
+    path = root / name
+    if path.exists() and not path.is_symlink() and not path.is_file():
+        return f"{name} exists and is no file"
+    for parent in list(path.parents)[: len(path.relative_to(root).parts) - 1]:
+        if parent.exists() and not parent.is_dir():
+            return (
+                f"{parent.relative_to(root).as_posix()} is no folder, so {name} cannot be written"
+            )
+    return None
 
 
 def write(root: Path, planned: Plan) -> list[str]:

@@ -102,9 +102,22 @@ def _mapping(root: Path, rel: str) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
+def _usable(name: str) -> bool:
+    """A folder name init can write into knowl.toml and read back as the same folder: UTF-8,
+    no control character, no backslash (which the configuration reads as `/`)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\\" not in name and not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in name)
+
+
 def _folder(root: Path, value: Any, default: str) -> str:
-    """A folder a configuration names, when it is a relative folder inside the project."""
-    rel = value.strip().strip("/") if isinstance(value, str) else ""
+    """A folder a configuration names, when it is a relative folder inside the project (and
+    not git's own, nor one knowl could not name)."""
+    rel = value.strip().strip("/") if isinstance(value, str) and _usable(value) else ""
+    if any(part.casefold() in (".git", ".knowl") for part in PurePosixPath(rel).parts):
+        rel = ""
     rel = rel[2:] if rel.startswith("./") else rel
     if rel in ("", "."):
         return default
@@ -236,7 +249,10 @@ def semantics(root: Path) -> Semantics:
     folders = sorted(
         entry.name
         for entry in _entries(root)
-        if entry.is_dir() and not entry.name.startswith(".") and entry.name != "node_modules"
+        if entry.is_dir()
+        and not entry.name.startswith(".")
+        and entry.name != "node_modules"
+        and _usable(entry.name)
     )
     candidates = [".", *folders]
     for folder in candidates:

@@ -418,3 +418,22 @@ def _discover_dbt(walker: _Walker, config: Config, git: GitRepo | None) -> None:
         for rel in walker.walk(folder, ignored, wanted=project.is_model_file)
     }
     discovery.dbt_files = sorted(files)
+
+
+def unread_because(root: Path, config: Config, path: str) -> str | None:
+    """Why a page at project-relative `path` would not be read, or None: `[knowledge]
+    exclude` leaves it out, it lies in a folder that holds no pages (the semantic layer,
+    the dbt project, the output), or git ignores it. A write checks this before it writes a
+    page nothing would read."""
+    if excluded_by(config.knowledge_exclude)(path):
+        return "is left out by [knowledge] exclude"
+    if any(path.startswith(folder) for folder in _knowledge_skips(config)):
+        return "lies in a folder that holds no pages (the semantic layer, dbt or the output)"
+    git = GitRepo.find(root)
+    if git is not None:
+        try:
+            if git.check_ignore([path]):
+                return "is ignored by git"
+        except GitFailed:
+            return None
+    return None

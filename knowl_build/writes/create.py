@@ -10,13 +10,16 @@ its `--sl-ref` entities are bound as `knowl review` binds them (the live fingerp
 from __future__ import annotations
 
 import os
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowl_build.config import Config
 from knowl_build.errors import UsageError
 from knowl_build.names import holds_secret, valid_user
+from knowl_build.pipeline.discover import unread_because
 from knowl_build.resolve import GLOBAL, place
+from knowl_build.secrets.scanner import redact
 from knowl_build.writes.common import (
     NOTHING_WRITTEN,
     Tree,
@@ -56,6 +59,10 @@ def _part_problem(part: str) -> str | None:
         return "starts with '.' (discovery skips hidden names)"
     if "\\" in part or any(ord(char) in _CONTROL for char in part):
         return "holds a backslash or a control character"
+    if any(unicodedata.category(char) == "Cf" for char in part):
+        return "holds an invisible formatting character (a zero-width space, a direction mark)"
+    if part != part.rstrip(" ."):
+        return "ends with a space or a dot (which some file systems drop)"
     if len(part.encode("utf-8", "surrogatepass")) > NAME_MAX:
         return f"is longer than {NAME_MAX} bytes"
     return None
@@ -79,7 +86,9 @@ def folder_parts(folder: str) -> list[str]:
 
 def _file_name(request: NewPage) -> str:
     if request.name is None:
-        return slug(request.title)
+        # A title holding a secret is refused (KB401); its answer must not spell the secret
+        # as a file name either (lowercased, no pattern would find it again).
+        return slug(redact(request.title))
     problem = _part_problem(request.name) or (
         "ends with '.md' (give the name without it)" if request.name.endswith(".md") else None
     )
@@ -99,6 +108,12 @@ def new_path(config: Config, request: NewPage) -> tuple[str, str]:
     where = place(path, config.layout)
     if where is None or holds_secret(path):
         raise UsageError(f"'{path}' cannot be a page (its name holds a secret, or no scope)")
+    if where.scope != scope:
+        # `--folder people/alice` in a flat layout's users folder: another scope's page.
+        raise UsageError(
+            f"--folder {request.folder!r} is in {where.scope}'s folder, not {scope}'s: "
+            "a page is written in the scope it is for"
+        )
     return path, where.scope
 
 
@@ -131,6 +146,9 @@ def plan_new(tree: Tree, request: NewPage) -> Outcome:
             message=f"a page '{where.id}' already exists in {scope} ({holder}); give "
             "another --name, nothing was written",
         )
+    skipped = unread_because(tree.root, tree.config, path)
+    if skipped is not None:
+        return Outcome("refused", where.id, path, message=f"{path} {skipped}; nothing was written")
     text = page_text(_store_request(request), tree, head=None)
     change = Change(path, None, text)
     analysis = tree.with_changes([change])
