@@ -703,3 +703,39 @@ def test_a_hostile_git_head_is_not_followed_out_of_the_repository(tmp_path: Path
     assert _head(root) == b"ref: " + str(outside).encode() + b"\n"
     (root / ".git" / "HEAD").write_bytes(b"ref: refs/../../outside\n")
     assert _head(root) == b"ref: refs/../../outside\n"
+
+
+def test_symbols_and_create_actions_never_spell_a_secret(tmp_path: Path) -> None:
+    token = "ghp_" + "A1b2" * 9
+    page = FM.replace("meta:", f"title: Key {token}\nmeta:") + f"# Secret {token}\n"
+    notes = FM + f"# Notes\n\n[[{token}]]\n"
+    project = Project(tmp_path / "repo").write(
+        {**FILES, "knowledge/global/secret.md": page, NOTES: notes}
+    )
+    project.commit("pages")
+
+    async def body(s: Session) -> list[str]:
+        s.open("knowledge/global/secret.md")
+        s.open(NOTES)
+        await s.until(lambda: "KB103" in s.codes(NOTES))
+        outline = await s.client.text_document_document_symbol_async(
+            types.DocumentSymbolParams(
+                types.TextDocumentIdentifier(s.uri("knowledge/global/secret.md"))
+            )
+        )
+        found = await s.client.workspace_symbol_async(types.WorkspaceSymbolParams(query=""))
+        broken = [d for d in s.diagnostics[s.uri(NOTES)] if d.code == "KB103"]
+        actions = await s.client.text_document_code_action_async(
+            types.CodeActionParams(
+                types.TextDocumentIdentifier(s.uri(NOTES)),
+                broken[0].range,
+                types.CodeActionContext(diagnostics=broken),
+            )
+        )
+        shown = [str(outline), str(found)]
+        shown += [str(a) for a in actions or []]
+        return shown
+
+    shown = run(project.root, body)
+    assert all(token not in text for text in shown)
+    assert not any("Create the missing page" in text for text in shown[2:])

@@ -17,6 +17,7 @@ from knowl_build.lsp.positions import Positions
 from knowl_build.lsp.renaming import Refused, _check_name
 from knowl_build.lsp.workspace import Workspace
 from knowl_build.model import DRAFT
+from knowl_build.names import holds_secret
 from knowl_build.writes import fix
 from knowl_build.writes.common import quoted_timestamp, utc_now
 from knowl_build.writes.edit import EditError, FrontmatterEditor
@@ -141,6 +142,8 @@ def _create(ws: Workspace, path: str, line: int, column: int) -> Action | None:
     inside = ws.relative(str(ws.absolute(new_path))) == new_path and ws.could_be_page(new_path)
     if not inside or ws.absolute(new_path).exists():
         return None  # outside the knowledge folder, or there already
+    if holds_secret(new_path):
+        return None  # a file named after a secret would be committed with its name
     text = f"---\nsummary: \n---\n# {name}\n"
     return Action(f"Create the missing page {new_path}", BROKEN_LINK, "create", new_path, text)
 

@@ -413,7 +413,7 @@ def document_symbols(page: Page, where: Positions) -> list[types.DocumentSymbol]
         span = where.range(heading.line, 1, heading.line, len(where.line_text(heading.line)))
         out.append(
             types.DocumentSymbol(
-                name=heading.text or "(empty heading)",
+                name=redact(heading.text) or "(empty heading)",
                 kind=types.SymbolKind.String,
                 range=span,
                 selection_range=span,
@@ -434,7 +434,7 @@ def workspace_symbols(ws: Workspace, query: str, uri: Uri) -> list[types.Workspa
         if wanted in page.id.casefold() or wanted in page.title.casefold():
             out.append(
                 types.WorkspaceSymbol(
-                    name=page.title,
+                    name=redact(page.title),
                     kind=types.SymbolKind.File,
                     location=types.Location(uri(page.path), top),
                     container_name=page.scope,
@@ -445,7 +445,7 @@ def workspace_symbols(ws: Workspace, query: str, uri: Uri) -> list[types.Workspa
             point = types.Position(max(entity.line - 1, 0), 0)
             out.append(
                 types.WorkspaceSymbol(
-                    name=entity.name,
+                    name=redact(entity.name),
                     kind=types.SymbolKind.Field,
                     location=types.Location(uri(entity.path), types.Range(point, point)),
                     container_name=entity.kind,

@@ -26,6 +26,7 @@ from knowl_build.lsp.workspace import Workspace
 from knowl_build.model import MARKDOWN, Link, Page, TextIndex
 from knowl_build.names import MAX_NAME_CHARS
 from knowl_build.pipeline.analysis import Analysis
+from knowl_build.secrets.scanner import redact
 from knowl_build.writes import relink
 
 
@@ -268,7 +269,7 @@ def _fragment(page: Page, text: str, link: Link, old: str, new: str) -> Edit | N
 
 
 def _failed(reason: str) -> JsonRpcException:
-    return JsonRpcException(message=reason, code=-32803)  # RequestFailed
+    return JsonRpcException(message=redact(reason), code=-32803)  # RequestFailed
 
 
 async def _in_thread(function: Any, *rest: Any) -> Any:

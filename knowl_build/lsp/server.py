@@ -12,6 +12,7 @@ import logging
 from pathlib import Path
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -20,6 +21,7 @@ from knowl_build.errors import KnowlError
 from knowl_build.lsp import actions, features, renaming
 from knowl_build.lsp.positions import Positions
 from knowl_build.lsp.workspace import Workspace, project_root
+from knowl_build.secrets.scanner import redact
 
 DEBOUNCE_SECONDS = 0.15
 READY_SECONDS = 60.0
@@ -120,9 +122,30 @@ class KnowlServer(LanguageServer):
         return self.ws is not None and self.ws.analysis is not None
 
 
+def _answered_refusals(record: logging.LogRecord) -> bool:
+    """pygls logs a handler's JsonRpcException (a refused rename, say) with its traceback,
+    after answering it to the client as an error: a refusal is no fault, and its message may
+    quote what the client sent (a secret in a new name). Such records are dropped; every
+    other record is kept, its message redacted."""
+    error = record.exc_info[1] if record.exc_info else None
+    inner = error.exceptions if isinstance(error, BaseExceptionGroup) else (error,)
+    if any(isinstance(one, JsonRpcException) for one in inner):
+        return False
+    record.msg, record.args = redact(record.getMessage()), None
+    return True
+
+
 def build_server(root: Path | None, config_file: Path | None = None) -> KnowlServer:
     # pygls logs to stderr; a client shows stderr, and the protocol carries what matters.
-    logging.getLogger("pygls").setLevel(logging.ERROR)
+    # Every pygls logger (json_rpc, server, ...) logs through this one handler, filtered.
+    pygls_log = logging.getLogger("pygls")
+    pygls_log.setLevel(logging.ERROR)
+    if not any(getattr(h, "knowl", False) for h in pygls_log.handlers):
+        handler = logging.StreamHandler()
+        handler.addFilter(_answered_refusals)
+        handler.knowl = True  # type: ignore[attr-defined]
+        pygls_log.addHandler(handler)
+        pygls_log.propagate = False
     server = KnowlServer(root, config_file)
     _register_documents(server)
     _register_features(server)
