@@ -184,9 +184,12 @@ def _inside(value: str) -> PurePosixPath:
     pure = PurePosixPath(value.replace("\\", "/"))
     if not value.strip() or "\0" in value or pure.is_absolute() or ".." in pure.parts:
         raise ValueError(value)
-    if any(part.casefold() == ".git" for part in pure.parts):
-        raise ValueError(value)  # git's own folder holds no file of the project
     return pure
+
+
+def _in_git(pure: PurePosixPath) -> bool:
+    """Whether the path goes into a `.git` folder, which holds no file of the project."""
+    return any(part.casefold() == ".git" for part in pure.parts)
 
 
 @dataclass(frozen=True)
@@ -202,9 +205,12 @@ class Folder(Kind[str]):
     def read(self, value: object) -> str:
         string: str = expect(value, str)
         try:
-            folder = _inside(string).as_posix()
+            pure = _inside(string)
         except ValueError:
             raise Invalid(f"must be a folder inside the project, got {string!r}") from None
+        if _in_git(pure):
+            raise Invalid(f"must be a folder of its own, outside the git directory, got {string!r}")
+        folder = pure.as_posix()
         return self.root if folder == "." and self.root is not None else folder
 
 
