@@ -291,13 +291,17 @@ class GitRepo:
 
 
 def _read_head(repo: Any) -> str | None:
-    """HEAD's commit id as GitPython reads it (HEAD, the ref it names, packed refs; the
-    object checked to be a commit by its persistent `git cat-file --batch-check`); None when
-    GitPython cannot say (an unborn branch, a ref storage it does not read): git is asked."""
+    """HEAD's commit id as GitPython reads it from the files (HEAD, the ref it names, packed
+    refs); None when GitPython cannot say (an unborn branch, a ref storage it does not read):
+    git is asked. The refs are read, never an object: GitPython checks objects through a
+    persistent `git cat-file` process that is not safe to share between threads (the
+    language server analyses in threads), and two threads on it wait for each other forever."""
     # start-up: only reached with a GitPython repository (imported by `_open`).
     import git
+    from git.refs.symbolic import SymbolicReference
 
     try:
-        return str(repo.head.commit.hexsha)
+        found = SymbolicReference.dereference_recursive(repo, "HEAD")
     except (git.GitError, ValueError, TypeError, OSError, AttributeError):
         return None
+    return found if isinstance(found, str) and len(found) in (40, 64) else None
