@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ab import Spread, revision, second_copy, summary
 from corpus import make_corpus, page_path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,40 +68,18 @@ def _one_side(root: Path, code: Path | None, number: int) -> dict[str, float]:
     return {"cold_check_s": cold, "warm_check_s": warm, "edit_check_s": edit}
 
 
-def _summary(runs: list[dict[str, float]]) -> dict[str, tuple[float, float, float]]:
-    """Each figure's median, least and greatest value over the runs."""
-    return {
-        name: (
-            statistics.median(r[name] for r in runs),
-            min(r[name] for r in runs),
-            max(r[name] for r in runs),
-        )
-        for name in FIGURES
-    }
-
-
 def bench_links(
     sizes: list[int], repeats: int, commits: int, baseline: str, workdir: Path
-) -> list[tuple[int, dict[str, tuple[float, float, float]], dict[str, tuple[float, float, float]]]]:
+) -> list[tuple[int, dict[str, Spread], dict[str, Spread]]]:
     """(pages, A's figures, B's figures) per size."""
-    code = workdir / "baseline"
-    if not code.exists():
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(code), baseline],
-            check=True,
-        )
     rows = []
-    try:
+    with revision(baseline, workdir / "baseline") as code:
         for pages in sizes:
             a_root = workdir / f"links-{pages}-a" / "corpus"
             b_root = workdir / f"links-{pages}-b" / "corpus"
             if not a_root.exists():
                 make_corpus(a_root, pages, commits=commits, markdown_links=True)
-            if not b_root.exists():
-                # A clone, not a copy: git may be packing A's objects in the background.
-                b_root.parent.mkdir(parents=True, exist_ok=True)
-                subprocess.run(["git", "clone", "-q", str(a_root), str(b_root)], check=True)
-                shutil.copy(a_root / "knowl.toml", b_root / "knowl.toml")
+            second_copy(a_root, b_root)
             sides: list[tuple[Path, Path | None, list[dict[str, float]]]] = [
                 (a_root, code, []),
                 (b_root, None, []),
@@ -109,13 +87,7 @@ def bench_links(
             for number in range(repeats):
                 for root, side_code, runs in sides:  # A, then B, in turn
                     runs.append(_one_side(root, side_code, number))
-            rows.append((pages, _summary(sides[0][2]), _summary(sides[1][2])))
-    finally:
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(code)],
-            check=False,
-            capture_output=True,
-        )
+            rows.append((pages, summary(sides[0][2], FIGURES), summary(sides[1][2], FIGURES)))
     return rows
 
 

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ab import Spread, revision, second_copy, summary
 from corpus import make_corpus
 
 REPO = Path(__file__).resolve().parent.parent
@@ -87,54 +88,27 @@ def _one_side(root: Path, code: Path | None) -> dict[str, float]:
     }
 
 
-Row = tuple[int, dict[str, tuple[float, float, float]], dict[str, tuple[float, float, float]]]
-
-
-def _summary(runs: list[dict[str, float]]) -> dict[str, tuple[float, float, float]]:
-    return {
-        name: (
-            statistics.median(r[name] for r in runs),
-            min(r[name] for r in runs),
-            max(r[name] for r in runs),
-        )
-        for name in FIGURES
-    }
+Row = tuple[int, dict[str, Spread], dict[str, Spread]]
 
 
 def bench_search(
     sizes: list[int], repeats: int, commits: int, baseline: str, workdir: Path
 ) -> list[Row]:
     """(pages, A's figures, B's figures) per size."""
-    code = workdir / "search-baseline"
-    if not code.exists():
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(code), baseline],
-            check=True,
-        )
     rows = []
-    try:
+    with revision(baseline, workdir / "search-baseline") as code:
         for pages in sizes:
             a_root = workdir / f"search-{pages}-a" / "corpus"
             b_root = workdir / f"search-{pages}-b" / "corpus"
             if not a_root.exists():
                 make_corpus(a_root, pages, commits=commits)
-            if not b_root.exists():
-                # A clone, not a copy: git may be packing A's objects in the background.
-                b_root.parent.mkdir(parents=True, exist_ok=True)
-                subprocess.run(["git", "clone", "-q", str(a_root), str(b_root)], check=True)
-                shutil.copy(a_root / "knowl.toml", b_root / "knowl.toml")
+            second_copy(a_root, b_root)
             a_runs: list[dict[str, float]] = []
             b_runs: list[dict[str, float]] = []
             for _ in range(repeats):  # A, then B, in turn
                 a_runs.append(_one_side(a_root, code))
                 b_runs.append(_one_side(b_root, None))
-            rows.append((pages, _summary(a_runs), _summary(b_runs)))
-    finally:
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(code)],
-            check=False,
-            capture_output=True,
-        )
+            rows.append((pages, summary(a_runs, FIGURES), summary(b_runs, FIGURES)))
     return rows
 
 

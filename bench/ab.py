@@ -1,0 +1,56 @@
+"""What the A/B benchmarks share: the earlier revision checked out beside this tree, a second
+copy of a corpus, and each figure's median and range over runs made in turn."""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+# A figure over the runs: (median, least, greatest).
+Spread = tuple[float, float, float]
+
+
+@contextmanager
+def revision(baseline: str, code: Path) -> Iterator[Path]:
+    """`baseline` checked out at `code` (a git worktree of this repository), removed after."""
+    if not code.exists():
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(code), baseline],
+            check=True,
+        )
+    try:
+        yield code
+    finally:
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(code)],
+            check=False,
+            capture_output=True,
+        )
+
+
+def second_copy(a_root: Path, b_root: Path) -> None:
+    """B's corpus, the same history as A's. A clone, not a copy: git may be packing A's
+    objects in the background while a copy reads them."""
+    if b_root.exists():
+        return
+    b_root.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "clone", "-q", str(a_root), str(b_root)], check=True)
+    shutil.copy(a_root / "knowl.toml", b_root / "knowl.toml")
+
+
+def summary(runs: list[dict[str, float]], figures: Iterable[str]) -> dict[str, Spread]:
+    """Each figure's median, least and greatest value over the runs."""
+    return {
+        name: (
+            statistics.median(r[name] for r in runs),
+            min(r[name] for r in runs),
+            max(r[name] for r in runs),
+        )
+        for name in figures
+    }
