@@ -28,7 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ab import Spread, revision, second_copy, summary
 from corpus import make_corpus, page_path
 
-REPO = Path(__file__).resolve().parent.parent
 # The last commit before Markdown links were checked (issue 22).
 BASELINE = "e0435fe"
 FIGURES = ("cold_check_s", "warm_check_s", "edit_check_s")

@@ -30,7 +30,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ab import Spread, revision, second_copy, summary
 from corpus import make_corpus
 
-REPO = Path(__file__).resolve().parent.parent
 # The last commit before the search-quality work (issue 23) changed the index or the ranking.
 BASELINE = "93a9d16"
 QUERIES = ("revenue", "orders amount", "customer churn", "net revenue policy", "src3 measure")
