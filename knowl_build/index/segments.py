@@ -25,7 +25,7 @@ import struct
 import zlib
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -432,6 +432,7 @@ class Segment:
         self.terms = Terms(terms, unpickle)
         self.postings_data = postings
         self._columns: dict[str, Any] = {}
+        self._extents: tuple[Sequence[int], Sequence[int]] | None = None
 
     # --- postings --------------------------------------------------------------------------
 
@@ -512,34 +513,38 @@ class Segment:
         column = self._column("_stored")
         if column is None or not 0 <= docnum < self.doc_count:
             raise BadIndex(f"segment {self.facts.segid}: no stored fields for a document")
-        offset, length = self._stored_extent(column, docnum)
-        if not length:
+        offsets, lengths = self._stored_extents(column)
+        if not lengths[docnum]:
             return {}
-        found = self.unpickle.loads(_inflate(_slice(column, offset, length)))
+        found = self.unpickle.loads(_inflate(_slice(column, offsets[docnum], lengths[docnum])))
         if type(found) is not dict:
             raise BadIndex(f"segment {self.facts.segid}: malformed stored fields")
         return found
 
-    def _stored_extent(self, column: memoryview | bytes, docnum: int) -> tuple[int, int]:
-        count = self.doc_count
-        last = len(column) - 1
-        code = chr(column[last])
-        offsets = None
-        if code == "X":
-            code, offsets_code = chr(column[last - 2]), chr(column[last - 1])
-            size = struct.calcsize(offsets_code)
-            start = last - 2 - count * size
-            offsets = array(offsets_code, bytes(_slice(column, start, count * size)))
-            last = start
-        size = struct.calcsize(code)
-        lengths = array(code, bytes(_slice(column, last - size * count, size * count)))
-        if _LITTLE:  # whoosh writes its arrays big-endian
-            lengths.byteswap()
-            if offsets is not None:
-                offsets.byteswap()
-        length = lengths[docnum]
-        offset = offsets[docnum] if offsets is not None else sum(lengths[:docnum])
-        return offset, length
+    def _stored_extents(self, column: memoryview | bytes) -> tuple[Sequence[int], Sequence[int]]:
+        """Where each document's stored fields start in the column, and their lengths: read
+        once per segment (a search that ties thousands of documents reads as many keys)."""
+        if self._extents is None:
+            count = self.doc_count
+            last = len(column) - 1
+            code = chr(column[last])
+            offsets = None
+            if code == "X":
+                code, offsets_code = chr(column[last - 2]), chr(column[last - 1])
+                size = struct.calcsize(offsets_code)
+                start = last - 2 - count * size
+                offsets = array(offsets_code, bytes(_slice(column, start, count * size)))
+                last = start
+            size = struct.calcsize(code)
+            lengths = array(code, bytes(_slice(column, last - size * count, size * count)))
+            if _LITTLE:  # whoosh writes its arrays big-endian
+                lengths.byteswap()
+                if offsets is not None:
+                    offsets.byteswap()
+            if offsets is None:  # fixed order, no offsets written: each starts where one ends
+                offsets = array("q", accumulate(lengths, initial=0))
+            self._extents = offsets, lengths
+        return self._extents
 
 
 # A length byte's length, as Whoosh reads it back (`doc_field_length`: none for 0).

@@ -75,8 +75,8 @@ def describe_entity(view: ArtifactView, name: str, user: str | None = None) -> E
             f"no semantic entity {shown} in this build" + (f"; {hint}" if hint else "")
         )
     groups: dict[str, list[EntityPage]] = {}
-    for page in view.pages:
-        if name not in page.sl_refs or not visible(page, user):
+    for page in view.binding(name):
+        if not visible(page, user):
             continue
         groups.setdefault(page.usage_mode, []).append(
             {

@@ -42,11 +42,7 @@ MAX_BOUND_PAGES = 20
 
 def entity_hit(view: ArtifactView, doc: Ranked, score: float, user: str | None) -> EntityHit:
     scopes = scopes_of(user)
-    pages = sorted(
-        (page.id, page.scope)
-        for page in view.pages
-        if doc.name in page.sl_refs and page.scope in scopes
-    )
+    pages = sorted((page.id, page.scope) for page in view.binding(doc.name) if page.scope in scopes)
     entity = doc.entity
     expr = entity.definition.get("expr")
     return {
@@ -123,22 +119,16 @@ def _bound_pages(
     by the best rank of an entity they bind, then id and scope; caveats aside (they ride
     along with the entities they are about, as with the pages). A user page with a global
     page's id stands for the global page, as in a page search."""
-    position = {doc.name: n for n, (doc, _score, _named) in enumerate(ranked)}
     scopes = scopes_of(user)
     best: dict[str, tuple[int, CatalogEntry]] = {}
-    for page in view.pages:
-        if page.scope not in scopes or page.usage_mode == CAVEAT:
-            continue  # a caveat about an entity found rides along with the answer instead
-        ranks = [position[ref] for ref in page.sl_refs if ref in position]
-        if not ranks:
-            continue
-        if page.scope != GLOBAL:
-            page = view.page(GLOBAL, page.id) or page
-        if not filters.admit(page):
-            continue
-        rank = min(ranks)
-        if page.key not in best or rank < best[page.key][0]:
-            best[page.key] = (rank, page)
+    for rank, (doc, _score, _named) in enumerate(ranked):  # best rank first: first seen wins
+        for page in view.binding(doc.name):
+            if page.scope not in scopes or page.usage_mode == CAVEAT:
+                continue  # a caveat about an entity found rides along with the answer instead
+            if page.scope != GLOBAL:
+                page = view.page(GLOBAL, page.id) or page
+            if page.key not in best and filters.admit(page):
+                best[page.key] = (rank, page)
     ordered = sorted(best.values(), key=lambda rp: (rp[0], rp[1].id, rp[1].scope))
     return [page for _rank, page in ordered]
 
@@ -190,16 +180,19 @@ def mix(
             hit["matched_on"] = [*hit["matched_on"], "entity"]
         found[key] = (score + 1.0 / (RRF_K + number), named, hit)
     # (not named, -fused score, pages before entities, repository, id or name, scope)
-    order: list[tuple[tuple[bool, float, bool, str, str, str], SearchHit | EntityHit]] = []
+    # An entity's hit is built only when it makes the answer (it lists the pages binding it).
+    order: list[tuple[tuple[bool, float, bool, str, str, str], SearchHit | Ranked]] = []
     for (repo, page_id, scope), (fused, named, hit) in found.items():
         hit["score"] = fused
         order.append(((not named, -fused, False, repo, page_id, scope), hit))
     for number, (doc, _score, named) in enumerate(ranked):
         fused = 1.0 / (RRF_K + number)
-        entity = entity_hit(view, doc, fused, user)
-        order.append(((not named, -fused, True, view.repo, doc.name, ""), entity))
+        order.append(((not named, -fused, True, view.repo, doc.name, ""), doc))
     order.sort(key=lambda kh: kh[0])
-    hits = [hit for _key, hit in order[:limit]]
+    hits: list[SearchHit | EntityHit] = [
+        item if isinstance(item, dict) else entity_hit(view, item, -key[1], user)
+        for key, item in order[:limit]
+    ]
     mixed["hits"] = hits
     found_pages = [h for h in hits if h["kind"] == "page" and h["repo"] == view.repo]
     entities = [h["entity"] for h in hits if h["kind"] == "entity"]

@@ -67,6 +67,16 @@ class _Raws(Struct, frozen=True):
     pages: list[Raw]
 
 
+class _Binds(Struct, frozen=True):
+    sl_refs: list[str] = []
+
+
+class _Bindings(Struct, frozen=True):
+    """Every entry's `sl_refs` alone: which pages bind an entity, without decoding them."""
+
+    pages: list[_Binds]
+
+
 _ENTRY = decoder(CatalogEntry)
 
 
@@ -78,6 +88,7 @@ class Catalog:
 
     def __init__(self, folder: Path, data: bytes) -> None:
         self.folder = folder
+        self._data = data  # its entries' raw slices point into it: no copy kept
         heads = _read(folder, "catalog.json", _Heads, data)
         self.heads = heads.pages
         self.raws = _read(folder, "catalog.json", _Raws, data).pages
@@ -124,6 +135,18 @@ class Catalog:
     @cached_property
     def caveats(self) -> list[int]:
         return sorted({i for found in self.caveats_by_entity.values() for i in found})
+
+    @cached_property
+    def binding(self) -> dict[str, list[int]]:
+        """The positions of the entries binding each entity (in `sl_refs`), in catalog order."""
+        pages = _read(self.folder, "catalog.json", _Bindings, self._data).pages
+        if len(pages) != len(self.heads):
+            raise ArtifactError(f"{self.folder}: catalog.json changed while it was read")
+        index: dict[str, list[int]] = defaultdict(list)
+        for i, page in enumerate(pages):
+            for ref in dict.fromkeys(page.sl_refs):
+                index[ref].append(i)
+        return dict(index)
 
 
 class _ByKey(Mapping[str, CatalogEntry]):
@@ -246,6 +269,10 @@ class ArtifactView:
     @property
     def max_caveats(self) -> int:
         return self.manifest.search.max_caveats
+
+    def binding(self, entity: str) -> list[CatalogEntry]:
+        """The pages whose `sl_refs` name `entity`, in catalog order (decoded alone)."""
+        return [self.catalog.entry(i) for i in self.catalog.binding.get(entity, ())]
 
     def page(self, scope: str, page_id: str) -> CatalogEntry | None:
         found = self.by_scope_id.get((scope, page_id))
