@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING
 from msgspec import to_builtins
 
 from knowl_build.artifacts.schema import (
-    Backlink,
-    BoundCaveat,
     CatalogEntry,
     SearchAnswer,
     SearchHit,
@@ -21,7 +19,8 @@ from knowl_build.artifacts.schema import (
     StaleRow,
     TriggeredCaveat,
 )
-from knowl_build.reader.view import GLOBAL, ArtifactView, page_node, visible
+from knowl_build.reader import relations
+from knowl_build.reader.view import GLOBAL, ArtifactView, visible
 
 if TYPE_CHECKING:
     from knowl_build.index.query import Query
@@ -283,36 +282,6 @@ def show(view: ArtifactView, ref: str, user: str | None = None) -> ShowAnswer:
     page = view.resolve(ref, user)
     record = view.record(page)
     fields = record.fields
-    node = page_node(page)
-    backlinks: list[Backlink] = []
-    for source, kinds in view.graph.in_edges.get(node, []):
-        data = view.graph.page_at(source)
-        if data is None:
-            continue
-        other = view.entry_of(data)
-        if other is None or not visible(other, user):
-            continue
-        for kind in kinds:
-            backlinks.append(
-                {"page": other.id, "scope": other.scope, "kind": kind, "path": other.key}
-            )
-    backlinks.sort(key=lambda b: (b["page"], b["scope"], b["path"], b["kind"]))
-    mine = set(page.sl_refs)
-    bound: list[BoundCaveat] = []
-    for caveat in view.caveats:
-        if caveat is page or not visible(caveat, user):
-            continue
-        shared = sorted(mine.intersection(caveat.sl_refs))
-        if shared:
-            bound.append(
-                {
-                    "page": caveat.id,
-                    "scope": caveat.scope,
-                    "summary": caveat.summary,
-                    "entities": shared,
-                }
-            )
-    bound.sort(key=lambda c: (-len(c["entities"]), c["page"], c["scope"]))
     return {
         "page_id": page.id,
         "scope": page.scope,
@@ -335,8 +304,8 @@ def show(view: ArtifactView, ref: str, user: str | None = None) -> ShowAnswer:
         "freshness": to_builtins(record.freshness),
         "drift": to_builtins(record.drift),
         "annotations": view.annotations(page, user),
-        "backlinks": backlinks,
-        "caveats": bound,
+        "backlinks": relations.backlinks(view, page, user),
+        "caveats": [row for _caveat, row in relations.bound_caveats(view, page, user)],
         "path": record.path,
         "repo": view.repo,
     }

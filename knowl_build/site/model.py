@@ -32,6 +32,7 @@ from knowl_build.artifacts.schema import (
     decode,
 )
 from knowl_build.errors import ArtifactError
+from knowl_build.reader import relations
 from knowl_build.reader.view import CAVEAT, GLOBAL, ArtifactView, page_node, visible
 from knowl_build.secrets.scanner import redact
 from knowl_build.site import urls
@@ -39,6 +40,7 @@ from knowl_build.site.markup import Headings
 from knowl_build.site.snippets import snippet
 
 SUPERSEDED_BY = "superseded_by"
+LINKING = ("ref", "link")  # the edges a page view lists as backlinks (successors apart)
 FRESH = "fresh"
 RECENT = 15
 # Caveats a page shows, those about most of its entities first; its entity pages list all.
@@ -328,33 +330,21 @@ def page_context(data: SiteData, page: Page) -> dict[str, Any]:
                 "changes": changes,
             }
         )
-    mine = set(entry.sl_refs)
-    bound: dict[str, tuple[Page, set[str]]] = {}
-    for entity in sorted(mine):
-        for caveat in data.caveats.get(entity, ()):
-            if caveat is not page:
-                bound.setdefault(caveat.key, (caveat, set()))[1].add(entity)
-    ranked = sorted(bound.values(), key=lambda cs: (-len(cs[1]), cs[0].entry.id, cs[0].key))
-    caveats = [
-        {**data.item(caveat), "entities": sorted(shared)}
-        for caveat, shared in ranked[:CAVEATS_SHOWN]
+    # Which caveats and linking pages, in what order: `knowl show`'s answer, less the pages
+    # the site leaves out; the site adds their links and the sentences around each mention.
+    bound = [
+        (data.by_key[caveat.key], row["entities"])
+        for caveat, row in relations.bound_caveats(data.view, entry, None)
+        if caveat.key in data.by_key
     ]
-    backlinks: dict[str, dict[str, Any]] = {}
-    for mention in data.mentions.get(page.key, ()):
-        row = backlinks.setdefault(
-            mention.source.key, {**data.item(mention.source), "refs": False, "mentions": []}
-        )
-        if mention.text is None:
-            row["refs"] = row["refs"] or mention.kind == "ref"
-        else:
-            row["mentions"].append(
-                {
-                    "kind": mention.kind,
-                    "before": mention.before,
-                    "text": mention.text,
-                    "after": mention.after,
-                }
-            )
+    caveats = [
+        {**data.item(caveat), "entities": shared} for caveat, shared in bound[:CAVEATS_SHOWN]
+    ]
+    kinds: dict[str, set[str]] = {}
+    for link in relations.backlinks(data.view, entry, None):
+        if link["path"] in data.by_key and link["path"] != page.key and link["kind"] in LINKING:
+            kinds.setdefault(link["path"], set()).add(link["kind"])
+    backlinks = [_backlink(data, page, data.by_key[p], found) for p, found in kinds.items()]
     successor = data.successor.get(page.key)
     return {
         "page": {
@@ -387,9 +377,20 @@ def page_context(data: SiteData, page: Page) -> dict[str, Any]:
             "node": page.node,
         },
         "caveats": caveats,
-        "more_caveats": len(ranked) - len(caveats),
-        "backlinks": sorted(backlinks.values(), key=lambda b: (b["title"], b["href"])),
+        "more_caveats": len(bound) - len(caveats),
+        "backlinks": sorted(backlinks, key=lambda b: (b["title"], b["href"])),
     }
+
+
+def _backlink(data: SiteData, page: Page, source: Page, kinds: set[str]) -> dict[str, Any]:
+    """A page linking to `page` as its view lists it: whether it refs the page, and each
+    mention in its text with the sentence around it."""
+    mentions = [
+        {"kind": m.kind, "before": m.before, "text": m.text, "after": m.after}
+        for m in data.mentions.get(page.key, ())
+        if m.source is source and m.text is not None
+    ]
+    return {**data.item(source), "refs": "ref" in kinds, "mentions": mentions}
 
 
 def body_inputs(data: SiteData, page: Page) -> list[Any]:
