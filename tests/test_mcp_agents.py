@@ -6,6 +6,7 @@ isolation and hostile input."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import shutil
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 from knowl_build import __version__
 from knowl_build.app.project import Locator
+from knowl_build.artifacts.publication import resolve_artifact
 from knowl_build.mcp_server import make_server
 from tests.helpers import Project, invoke
 
@@ -677,3 +679,42 @@ def test_docs_describe_every_tool_resource_and_prompt(sample: Path) -> None:
         assert f"| `{prompt.name}` |" in docs, prompt.name
     for hint in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"):
         assert hint in docs
+
+
+# --- list_stale answers from where `knowl stale` does ----------------------------------------
+
+
+def test_list_stale_with_a_repo_answers_from_the_files_as_knowl_stale_does(tmp_path: Path) -> None:
+    """With --repo the server lists what `knowl stale` prints, edits not yet built included,
+    less the pages of other users; served from an artifact alone, what that build held."""
+    old = "meta:\n  last_validated_at: 2001-01-01\n"
+    today = f"meta:\n  last_validated_at: {datetime.date.today().isoformat()}\n"
+    proj = Project(tmp_path / "kb").write(
+        {
+            "knowl.toml": "staleness_days = 90\n",
+            "knowledge/global/orders.md": f"---\nsummary: Orders\n{old}---\nOrders.\n",
+            "knowledge/global/refunds.md": f"---\nsummary: Refunds\n{today}---\nRefunds.\n",
+            "knowledge/user/bob/plan.md": f"---\nsummary: Bob's plan\n{old}---\nPlan.\n",
+        }
+    )
+    proj.commit("pages")
+    invoke(["build", "--repo", str(proj.root), "-q"], code=0)
+    built = tmp_path / "elsewhere"  # the build alone, away from the files
+    shutil.copytree(resolve_artifact(proj.root / ".knowl" / "build"), built)
+    # Edited after the build: refunds is stale now, orders validated today.
+    for name, before, after in (("refunds", today, old), ("orders", old, today)):
+        page = proj.root / f"knowledge/global/{name}.md"
+        page.write_text(page.read_text(encoding="utf-8").replace(before, after), encoding="utf-8")
+    printed = json.loads(invoke(["stale", "--repo", str(proj.root), "--json"], code=1).stdout)
+
+    async def body(session: Any) -> Any:
+        return payload(await session.call_tool("list_stale", {}))
+
+    from_tree = run(["--repo", str(proj.root), "--user", "alice"], body)
+    from_build = run(["--artifact", str(built)], body)
+    assert [p["path"] for p in printed["pages"]] == [
+        "knowledge/global/refunds.md",
+        "knowledge/user/bob/plan.md",
+    ]
+    assert from_tree["pages"] == printed["pages"][:1]  # bob's page is bob's alone
+    assert [p["page"] for p in from_build["pages"]] == ["orders"]

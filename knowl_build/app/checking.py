@@ -6,6 +6,8 @@ status the command ends with (SPEC 10: 0 clean, 1 findings or a refusal, 2 is an
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from knowl_build.app.project import Project
+from knowl_build.artifacts.answers import StaleList
 from knowl_build.artifacts.schema import StaleRow
 from knowl_build.config import Config
 from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK, Diagnostic, exit_code_for
 from knowl_build.history.git import GitRepo
+from knowl_build.layouts import GLOBAL
 from knowl_build.pipeline import baseline as baselines
 from knowl_build.pipeline import check as pipeline_check
 from knowl_build.pipeline.analysis import analyse
@@ -185,7 +189,10 @@ class StaleOutcome:
 
 
 def stale(project: Project) -> StaleOutcome:
-    """The pages that are not fresh, with every reason, from the working tree."""
+    """The pages that are not fresh, with every reason, from the working tree: freshness
+    depends on today's date and on the files as they are, so `knowl stale` and the MCP
+    server's `list_stale` (when it serves a project) both answer from here, never from the
+    last build's copy."""
     analysis = analyse(project.root, project.config)
     rows: list[StaleRow] = []
     for page in sorted(analysis.pages, key=lambda p: (p.scope, p.id, p.path)):
@@ -251,3 +258,18 @@ def rule_table(config: Config) -> RuleTable:
         for rule in RULES
     ]
     return RuleTable(rows, [(glob, dict(table)) for glob, table in config.per_path])
+
+
+def stale_list(
+    project: Project, user: str | None, build_id: str, cursor: str | None, limit: int
+) -> StaleList:
+    """`stale`'s rows that `user` may read (global ones and their own), a page at a time
+    (MCP `list_stale`). A cursor is bound to the build being served and to the rows: one
+    from before a rebuild or an edit that changed the list is refused."""
+    # The reader's paging loads with the MCP tool, not with `knowl check` (start-up time).
+    from knowl_build.reader import listing
+
+    scopes = {GLOBAL} if user is None else {GLOBAL, f"user:{user}"}
+    rows = [row for row in stale(project).pages if row["scope"] in scopes]
+    digest = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]
+    return listing.stale_page(rows, user, cursor, limit, f"{build_id}:{digest}")

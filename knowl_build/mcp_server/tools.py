@@ -26,7 +26,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
-from knowl_build.app import history, reading, writing
+from knowl_build.app import checking, history, reading, writing
 from knowl_build.artifacts.answers import (
     ContextAnswer,
     EntityDescription,
@@ -217,7 +217,11 @@ def read_tools(session: Session) -> list[Tool]:
 
     def list_stale(user: User = None, cursor: Cursor = None, limit: ListLimit = 50) -> StaleList:
         reader = session.readers.get()
-        return reading.list_stale(reader, session.reader_user(user), cursor=cursor, limit=limit)
+        user = session.reader_user(user)
+        if session.with_repo:  # the project's tree, as `knowl stale` (app.checking.stale)
+            build = reader.view.manifest.build_id
+            return checking.stale_list(session.locator.project(), user, build, cursor, limit)
+        return reading.list_stale(reader, user, cursor=cursor, limit=limit)
 
     def list_entities(
         kind: EntityKind | None = None,
@@ -303,9 +307,11 @@ def read_tools(session: Session) -> list[Tool]:
         read(
             list_stale,
             "List stale pages",
-            "The pages that are not fresh (stale or needing review) with every reason, from "
-            "the last build, a page of rows at a time: pass `next_cursor` back as `cursor` "
-            "for the next. Use it to warn about knowledge that may be out of date.",
+            "The pages that are not fresh (stale or needing review) with every reason: from "
+            "the project's files as they are now when the server was started with --repo "
+            "(as `knowl stale`), else from the build it serves; a page of rows at a time: pass "
+            "`next_cursor` back as `cursor` for the next. Use it to warn about knowledge "
+            "that may be out of date.",
             StaleList,
             text.stale,
         ),

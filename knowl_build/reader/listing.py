@@ -7,6 +7,7 @@ from __future__ import annotations
 from msgspec import UnsetType
 
 from knowl_build.artifacts.answers import PageList, PageRow, StaleList
+from knowl_build.artifacts.schema import StaleRow
 from knowl_build.reader.paging import page_of
 from knowl_build.reader.queries import stale
 from knowl_build.reader.view import ArtifactView, visible
@@ -18,10 +19,14 @@ def stale_list(
     view: ArtifactView, user: str | None, cursor: str | None = None, limit: int = LIST_LIMIT
 ) -> StaleList:
     """The `stale` answer's rows from the cursor on, and the cursor of the next page."""
-    rows = stale(view, user)["pages"]
-    shown, following = page_of(
-        rows, cursor, limit, view.manifest.build_id, ["list_stale", user, limit]
-    )
+    return stale_page(stale(view, user)["pages"], user, cursor, limit, view.manifest.build_id)
+
+
+def stale_page(
+    rows: list[StaleRow], user: str | None, cursor: str | None, limit: int, binding: str
+) -> StaleList:
+    """Stale rows from the cursor on, the cursor bound to `binding` (what the rows are of)."""
+    shown, following = page_of(rows, cursor, limit, binding, ["list_stale", user, limit])
     return {"pages": shown, "total": len(rows), "next_cursor": following}
 
 
