@@ -124,8 +124,8 @@ def _redacted(exc: click.ClickException) -> click.ClickException:
 
 def say(text: str, *, err: bool = True) -> None:
     """One line for a person: a notice or an error, its control characters made visible."""
-    # Lazy: rich comes in with the renderer (start-up time of machine-format runs).
-    from knowl_build.output.text import printable
+    # Lazy: loaded with the first message (start-up time).
+    from knowl_build.output.escapes import printable
 
     click.echo(printable(text), err=err)
 

@@ -126,7 +126,7 @@ def search(
       knowl search -- '-draft revenue'
       knowl search "total revenue" --kind entity
     """
-    # Lazy: the reader loads with the command; rich only for text (start-up time).
+    # Lazy: the reader loads with the command; rich only for a terminal (start-up time).
     from knowl_build.app import reading
 
     options = reading.SearchOptions(user, limit, status, category, usage_mode, tags, kind)
@@ -135,9 +135,12 @@ def search(
     if as_json:
         emit_json(answer)
         return
-    from knowl_build.output import text
+    from knowl_build.output import hits
 
-    text.search_results(answer, text.console())
+    if not hits.write_plain(answer, sys.stdout):
+        from knowl_build.output import text
+
+        text.search_results(answer, text.console())
 
 
 @cli.command()

@@ -1,4 +1,5 @@
-"""The `text` finding format and every other terminal output: the one place rich is used.
+"""The `text` finding format and every other terminal output: the one place rich's console
+is used (search results that nothing styles are laid out by `plain`, without it).
 
 Every string shown here passes through `printable` first (most through `_text` and `_append`):
 file names, link targets and page text come from pull requests, and a raw ESC or
@@ -17,40 +18,19 @@ from rich.table import Table
 from rich.text import Text
 
 from knowl_build.artifacts.schema import (
-    EntityHit,
     MixedSearchAnswer,
     SearchAnswer,
-    SearchHit,
     ShowAnswer,
     StaleRow,
     TraverseAnswer,
 )
 from knowl_build.diagnostics import Diagnostic, repo_path
-from knowl_build.output.escapes import REORDERING
+from knowl_build.output import hits
+from knowl_build.output.escapes import printable as printable
+from knowl_build.output.hits import FRESH, about
 from knowl_build.vocabulary import counted
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-
-# C0 controls, DEL and C1 controls, written as `\x1b`. A line of output is one line: `\n` and
-# `\t` are escaped too. Page text shown as a block (a body, a diff) keeps its `\n` and `\t`,
-# the layout of the file as written; nothing else a terminal acts on gets through.
-_CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0)]
-# And what reorders what a terminal shows (bidi controls, line separators), as `\u202e`.
-_ESCAPE_LINE = {
-    **{code: f"\\x{code:02x}" for code in _CONTROLS},
-    **{code: f"\\u{code:04x}" for code in REORDERING},
-}
-_ESCAPE_BLOCK = {code: text for code, text in _ESCAPE_LINE.items() if chr(code) not in "\n\t"}
-
-
-def printable(value: object, *, block: bool = False) -> str:
-    """`value` as text a terminal shows and does not act on: control characters (C0, DEL, C1)
-    written as `\\x1b` escapes, bidi controls and line separators as `\\u202e`. A `block` (several lines of page text) keeps its line breaks
-    (`\\n`, and `\\r\\n` as one) and `\\t`. The one place terminal output is made safe; every
-    function below uses it."""
-    if block:
-        return str(value).replace("\r\n", "\n").translate(_ESCAPE_BLOCK)
-    return str(value).translate(_ESCAPE_LINE)
 
 
 def _text(value: object = "", style: str = "") -> Text:
@@ -74,14 +54,6 @@ def _when(stamp: object) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)  # knowl writes times in UTC
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _about(title: str, page_id: str, summary: str | None) -> tuple[str, str | None]:
-    """A page's heading line and the line under it: its title and summary, or, for a page with
-    no title (its title is its id, which is shown beside it), its summary alone."""
-    if title == page_id and summary:
-        return summary, None
-    return title, summary or None
 
 
 def _id_column(table: Table, header: str) -> None:
@@ -289,99 +261,36 @@ def stale_table(rows: list[StaleRow], out: Console) -> None:
         table.add_row(
             _text(row["page"]),
             _text(row["scope"]),
-            _text(row["freshness"], style=_FRESH.get(row["freshness"], "")),
+            _text(row["freshness"], style=FRESH.get(row["freshness"], "")),
             Text(reasons),  # each reason made printable above
         )
     out.print(table)
 
 
-_FRESH = {"needs_review": "bold red", "stale": "yellow", "fresh": "green"}
-
-
-def _strength(score: float, best: float) -> Text:
-    share = score / best if best > 0 else 0.0
-    filled = max(1, round(share * 10))
-    return _text("█" * filled + "·" * (10 - filled), style="green")
-
-
-def _snippet(about: Text, hit: SearchHit) -> None:
-    """The passage that matched, under its section's heading, the matched words in bold."""
-    snippet, section = hit.get("snippet"), hit.get("section")
-    if not snippet:
-        return
-    about.append("\n")
-    if section:
-        _append(about, f"§ {section['heading']}: ", style="dim")
-    text, at = snippet["text"], 0
-    for start, end in snippet["matches"]:
-        _append(about, text[at:start], style="dim")
-        _append(about, text[start:end], style="bold")
-        at = end
-    _append(about, text[at:], style="dim")
-
-
-def _entity_row(n: int, hit: EntityHit, best: float) -> tuple[Text, ...]:
-    """A search hit that is an entity: its name, kind, label and description, its expression,
-    and the pages that bind it."""
-    about = _text()
-    heading = f"{hit['entity_kind']}" + (f" {hit['label']}" if hit["label"] else "")
-    _append(about, heading, style="bold")
-    if hit["description"]:
-        _append(about.append("\n"), hit["description"])
-    if hit["expression"]:
-        _append(about.append("\n"), f"= {hit['expression']}", style="dim")
-    if hit["pages"]:
-        used = ", ".join(p["page"] for p in hit["pages"])
-        _append(about.append("\n"), f"used by {used}", style="cyan")
-    return (
-        _text(str(n)),
-        _text(hit["entity"]),
-        about,
-        _strength(hit["score"], best),
-        _text("entity", style="dim"),
-    )
-
-
 def search_results(answer: SearchAnswer | MixedSearchAnswer, out: Console) -> None:
-    hits = answer["hits"]
-    if not hits:
-        out.print(_text(f"no hits for '{answer['query']}'", style="dim"))
-        for term, near in answer.get("suggestions", {}).items():
-            out.print(_text(f"did you mean ({term}): {', '.join(near)}", style="dim"))
-    else:
+    """The hits as a table (`hits.shown`: the cells plain output shows too)."""
+    shown = hits.shown(answer)
+    for note in shown.notes:
+        out.print(_rich(note))
+    if shown.rows:
         table = Table(box=None, pad_edge=False, show_edge=False)
-        for column in ("#", "page"):
-            _id_column(table, column)
-        table.add_column("title / summary", overflow="fold")
-        for column in ("match", "freshness"):
-            _id_column(table, column)
-        best = max(h["score"] for h in hits)
-        for n, hit in enumerate(hits, 1):
-            if hit["kind"] == "entity":
-                table.add_row(*_entity_row(n, hit, best))
-                continue
-            where = hit["page"] if hit["scope"] == "global" else f"{hit['page']} ({hit['scope']})"
-            if hit["repo"] != hits[0]["repo"]:
-                where = f"{hit['repo']}: {where}"
-            about = _text()
-            heading, summary = _about(hit["title"], hit["page"], hit["summary"])
-            _append(about, heading, style="bold")
-            if summary:
-                _append(about.append("\n"), summary)
-            _snippet(about, hit)
-            for note in hit["annotations"]:
-                note_line = f"+ your note: {note['page']} ({note['scope']})"
-                _append(about.append("\n"), note_line, style="cyan")
-            fresh = _text(hit["freshness"], style=_FRESH.get(hit["freshness"], ""))
-            if hit["drift_flag"]:
-                _append(fresh, " drift", style="bold red")
-            table.add_row(_text(str(n)), _text(where), about, _strength(hit["score"], best), fresh)
+        for column in hits.COLUMNS:
+            if column.folds:
+                table.add_column(column.header, overflow="fold")
+            else:
+                _id_column(table, column.header)
+        for row in shown.rows:
+            table.add_row(*(_rich(cell) for cell in row))
         out.print(table)
-    for caveat in answer["caveats"]:
-        line = _text("caveat ", style="bold yellow")
-        _append(line, f"{caveat['page']}: {caveat['summary']}")
-        _append(line, f" (about {', '.join(caveat['triggered_by'])})", style="dim")
-        out.print(line)
+    for caveat in shown.caveats:
+        out.print(_rich(caveat))
+
+
+def _rich(cell: hits.Cell) -> Text:
+    text = Text(style=cell.style)
+    for value, style in cell.runs:
+        text.append(value, style=style)
+    return text
 
 
 def _drift_change(drift: dict[str, Any]) -> str:
@@ -407,7 +316,7 @@ def show_page(page: ShowAnswer, out: Console) -> None:
     # rich.markdown takes 40 ms to import: loaded to show a page only (start-up time).
     from rich.markdown import Markdown
 
-    heading, summary = _about(page["title"], page["page_id"], page["summary"])
+    heading, summary = about(page["title"], page["page_id"], page["summary"])
     head = _text(heading, style="bold")
     _append(head, f"  {page['page_id']} · {page['scope']} · {page['usage_mode']}", style="dim")
     out.print(head)
@@ -417,7 +326,7 @@ def show_page(page: ShowAnswer, out: Console) -> None:
             _append(note, f", superseded by {page['superseded_by']}")
         out.print(note)
     fresh = page["freshness"]
-    state = _text(f"freshness: {fresh['value']}", style=_FRESH.get(fresh["value"], ""))
+    state = _text(f"freshness: {fresh['value']}", style=FRESH.get(fresh["value"], ""))
     validated = page["meta"]["last_validated_at"]
     if validated:
         _append(state, f" (last validated {_when(validated)})", style="dim")
