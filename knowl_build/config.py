@@ -177,6 +177,8 @@ def _exclude(item: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class SearchConfig:
+    """[search]: how the index weighs and finds text."""
+
     boosts: Mapping[str, float] = option(
         "search.boosts",
         Weights(DEFAULT_BOOSTS, MAX_BOOST),
@@ -197,6 +199,8 @@ class SearchConfig:
 
 @dataclass(frozen=True, slots=True)
 class SecurityConfig:
+    """[security]: the secret checks and the size limits of page text."""
+
     reject_secrets: bool = option(
         "security.reject_secrets",
         Boolean(),

@@ -113,6 +113,8 @@ class Boolean(Kind[bool]):
 
 @dataclass(frozen=True)
 class Integer(Kind[int]):
+    """An integer of at least `least` (and at most `most`)."""
+
     least: int
     most: int | None = None
 
@@ -131,6 +133,8 @@ class Integer(Kind[int]):
 
 @dataclass(frozen=True)
 class Number(Kind[float]):
+    """A number from `least` to `most`, in `unit`."""
+
     least: float
     most: float
     unit: str
@@ -163,6 +167,8 @@ class Text(Kind[str]):
 
 @dataclass(frozen=True)
 class Choice(Kind[str]):
+    """One string of `choices`."""
+
     choices: tuple[str, ...]
 
     def describe(self) -> str:

@@ -98,6 +98,8 @@ class CurrentReader:
 
 @dataclass(frozen=True, slots=True)
 class SearchOptions:
+    """What `search` and `context` keep of the hits: the user, how many, the filters."""
+
     user: str | None = None
     limit: int = 5
     status: str = "active"
@@ -226,6 +228,8 @@ def graph_export(locator: Locator, artifact: Path | None, fmt: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Verification:
+    """What `verify` found in an artifact folder."""
+
     folder: Path
     problems: list[str]  # empty: intact and safe to read
     files: int  # every file of the folder, the manifest included

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-import pkgutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -144,6 +143,9 @@ class KnowlGroup(click.Group):
         self.package: str | None = None
 
     def _import_all(self) -> None:
+        # Only for help and unknown names (start-up time of every other command).
+        import pkgutil
+
         if self.package is not None:
             found = importlib.import_module(self.package)
             for module in pkgutil.iter_modules(found.__path__, self.package + "."):
