@@ -3,8 +3,9 @@ default the commit that added the quality benchmark, before names, sections, the
 syntax and entity hits), on one corpus of `bench/corpus.py`.
 
 `python bench/run.py --suite search` (or `python bench/search_bench.py --sizes 10000`).
-Each side has its own copy of the corpus (their artifacts differ). A and B run in turn, and
-each figure is the median of the runs with its range:
+Each side has its own copy of the corpus (their artifacts differ). Both sides' code and the
+environment are byte-compiled first (`ab.byte_compiled`). A and B run in turn, and each figure
+is the median of the runs with its range:
 
 - cold build: `knowl build --full` as a process, wall and CPU seconds (the names and headings
   fields and the section records cost the build something: the goal is at most 10%);
