@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from knowl_build.diagnostics import Diagnostic, diagnostics_document
 from knowl_build.output.escapes import REORDERING
+
+if TYPE_CHECKING:
+    from knowl_build.diagnostics import Diagnostic
 
 # What JSON may carry raw that a terminal acts on or that reorders what it shows: DEL, the C1
 # controls (U+009B is a one-character CSI), the line and paragraph separators and the bidi
@@ -38,6 +40,10 @@ def render(
 ) -> str:
     """The json document; with `--baseline`, a `baseline` object says against what the
     findings were compared and how many known ones were hidden."""
+    # Findings only: an answer printed as JSON (`knowl search --json`) needs neither the
+    # findings' document nor the secret scanner it loads (start-up time).
+    from knowl_build.diagnostics import diagnostics_document
+
     document = diagnostics_document(diagnostics, repo_prefix)
     if baseline is not None:
         document["baseline"] = baseline
