@@ -14,6 +14,8 @@ from knowl_build.artifacts.schema import EntityHit, MixedSearchAnswer, SearchAns
 from knowl_build.output import plain
 from knowl_build.output.escapes import printable
 
+# What rich adds to an error writing to a stream that cannot encode the text.
+_ENCODING_HINT = "*** You may need to add PYTHONIOENCODING=utf-8 to your environment ***"
 # The style of each freshness, wherever one is shown.
 FRESH = {"needs_review": "bold red", "stale": "yellow", "fresh": "green"}
 
@@ -98,7 +100,11 @@ def write_plain(answer: SearchAnswer | MixedSearchAnswer, stream: TextIO) -> boo
         cells = [[cell.plain for cell in row] for row in parts.rows]
         text += plain.table(COLUMNS, cells, width)
     text += "".join(cell.plain + "\n" for cell in parts.caveats)
-    stream.write(text)
+    try:
+        stream.write(text)
+    except UnicodeEncodeError as error:  # said as rich says it
+        error.reason += f"\n{_ENCODING_HINT}"
+        raise
     stream.flush()  # as rich does after each print: a closed pipe fails the command here
     return True
 
