@@ -145,12 +145,7 @@ def test_the_searcher_refuses_statistics_that_disagree_even_unvalidated(
 def test_postings_with_frequencies_that_are_not_finite_are_refused(weights: Any) -> None:
     ids = list(range(len(weights)))
     with pytest.raises(unpickler.BadIndex, match="not finite frequencies"):
-        verify._check_postings(ids, weights, [b""] * len(ids), 10, _FixedSize())
-
-
-class _FixedSize:
-    def fixed_value_size(self) -> int:
-        return 0
+        verify._check_postings(ids, weights, 10)
 
 
 def test_a_score_that_is_not_a_number_never_reaches_an_answer(artifact: Path) -> None:

@@ -239,14 +239,10 @@ def test_a_posting_block_out_of_order_is_refused() -> None:
     block's first and last documents: the full validation makes sure they bound it."""
     from knowl_build.index import postings, unpickler, verify
 
-    class Fixed:
-        def fixed_value_size(self) -> int:
-            return 0
-
-    verify._check_postings([1, 2, 5], (1.0, 1.0, 1.0), [b""] * 3, 9, Fixed())
+    verify._check_postings([1, 2, 5], (1.0, 1.0, 1.0), 9)
     for ids in ([5, 1, 2], [1, 7, 5], [2, 1]):
         with pytest.raises(unpickler.BadIndex, match="out of order"):
-            verify._check_postings(ids, (1.0,) * len(ids), [b""] * len(ids), 9, Fixed())
+            verify._check_postings(ids, (1.0,) * len(ids), 9)
     mask = postings.Mask(10, frozenset({3, 4, 9}))
     assert [mask.hides(a, b) for a, b in ((0, 2), (0, 3), (5, 8), (4, 4), (8, 9), (10, 12))] == [
         False,

@@ -1,24 +1,40 @@
-"""Opening an index: whatever Whoosh raises becomes one ArtifactError, and each file read is
-tracked against the identity the full validation saw."""
+"""Opening an index with Whoosh, through a Storage that hands Whoosh only bytes knowl's own
+reader checked: whatever Whoosh raises becomes one ArtifactError.
+
+Whoosh unpickles parts of an index with Python's unrestricted unpickler, so it never reads a
+file of a previous or foreign index as it lies on disk (SPEC 9). `CheckedStorage`, passed to
+Whoosh's `FileIndex`, serves such a file from memory, read once: the table of contents
+rebuilt from the segment list `segments` checked (`toc.rebuilt_toc`), a segment once
+`verify.check_segment` decoded every pickle in it with the bounded, restricted unpickler (or
+once the full validation did, for files still as it saw them: `expected`). Files Whoosh
+writes through it are its own, and read back as they are."""
 
 from __future__ import annotations
 
 import contextlib
-import os
+import io
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from whoosh.filedb.filestore import FileStorage
+from whoosh.filedb.structfile import StructFile
 from whoosh.index import FileIndex
 from whoosh.util import random_name
 
 from knowl_build.errors import ArtifactError, KnowlError
 from knowl_build.index.analysis import INDEX_NAME, schema
-from knowl_build.index.toc import install_safe_loading
-from knowl_build.index.unpickler import VALIDATED, BadIndex, UnsafePickle, shown_name
-
-install_safe_loading()
+from knowl_build.index.segments import (
+    TOC_NAME,
+    Identity,
+    IndexFolder,
+    Segment,
+    SegmentFacts,
+    _Unpickle,
+)
+from knowl_build.index.toc import rebuilt_toc
+from knowl_build.index.unpickler import BadIndex, UnsafePickle, shown_name
+from knowl_build.index.verify import check_compound, check_segment
 
 # --- turning whatever whoosh raises into one ArtifactError ----------------------------------
 
@@ -60,42 +76,38 @@ def reading(folder: Path) -> Iterator[None]:
         raise ArtifactError(f"{folder}: {index_problem(exc)}") from None
 
 
-class Reading:
-    """`reading(folder)` for a Searcher (a class: a query enters it several times), which also
-    says whether this index was validated as it is (`VALIDATED`)."""
-
-    __slots__ = ("folder", "token", "validated")
-
-    def __init__(self, folder: Path, validated: bool) -> None:
-        self.folder, self.validated = folder, validated
-
-    def __enter__(self) -> None:
-        self.token = VALIDATED.set(self.validated)
-
-    def __exit__(self, kind: object, exc: BaseException | None, _tb: object) -> None:
-        VALIDATED.reset(self.token)
-        if isinstance(exc, Exception) and not isinstance(exc, KnowlError):
-            raise ArtifactError(f"{self.folder}: {index_problem(exc)}") from None
+# --- the storage Whoosh reads through --------------------------------------------------------
 
 
-# How artifacts' validation memo identifies a file: size, mtime_ns, inode (artifacts.memo).
-Identity = tuple[int, int, int]
+class _Files:
+    """One file's bytes, as `Segment` reads its files."""
+
+    def __init__(self, name: str, data: bytes) -> None:
+        self.name, self.data = name, data
+
+    def read(self, name: str) -> bytes:
+        if name != self.name:
+            raise FileNotFoundError(name)
+        return self.data
 
 
-def _identity(handle: Any) -> Identity | None:
-    try:
-        info = os.fstat(handle.file.fileno())
-    except (AttributeError, OSError, ValueError):
-        return None
-    return (info.st_size, info.st_mtime_ns, info.st_ino)
+def _checked_compound(name: str, data: bytes, facts: SegmentFacts, walk: bool) -> None:
+    """A compound segment's bytes, checked as Whoosh will read them: its directory and the
+    options pickled after it, and with `walk` every pickle of its parts."""
+    check_compound(data, facts.segid)
+    segment = Segment(_Files(name, data), facts, _Unpickle(False))  # type: ignore[arg-type]
+    if walk:
+        check_segment(segment)
 
 
-class TrackedStorage(FileStorage):  # type: ignore[misc]
-    """A FileStorage that remembers the files it (and its temporary storage) opens: whoosh
-    leaves them open when a read or a write fails half-way, so `close_files` closes them.
+class CheckedStorage(FileStorage):  # type: ignore[misc]
+    """A FileStorage through which Whoosh reads only checked bytes (see the module), and
+    that remembers the files it (and its temporary storage) opens: whoosh leaves them open
+    when a read or a write fails half-way, so `close_files` closes them.
 
     With `expected` (file name -> Identity, as the full validation saw each file), every file
-    opened must be that very file: one that changed since is refused."""
+    read must be that very file (one that changed since is refused), and its segments are not
+    walked again."""
 
     def __init__(
         self,
@@ -105,27 +117,48 @@ class TrackedStorage(FileStorage):  # type: ignore[misc]
         opened: list[Any] | None = None,
         expected: Mapping[str, Identity] | None = None,
     ) -> None:
-        super().__init__(folder, readonly=readonly)
+        super().__init__(folder, readonly=readonly, supports_mmap=False)
         self.opened: list[Any] = [] if opened is None else opened
         self.expected = expected
+        self.written: set[str] = set()  # the files Whoosh wrote through this storage
+        self._segments: dict[str, SegmentFacts] = {}
+        self._served: dict[str, bytes] = {}
 
     def open_file(self, name: str, **kwargs: Any) -> Any:
-        handle = super().open_file(name, **kwargs)
+        if name in self.written:
+            handle = super().open_file(name, **kwargs)
+        else:
+            handle = StructFile(io.BytesIO(self._checked(name)), name=name, **kwargs)
         self.opened.append(handle)
-        if self.expected is not None and self.expected.get(name) != _identity(handle):
-            raise BadIndex(
-                f"{shown_name(name)} changed after it was validated; run the command again"
-            )
         return handle
+
+    def file_length(self, name: str) -> int:
+        if name in self.written:
+            return int(super().file_length(name))
+        return len(self._checked(name))
 
     def create_file(self, name: str, **kwargs: Any) -> Any:
         handle = super().create_file(name, **kwargs)
+        self.written.add(name)
+        self._served.pop(name, None)
         self.opened.append(handle)
         return handle
 
+    def rename_file(self, oldname: str, newname: str, safe: bool = False) -> None:
+        super().rename_file(oldname, newname, safe=safe)
+        self._served.pop(newname, None)
+        if oldname in self.written:
+            self.written.discard(oldname)
+            self.written.add(newname)
+
+    def delete_file(self, name: str) -> None:
+        super().delete_file(name)
+        self.written.discard(name)
+        self._served.pop(name, None)
+
     def temp_storage(self, name: str | None = None) -> Any:
         folder = Path(self.folder) / (name or f"{random_name()}.tmp")
-        return TrackedStorage(str(folder), readonly=False, opened=self.opened).create()
+        return CheckedStorage(str(folder), readonly=False, opened=self.opened).create()
 
     def close_files(self) -> None:
         for handle in self.opened:
@@ -133,16 +166,51 @@ class TrackedStorage(FileStorage):  # type: ignore[misc]
                 handle.close()
         self.opened.clear()
 
+    def _read(self, name: str) -> bytes:
+        files = IndexFolder(Path(self.folder), self.expected)
+        try:
+            return bytes(files.read(name))
+        finally:
+            files.close()
+
+    def _checked(self, name: str) -> bytes:
+        """A file of the index as it was when this storage first read it, once checked."""
+        if name not in self._served:
+            toc = TOC_NAME.match(name)
+            if toc:
+                data, facts = rebuilt_toc(self._read(name), int(toc.group(1)))
+                self._segments.update({f"{INDEX_NAME}_{f.segid}.seg": f for f in facts})
+            else:
+                data = self._read_segment(name)
+            self._served[name] = data
+        return self._served[name]
+
+    def _read_segment(self, name: str) -> bytes:
+        facts = self._segments.get(name)
+        if facts is None or not facts.compound:
+            # knowl writes compound segments only; Whoosh reads a segment's parts from it.
+            raise BadIndex(f"{shown_name(name)} is no segment of the index's table of contents")
+        data = self._read(name)
+        _checked_compound(name, data, facts, walk=self.expected is None)
+        return data
+
 
 def open_index(
     folder: Path, *, readonly: bool = True, expected: Mapping[str, Identity] | None = None
 ) -> Any:
-    """The index in `folder`, opened with knowl's schema (never the stored one); with
-    `expected`, only files identical to those the full validation decoded (`TrackedStorage`)."""
+    """The index in `folder`, opened with knowl's schema (never the stored one) through a
+    `CheckedStorage`; with `expected`, only files identical to those the full validation
+    decoded."""
 
-    storage = TrackedStorage(str(folder), readonly=readonly, expected=expected)
+    storage = CheckedStorage(str(folder), readonly=readonly, expected=expected)
     try:
         return FileIndex(storage, schema=schema(), indexname=INDEX_NAME)
     except BaseException:
         storage.close_files()
         raise
+
+
+def create_index(folder: Path) -> Any:
+    """An empty index in `folder` (its previous files gone), through a `CheckedStorage`."""
+    storage = CheckedStorage(str(folder), readonly=False).create()
+    return FileIndex.create(storage, schema(), indexname=INDEX_NAME)

@@ -1,21 +1,21 @@
 """Safe loading: Whoosh stores parts of an index as pickles; none of them may run code or
-exhaust memory. A bounded unpickler with exact allowlists, and the shims Whoosh loads through."""
+exhaust memory. A bounded unpickler with exact allowlists, through which knowl's reader
+(`segments`) decodes every pickle it reads, and the full validation every pickle Whoosh
+would read (`verify`, `storage`)."""
 
 from __future__ import annotations
 
 import io
 import pickle
 import struct
-import zlib
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
 from typing import Any
 
 # --- safe loading: Whoosh stores parts of an index as pickles ----------------------------
 #
 # An artifact may come from elsewhere (CI of another repository, a peer), so no byte of it may
-# make the reader run code or exhaust its memory (SPEC 9). Whoosh unpickles in two kinds of
+# make the reader run code or exhaust its memory (SPEC 9). Whoosh pickles in two kinds of
 # places, each with its own exact allowlist of `(module, qualified name)` pairs, resolved here
 # and never imported:
 #
@@ -27,7 +27,9 @@ from typing import Any
 # - everything else (posting blocks and their headers, stored fields, columns, compound
 #   directories, positions): plain containers only, no global at all.
 #
-# The stored schema is never unpickled: every index is opened with `schema()`.
+# The stored schema is never unpickled: every index is opened with `schema()`. Whoosh itself
+# unpickles without restriction, so it reads a TOC only as knowl rebuilt it from the checked
+# values, and a segment only once these unpicklers decoded every pickle in it (`storage`).
 # The allowlists were derived by recording every `find_class` call while writing and reading
 # full, incremental (deletions, merges, several segments) indexes of real projects.
 #
@@ -373,49 +375,17 @@ class BoundedUnpickler(pickle._Unpickler):
         return at, frame_end
 
 
-# Set while a Searcher reads an index that the full validation decoded in this state.
-VALIDATED: ContextVar[bool] = ContextVar("knowl_index_validated", default=False)
-
-
-def safe_loads(data: bytes, **_kwargs: Any) -> Any:
-    if VALIDATED.get():
-        return _FastUnpickler(io.BytesIO(data), _DATA_GLOBALS).load()
+def safe_loads(data: bytes) -> Any:
+    """The pickle `data` holds, by the bounded unpickler with no global admitted."""
     return BoundedUnpickler(io.BytesIO(data), _DATA_GLOBALS, bytes(data)).load()
 
 
-def safe_load(handle: Any, **_kwargs: Any) -> Any:
-    if VALIDATED.get():
-        return _FastUnpickler(handle, _DATA_GLOBALS).load()
+def safe_load(handle: Any) -> Any:
+    """The pickle at `handle`'s position, by the bounded unpickler with no global admitted;
+    `handle` is left just after it."""
     return BoundedUnpickler(handle, _DATA_GLOBALS).load()
-
-
-class PickleShim:
-    """Stands in for the `pickle` module inside Whoosh modules that call `pickle.loads`."""
-
-    loads = staticmethod(safe_loads)
-    load = staticmethod(safe_load)
-    dumps = staticmethod(pickle.dumps)
-    dump = staticmethod(pickle.dump)
-    PicklingError = pickle.PicklingError
-    UnpicklingError = pickle.UnpicklingError
 
 
 # A posting block holds at most a few hundred postings; a "block" that inflates past this is
 # a zip bomb, not an index.
 MAX_BLOCK_BYTES = 64 << 20
-
-
-def _bounded_decompress(data: bytes) -> bytes:
-    inflater = zlib.decompressobj()
-    out = inflater.decompress(data, MAX_BLOCK_BYTES)
-    if inflater.unconsumed_tail:
-        raise BadIndex(f"a posting block inflates beyond {MAX_BLOCK_BYTES} bytes")
-    return out
-
-
-class ZlibShim:
-    """whoosh3's `zlib`, with a bound on what one block may inflate to."""
-
-    compress = staticmethod(zlib.compress)
-    decompress = staticmethod(_bounded_decompress)
-    error = zlib.error

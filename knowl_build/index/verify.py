@@ -1,107 +1,108 @@
-"""Full validation of an index: every pickle decodes, every posting list is well formed."""
+"""Full validation of an index, by knowl's own reader (`segments`): every pickle decodes
+through the bounded, restricted unpickler, every posting list is well formed.
+
+Whoosh reads a segment only after `check_segment` passed on its very bytes (`storage`)."""
 
 from __future__ import annotations
 
+import io
 import math
-import re
 from array import array
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from whoosh.codec.whoosh3 import W3LeafMatcher
-
 from knowl_build.errors import ArtifactError
-from knowl_build.index.analysis import TEXT_FIELDS
-from knowl_build.index.stats import check_stats, collection_stats, load_stats
-from knowl_build.index.storage import open_index, reading
-from knowl_build.index.unpickler import BadIndex, safe_loads
+from knowl_build.index.fields import SCHEMA_FIELDS, TEXT_FIELDS
+from knowl_build.index.segments import Segment, open_segments, reading
+from knowl_build.index.stats import check_stats, load_stats, segment_stats
+from knowl_build.index.unpickler import BadIndex, safe_load
 
-# --- full validation: every pickle of the index decodes ----------------------------------
+# Where a term table's items start: its magic, its hash type and two unused ints.
+_TERMS_START = 13
 
 
 def verify_index(folder: Path) -> list[str]:
     """Problems of the index in `folder`, found by decoding every pickle in it through the
-    bounded, restricted unpickler: the TOC, and in every segment every document's stored
-    fields and field lengths, every term of every field with all its posting blocks (ids,
-    weights, values) and positions; and stats.json against the documents. An empty list means
-    no byte of the index can make a reader run code, exhaust its memory, fail or rank with
-    numbers that are not finite; it says nothing about where the index came from."""
+    bounded, restricted unpickler: the TOC, and in every segment its compound directory and
+    options, every document's stored fields and field lengths, every term of every field
+    with all its posting blocks; and stats.json against the documents. An empty list means no byte of the
+    index can make a reader (knowl's, or Whoosh's once `storage` hands it these bytes) run
+    code, exhaust its memory, fail or rank with numbers that are not finite; it says nothing
+    about where the index came from."""
     try:
         with reading(folder):
-            ix = open_index(folder)
+            files, found = open_segments(folder, SCHEMA_FIELDS)
             try:
-                with ix.reader() as reader:
-                    for leaf, _offset in reader.leaf_readers():
-                        _walk_segment(leaf)
-                    check_stats(load_stats(folder), collection_stats(reader))
+                for segment in found:
+                    if segment.facts.compound:
+                        check_compound(files.read(f"{segment.prefix}.seg"), segment.facts.segid)
+                    check_segment(segment)
+                check_stats(load_stats(folder), segment_stats(found))
             finally:
-                ix.storage.close_files()
+                files.close()
     except ArtifactError as exc:
         return [str(exc).removeprefix(f"{folder}: ")]
     return []
 
 
-def _walk_segment(leaf: Any) -> None:
+def check_compound(data: bytes | memoryview, segid: str) -> None:
+    """The two pickles at the directory's position in a compound segment file, as Whoosh's
+    `CompoundStorage` reads them: the directory (which knowl's reader decodes too) and the
+    options after it (which only Whoosh reads)."""
+    handle = io.BytesIO(data)
+    handle.seek(int.from_bytes(bytes(data[:8]), "big", signed=True))
+    for _ in range(2):
+        if type(safe_load(handle)) is not dict:
+            raise BadIndex(f"segment {segid}: malformed compound directory")
 
-    count = leaf.doc_count_all()
-    lengths = [leaf._perdoc.doc_field_length_reader(name, 0) for name in TEXT_FIELDS]
+
+def check_segment(segment: Segment) -> None:
+    """Every pickle Whoosh would decode in `segment`, decoded by the bounded unpickler: the
+    stored fields of each document (deleted ones too), the field lengths, and the postings
+    of every term its term table holds, in the order Whoosh walks them (item after item, each
+    term's postings found through the hash table)."""
+    count = segment.doc_count
     for docnum in range(count):
-        stored = leaf.stored_fields(docnum)
-        if type(stored) is not dict or not all(
-            type(k) is str and type(v) is str for k, v in stored.items()
-        ):
-            raise BadIndex(f"segment {leaf.segment().segid}: malformed stored fields")
-        for length in lengths:
-            length(docnum)
-    terms = leaf._terms
-    codec = leaf.segment().codec()
-    for (fieldname, _text), info in terms.items():
-        fmt = leaf.schema[fieldname].format
-        matcher = codec.postings_reader(terms._postfile, info, fmt)
-        if isinstance(matcher, W3LeafMatcher):
-            _walk_blocks(matcher, count)
-        else:  # postings inlined in the term info
-            ids, weights, values = info.inlined_postings()
-            _check_postings(ids, weights, values, count, fmt)
+        stored = segment.stored_fields(docnum)
+        if not all(type(k) is str and type(v) is str for k, v in stored.items()):
+            raise BadIndex(f"segment {segment.facts.segid}: malformed stored fields")
+    for name in TEXT_FIELDS:
+        segment.length_bytes(name)
+    for field, term in _terms(segment):
+        for ids, weights in segment.blocks(field, term):
+            _check_postings(ids, weights, count)
 
 
-def _walk_blocks(matcher: Any, count: int) -> None:
-    while not matcher._atend:
-        matcher._read_ids()
-        matcher._read_weights()
-        matcher._read_values()
-        if not (len(matcher._ids) == len(matcher._weights) == matcher._blocklength):
-            raise BadIndex("a posting block's lengths disagree")
-        _check_postings(matcher._ids, matcher._weights, matcher._values, count, matcher.format)
-        matcher._next_block()
+def _terms(segment: Segment) -> list[tuple[str, str]]:
+    """Every (field, term) of the segment's term table, item after item (as Whoosh's
+    `all_terms` walks it, not through the ordered index)."""
+    terms = segment.terms
+    names = {number: name for name, number in terms.fields.items()}
+    found = []
+    at = _TERMS_START
+    while at < terms._data_end:
+        key, following = terms._item(at)
+        name = names.get(int.from_bytes(key[:2], "big"))
+        if name is None or following <= at:
+            raise BadIndex(f"segment {segment.facts.segid}: a malformed term table")
+        found.append((name, key[2:].decode("utf-8")))
+        at = following
+    return found
 
 
-# How whoosh pickles a position list (protocol 2, a list of small non-negative ints): most
-# values match this, so the unpickler runs only for the others.
-_POSITIONS = re.compile(rb"\x80\x02\]q\x00(?:(?:K.|M..|J....)a|\((?:K.|M..|J....)+e)*\.", re.DOTALL)
-
-
-def _check_postings(ids: Any, weights: Any, values: Any, count: int, fmt: Any) -> None:
-    if len(values) != len(ids) or (
-        ids and not (set(map(type, ids)) == {int} and min(ids) >= 0 and max(ids) < count)
-    ):
+def _check_postings(ids: Sequence[int], weights: Any, count: int) -> None:
+    if ids and not (set(map(type, ids)) == {int} and min(ids) >= 0 and max(ids) < count):
         raise BadIndex("a posting block names documents the segment does not hold")
     # Ascending, as whoosh writes them: a reader tells from the first and the last document
     # whether a block holds one its caller may not see (Mask.hides).
     if ids and not (ids[0] == min(ids) and ids[-1] == max(ids)):
         raise BadIndex("a posting block's documents are out of order")
-    if type(weights) is not array and not set(map(type, weights)) <= {float, int}:
+    if type(weights) not in (array, tuple) or not set(map(type, weights)) <= {float, int}:
         raise BadIndex("a posting block holds weights that are not numbers")
+    if len(weights) != len(ids):
+        raise BadIndex("a posting block's lengths disagree")
     # Term frequencies: a NaN, an infinity or a negative one would make scores that are not
     # numbers (sum() is NaN or infinite when any of them is).
     if weights and not (math.isfinite(sum(weights)) and min(weights) >= 0):
         raise BadIndex("a posting block holds weights that are not finite frequencies")
-    fixed = fmt.fixed_value_size()
-    if fixed is not None and fixed >= 0:
-        return  # fixed-size values are raw bytes, never unpickled
-    if not set(map(type, values)) <= {bytes}:
-        raise BadIndex("a posting holds a malformed position list")
-    # A value is a count, then the pickled list of position deltas.
-    for value in values:
-        if _POSITIONS.fullmatch(value, 4) is None and type(safe_loads(value[4:])) is not list:
-            raise BadIndex("a posting holds a malformed position list")

@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import msgspec
-from whoosh import index
 
 from knowl_build.errors import ArtifactError
-from knowl_build.index.analysis import DOCS_FILE, INDEX_NAME, STATS_FILE, schema
+from knowl_build.index.analysis import DOCS_FILE, INDEX_NAME, STATS_FILE
+from knowl_build.index.codec import KnowlCodec
 from knowl_build.index.fields import SCHEMA_FIELDS
 from knowl_build.index.segments import Segment, open_segments
 from knowl_build.index.stats import segment_stats
-from knowl_build.index.storage import TrackedStorage, open_index, reading
+from knowl_build.index.storage import CheckedStorage, create_index, open_index, reading
 from knowl_build.index.unpickler import BadIndex
 
 # Merge everything into one segment once this share of the stored documents is deleted.
@@ -179,8 +179,8 @@ def _write_received(folder: Path, spool: int, lengths: BinaryIO, memory_mb: int)
     """The writer's work: each batch of documents, as its length comes down `lengths`, read
     from the spool and added in order; the index committed and its statistics written.
     Returns the number of documents and their digest."""
-    ix = index.create_in(str(folder), schema(), indexname=INDEX_NAME)
-    writer = ix.writer(limitmb=memory_mb)
+    ix = create_index(folder)
+    writer = _writer(ix, memory_mb)
     digest = hashlib.sha256()
     count = offset = 0
     while size := int.from_bytes(lengths.read(8), "big"):
@@ -194,6 +194,12 @@ def _write_received(folder: Path, spool: int, lengths: BinaryIO, memory_mb: int)
     ix.close()
     (folder / STATS_FILE).write_text(json.dumps(_stats(folder), sort_keys=True), encoding="utf-8")
     return count, digest.hexdigest()
+
+
+def _writer(ix: Any, memory_mb: int) -> Any:
+    """Whoosh's writer with knowl's codec (`codec`), keeping `memory_mb` of postings in
+    memory before it sorts them on disk."""
+    return ix.writer(limitmb=memory_mb, codec=KnowlCodec())
 
 
 def _has_index(folder: Path) -> bool:
@@ -211,8 +217,10 @@ def write_index(
 
     `digests` names every document and its content digest; `document(key)` builds the ones
     that must be (re)indexed. One writer adds documents in key order; only documents whose
-    content changed are deleted and added again. A previous index that cannot be read (damaged,
-    or refused by the restricted unpickler) is replaced by a full one. The writer keeps
+    content changed are deleted and added again. Whoosh reads the previous index only through
+    `storage.CheckedStorage` (its table of contents rebuilt from checked values, a segment it
+    merges once every pickle in it decoded through the restricted unpickler); one that cannot
+    be read (damaged, or refused) is replaced by a full one. The writer keeps
     `memory_mb` megabytes of postings in memory before it sorts them on disk (`[index]
     memory_mb`)."""
     if incremental and _has_index(folder):
@@ -238,12 +246,11 @@ def _write_index(
             raise BadIndex(f"{DOCS_FILE} is not a table of documents")
         ix = open_index(folder, readonly=False)
     else:
-        folder.mkdir(parents=True, exist_ok=True)
-        ix = index.create_in(str(folder), schema(), indexname=INDEX_NAME)
+        ix = create_index(folder)
     try:
         return _update(ix, folder, previous, digests, document, memory_mb)
     except BaseException:
-        if isinstance(ix.storage, TrackedStorage):
+        if isinstance(ix.storage, CheckedStorage):
             ix.storage.close_files()
         raise
 
@@ -282,7 +289,7 @@ def _update(
             deleted = sum(len(segment.deleted) for segment in found) + len(stale)
         finally:
             files.close()
-        writer = ix.writer(limitmb=memory_mb)
+        writer = _writer(ix, memory_mb)
         for docnum in live:
             writer.delete_document(docnum)
         for key in fresh:

@@ -53,7 +53,7 @@ from knowl_build.artifacts.schema import CatalogEntry, PageRecord
 from knowl_build.index.analysis import NAMES_FIELD, TEXT_FIELDS, query_terms
 from knowl_build.index.postings import deleted_docs, live_mask, live_postings
 from knowl_build.index.ranking import K1, B
-from knowl_build.index.storage import Reading, open_index
+from knowl_build.index.storage import open_index, reading
 from knowl_build.reader.entity_search import BOOST_OF, FIELDS, EntityIndex
 from knowl_build.reader.passages import anchors
 from knowl_build.reader.view import CAVEAT, GLOBAL, ArtifactView, visible
@@ -218,8 +218,9 @@ class _Export:
 
 @contextlib.contextmanager
 def _segments(view: ArtifactView) -> Iterator[list[Any]]:
-    """The index's segments, read through Whoosh as the build and the full validation read
-    them (the C unpickler only for files still as the validation decoded them)."""
+    """The index's segments, read through Whoosh as the build reads them: its storage hands
+    Whoosh only files checked by knowl's reader (by the full validation, for files still as
+    it decoded them)."""
     folder = view.folder / "index"
     files = memo.validated_files(view.folder)
     expected = (
@@ -227,7 +228,7 @@ def _segments(view: ArtifactView) -> Iterator[list[Any]]:
         if files is None
         else {k.removeprefix("index/"): v for k, v in files.items() if k.startswith("index/")}
     )
-    with Reading(folder, expected is not None):
+    with reading(folder):
         ix = open_index(folder, expected=expected)
         try:
             with ix.reader() as reader:
