@@ -180,7 +180,16 @@ def test_hostile_queries(built: Path, query: str, message: str | None) -> None:
 
 def test_plain_query_unchanged(built: Path) -> None:
     parsed = parse("Revenue net-of discounts")
-    assert parsed.plain and parsed.terms == ("revenu", "net", "of", "discount")
+    assert parsed.plain and parsed.terms == ("revenu", "net", "discount")
+
+
+def test_stop_words_count_only_beside_fewer_than_two_other_words() -> None:
+    assert parse("the revenue of the region").terms == ("revenu", "region")
+    assert parse("the revenue").terms == ("the", "revenu")
+    assert parse("to be or not to be").terms == ("to", "be", "or", "not")
+    # The words of a phrase and a name stay as typed.
+    assert parse('"net of discounts" revenue').phrases == (("net", "of", "discount"),)
+    assert parse("the revenue of the region").named == ("the", "revenue", "of", "the", "region")
 
 
 def test_context_takes_the_same_syntax(built: Path) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from knowl_build.artifacts.schema import CatalogEntry
 from knowl_build.index.analysis import query_terms
-from knowl_build.index.fields import name_key
+from knowl_build.index.fields import name_key, search_terms
 from knowl_build.reader import Reader
 from knowl_build.reader.view import ArtifactView, find_artifact, visible
 from knowl_build.site import datafiles, graph, search, urls
@@ -151,7 +151,7 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
     folder = out / search.FOLDER
     meta = json.loads((folder / search.META).read_text())
     acc: dict[int, float] = {}
-    terms = query_terms(text)
+    terms = search_terms(text)
     shards = {}
     key = name_key(text)
     # A name's entry is in the shard of its first term.
@@ -160,7 +160,10 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
         data = (folder / search.TERMS / f"{name}.bin").read_bytes()
         shards[term] = search.read_shard(data, meta["lengths"])
     k1, b, n = meta["k1"], meta["b"], max(meta["doc_count"], 1)
-    for f in range(len(meta["fields"])):
+    # The names and the headings count by what they cover, after the other fields.
+    short = {"title": ({}, {}, {}), "headings": ({}, {}, {})}  # scores, covered, matched
+    for f, field in enumerate(meta["fields"]):
+        sums, covered, matched = short.get(field, (acc, {}, {}))
         for term in terms:
             entry = shards[term].get(term)
             if entry is None or not entry[0][f]:
@@ -172,7 +175,15 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
                 doc += postings[i]
                 tf, length = postings[i + 1], postings[i + 2]
                 norm = k1 * (1 - b + b * length / meta["avg_lengths"][f])
-                acc[doc] = acc.get(doc, 0.0) + weight * tf / (tf + norm)
+                sums[doc] = sums.get(doc, 0.0) + weight * tf / (tf + norm)
+                covered[doc] = covered.get(doc, 0.0) + tf / max(length, 1)
+                matched[doc] = matched.get(doc, 0) + 1
+    names, covered, _matched = short["title"]
+    for doc, score in names.items():
+        acc[doc] = acc.get(doc, 0.0) + score * min(1.0, covered[doc])
+    headings, _covered, matched = short["headings"]
+    for doc, score in headings.items():
+        acc[doc] = acc.get(doc, 0.0) + score * (matched[doc] / max(len(terms), 1))
     named = (
         set(accumulate(shards[query_terms(key)[0]].get(search.NAMED + key, []))) if key else set()
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
 
 from whoosh.lang.porter import stem
@@ -38,6 +39,20 @@ _TOKEN = re.compile(TOKEN)
 _stem = lru_cache(maxsize=50000)(stem)
 
 
+# Lucene's English stop words (its StandardAnalyzer's set, which bm25s uses too), left out
+# of a query when MIN_CONTENT_WORDS other words remain: in a question, "in the same
+# document" matched the names of pages titled "... in the ... document" by chance; alone
+# with one word ("the revenue") they stay, as typed.
+STOP_WORDS = frozenset(
+    {
+        *("a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into"),
+        *("is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then"),
+        *("there", "these", "they", "this", "to", "was", "will", "with"),
+    }
+)
+MIN_CONTENT_WORDS = 2
+
+
 def query_terms(text: str) -> list[str]:
     """The query's terms, analysed like the index (tokens lowercased, English-stemmed, as
     `analysis.analyzer` does); duplicates removed, order kept."""
@@ -45,6 +60,22 @@ def query_terms(text: str) -> list[str]:
     for match in _TOKEN.finditer(text):
         seen.setdefault(_stem(match.group(0).lower()), None)
     return list(seen)
+
+
+def content_terms(tokens: Iterable[str]) -> list[str]:
+    """The terms a query is scored with, from its tokens as typed: `query_terms`'s, without
+    the STOP_WORDS when at least MIN_CONTENT_WORDS distinct other terms are left.
+    search.js computes them too."""
+    lowered = [token.lower() for token in tokens]
+    kept = [token for token in lowered if token not in STOP_WORDS]
+    if len({_stem(token) for token in kept}) < MIN_CONTENT_WORDS:
+        kept = lowered
+    return list(dict.fromkeys(_stem(token) for token in kept))
+
+
+def search_terms(text: str) -> list[str]:
+    """The terms a plain query is scored with (`content_terms` of its tokens)."""
+    return content_terms(_TOKEN.findall(text))
 
 
 def name_key(text: str) -> str:

@@ -4,6 +4,8 @@ field filters (`tag:finance`), parsed into a `Query`, then scored against the in
 Whoosh (start-up time of `knowl search`).
 
 - Words and prefixes are OR-ed, as plain words always were: a page matches any of them.
+  English stop words are left out of the words when two others remain (`fields.content_terms`),
+  as for a plain query.
 - A prefix is expanded against the term dictionary of every text field. The index holds
   stemmed terms (`revenue` is `revenu`), so a prefix matches the terms beginning with it as
   typed *and* the term that is its own stem (`revenue*` finds `revenu`, the stem of revenue and
@@ -31,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from knowl_build.errors import UsageError
-from knowl_build.index.fields import _TOKEN, TEXT_FIELDS, _stem
+from knowl_build.index.fields import _TOKEN, TEXT_FIELDS, _stem, content_terms
 
 if TYPE_CHECKING:
     from knowl_build.index.ranking import Searcher
@@ -119,7 +121,7 @@ class _Parts:
     """What `parse` has read so far, in the order it was typed (dicts as ordered sets)."""
 
     def __init__(self) -> None:
-        self.terms: dict[str, None] = {}
+        self.tokens: list[str] = []  # the words scored, as typed (`content_terms` of them)
         self.prefixes: dict[str, None] = {}
         self.phrases: dict[tuple[str, ...], None] = {}
         self.excluded: dict[str, None] = {}
@@ -135,11 +137,11 @@ class _Parts:
             )
         if len(stems) > MAX_PHRASE_WORDS:
             raise UsageError(f"a phrase has more than {MAX_PHRASE_WORDS} words")
+        tokens = _TOKEN.findall(phrase)
         if len(stems) == 1:
-            self.terms.setdefault(stems[0], None)
+            self.tokens.extend(tokens)
         elif stems:
             self.phrases.setdefault(tuple(stems), None)
-        tokens = _TOKEN.findall(phrase)
         self.words.extend(tokens)
         self.named.extend(tokens)
 
@@ -152,9 +154,8 @@ class _Parts:
     def word(self, minus: str, raw: str) -> None:
         tokens = _TOKEN.findall(raw)
         is_prefix = bool(tokens) and raw.endswith("*") and raw.rstrip("*").endswith(tokens[-1])
-        stems = [_stem(token.lower()) for token in tokens]
         if minus:
-            self.excluded.update(dict.fromkeys(stems))
+            self.excluded.update(dict.fromkeys(_stem(token.lower()) for token in tokens))
             return
         self.words.extend(tokens)
         if is_prefix:
@@ -164,16 +165,17 @@ class _Parts:
                     f"'{_shown(raw)}': a prefix needs at least {MIN_PREFIX} letters or digits"
                 )
             self.prefixes.setdefault(prefix, None)
-            stems, tokens = stems[:-1], tokens[:-1]
-        self.terms.update(dict.fromkeys(stems))
+            tokens = tokens[:-1]
+        self.tokens.extend(tokens)
         self.named.extend(tokens)
 
     def query(self) -> Query:
+        terms = tuple(content_terms(self.tokens))
         return Query(
-            tuple(self.terms),
+            terms,
             tuple(self.prefixes),
             tuple(self.phrases),
-            tuple(t for t in self.excluded if t not in self.terms),
+            tuple(t for t in self.excluded if t not in terms),
             tuple(self.filters),
             tuple(self.words),
             tuple(self.named),

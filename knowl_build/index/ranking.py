@@ -44,6 +44,29 @@ def idf(docs: int, df: int) -> float:
     return math.log(1 + (docs - df + 0.5) / (df + 0.5))
 
 
+# The field of a page's names (title, file name, aliases) and that of its headings: their
+# matches count by how much of the names, or of the query, they cover (`Searcher`).
+NAME_FIELD = "title"
+HEADINGS_FIELD = "headings"
+
+
+class _Matches:
+    """A short field's matches for one query: per document its BM25 so far, the share of its
+    length the query's terms cover (`covered`) and how many of the query's terms it holds."""
+
+    def __init__(self) -> None:
+        self.scores: dict[int, float] = {}
+        self.covered: dict[int, float] = {}
+        self.matched: dict[int, int] = {}
+
+    def note(self, offset: int, pairs: list[tuple[int, float]], lengths: bytes) -> None:
+        covered, matched = self.covered, self.matched
+        for doc, tf in pairs:
+            key = offset + doc
+            covered[key] = covered.get(key, 0.0) + tf / max(LENGTH_OF_BYTE[lengths[doc]], 1)
+            matched[key] = matched.get(key, 0) + 1
+
+
 # Callers (sets of visible scopes) whose statistics an open Searcher keeps.
 MAX_VIEWS = 16
 
@@ -84,7 +107,12 @@ class Searcher:
     Scoring reads each query term's postings in bulk, block by block, and adds up Whoosh's
     BM25 formula per field, weighted by the field's boost:
     `boost * idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg_length))` with
-    `idf = log(1 + (docs - df + 0.5) / (df + 0.5))` (`idf`). The statistics (`docs`, `df`, `avg_length`) are those
+    `idf = log(1 + (docs - df + 0.5) / (df + 0.5))` (`idf`). Two short fields count by what
+    they cover: a page's names (NAME_FIELD) are multiplied by the share of their length the
+    query's terms make up (`unused vars` covers most of `no-unused-vars`; a sentence that
+    shares one word with a name covers little of it), its headings (HEADINGS_FIELD) by the
+    share of the query's terms they hold. A long question is then found by what it says, not
+    by the one word it shares with another page's name or headings. The statistics (`docs`, `df`, `avg_length`) are those
     of the live documents the caller may see: the scopes given with the query (SPEC 6.2: a
     user sees global pages and their own), so that no page of another user changes a score or
     an order; deleted documents are skipped and not counted, so an incrementally updated
@@ -247,31 +275,52 @@ class Searcher:
         self, terms: list[str], boosts: Mapping[str, float], view: _View
     ) -> dict[int, float]:
         acc: dict[int, float] = {}
-        get = acc.get
+        names = _Matches()
+        headings = _Matches()
         for field in TEXT_FIELDS:
-            boost = boosts.get(field, 1.0)
-            avg = view.avg[field]
+            into = names if field == NAME_FIELD else headings if field == HEADINGS_FIELD else None
             for term in terms:
-                lists = [
-                    (position, segment_postings(segment, field, term, view.visible[position]))
-                    for position, segment in enumerate(self.segments)
-                ]
-                df = sum(len(pairs) for _, pairs in lists)
-                if not df:
-                    continue
-                # df <= doc_count in an index whose statistics were checked: log() is finite.
-                weight = boost * idf(max(view.doc_count, 1), df) * (K1 + 1)
-                # The norm of a document's length: one of 256 (a length is stored as a byte).
-                norms = [K1 * (1 - B + B * length / avg) for length in LENGTH_OF_BYTE]
-                for position, pairs in lists:
-                    if not pairs:
-                        continue
-                    offset = self.offsets[position]
-                    lengths = self._length_bytes(position, field)
-                    for doc, tf in pairs:
-                        key = offset + doc
-                        acc[key] = get(key, 0.0) + weight * tf / (tf + norms[lengths[doc]])
+                self._add(acc if into is None else into.scores, field, term, boosts, view, into)
+        for doc, score in names.scores.items():
+            acc[doc] = acc.get(doc, 0.0) + score * min(1.0, names.covered[doc])
+        size = max(len(terms), 1)
+        for doc, score in headings.scores.items():
+            acc[doc] = acc.get(doc, 0.0) + score * (headings.matched[doc] / size)
         return acc
+
+    def _add(
+        self,
+        acc: dict[int, float],
+        field: str,
+        term: str,
+        boosts: Mapping[str, float],
+        view: _View,
+        matches: _Matches | None,
+    ) -> None:
+        """One term's BM25 in one field, added to `acc`; its matches noted in `matches`."""
+        lists = [
+            (position, segment_postings(segment, field, term, view.visible[position]))
+            for position, segment in enumerate(self.segments)
+        ]
+        df = sum(len(pairs) for _, pairs in lists)
+        if not df:
+            return
+        get = acc.get
+        # df <= doc_count in an index whose statistics were checked: log() is finite.
+        weight = boosts.get(field, 1.0) * idf(max(view.doc_count, 1), df) * (K1 + 1)
+        # The norm of a document's length: one of 256 (a length is stored as a byte).
+        avg = view.avg[field]
+        norms = [K1 * (1 - B + B * length / avg) for length in LENGTH_OF_BYTE]
+        for position, pairs in lists:
+            if not pairs:
+                continue
+            offset = self.offsets[position]
+            lengths = self._length_bytes(position, field)
+            for doc, tf in pairs:
+                key = offset + doc
+                acc[key] = get(key, 0.0) + weight * tf / (tf + norms[lengths[doc]])
+            if matches is not None:
+                matches.note(offset, pairs, lengths)
 
     def key(self, docnum: int) -> str:
         if docnum not in self._keys:

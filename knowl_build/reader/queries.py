@@ -238,9 +238,9 @@ def search(
 ) -> SearchAnswer:
     # Whoosh loads only when a query runs (start-up time of `knowl show`).
     from knowl_build.index import query as syntax
-    from knowl_build.index.fields import name_key, query_terms
+    from knowl_build.index.fields import name_key, search_terms
 
-    terms = query_terms(query)
+    terms = search_terms(query)
     parsed = syntax.parse(query)  # a UsageError says why a query cannot be searched
     if parsed.filters or not parsed.plain:
         return _syntax_search(view, query, parsed, user, filters, limit, peers)

@@ -116,6 +116,19 @@
     return out;
   }
 
+  // index/fields.py's STOP_WORDS and content_terms: the terms a query is scored with leave
+  // out English stop words when at least MIN_CONTENT_WORDS distinct other terms are left.
+  var STOP_WORDS = new Set(("a an and are as at be but by for if in into is it no not of on or " +
+    "such that the their then there these they this to was will with").split(" "));
+  var MIN_CONTENT_WORDS = 2;
+
+  function scoredTerms(text) {
+    var lowered = (String(text).match(TOKEN) || []).map(function (t) { return t.toLowerCase(); });
+    var kept = lowered.filter(function (t) { return !STOP_WORDS.has(t); });
+    if (new Set(kept.map(stem)).size < MIN_CONTENT_WORDS) kept = lowered;
+    return terms(kept.join(" "));
+  }
+
   // index/fields.py's name_key: accents dropped (NFKD without its marks), lowercased, the runs
   // of letters and digits joined by one space. A query equal to a page's name puts it first.
   function nameKey(text) {
@@ -209,9 +222,16 @@
       var shards = {};
       loaded.forEach(function (pair) { shards[pair[0]] = pair[1]; });
       var acc = new Map();
+      // index/ranking.py's Searcher: a match in the names counts by the share of the names'
+      // length the query's terms cover, one in the headings by the share of the query's terms
+      // they hold; both are added after the other fields, in that order.
+      var names = { scores: new Map(), covered: new Map(), matched: new Map() };
+      var heads = { scores: new Map(), covered: new Map(), matched: new Map() };
       var k1 = m.k1, b = m.b, n = Math.max(m.doc_count, 1);
       for (var f = 0; f < m.fields.length; f++) {
         var avg = m.avg_lengths[f];
+        var into = m.fields[f] === "title" ? names : m.fields[f] === "headings" ? heads : null;
+        var sums = into ? into.scores : acc;
         for (var q = 0; q < queryTerms.length; q++) {
           var shard = shards[shardOf(m, queryTerms[q])];
           var entry = Object.prototype.hasOwnProperty.call(shard.head, queryTerms[q]) ?
@@ -227,10 +247,21 @@
             doc += postings[i];
             var tf = postings[i + 1];
             var norm = k1 * (1 - b + b * postings[i + 2] / avg);
-            acc.set(doc, (acc.get(doc) || 0) + weight * tf / (tf + norm));
+            sums.set(doc, (sums.get(doc) || 0) + weight * tf / (tf + norm));
+            if (into) {
+              into.covered.set(doc, (into.covered.get(doc) || 0) + tf / Math.max(postings[i + 2], 1));
+              into.matched.set(doc, (into.matched.get(doc) || 0) + 1);
+            }
           }
         }
       }
+      names.scores.forEach(function (score, doc) {
+        acc.set(doc, (acc.get(doc) || 0) + score * Math.min(1, names.covered.get(doc)));
+      });
+      var size = Math.max(queryTerms.length, 1);
+      heads.scores.forEach(function (score, doc) {
+        acc.set(doc, (acc.get(doc) || 0) + score * (heads.matched.get(doc) / size));
+      });
       var named = new Set();
       var docs = name ? shards[nameShard(m, name)].head[NAMED + name] : null;
       if (docs) {
@@ -519,7 +550,7 @@
   function search(text, limit) {
     limit = limit || PAGE_SIZE;
     return meta().then(function (m) {
-      var queryTerms = terms(text);
+      var queryTerms = scoredTerms(text);
       if (!queryTerms.length) return { total: 0, results: [] };
       var entities = m.entities ? entityData(m.entities) : Promise.resolve(null);
       return Promise.all([rank(m, queryTerms, nameKey(text)), entities]).then(function (both) {
@@ -534,7 +565,7 @@
           total = bound.size + found.length;
         }
         return describe(m, pages).then(function (described) {
-          attachPassages(described, queryTerms);
+          attachPassages(described, terms(text));
           var at = 0;
           return {
             total: total,
