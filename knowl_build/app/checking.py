@@ -21,6 +21,7 @@ from knowl_build.config import Config
 from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK, Diagnostic, exit_code_for
 from knowl_build.history.git import GitRepo
 from knowl_build.layouts import GLOBAL
+from knowl_build.names import valid_user
 from knowl_build.pipeline import baseline as baselines
 from knowl_build.pipeline import check as pipeline_check
 from knowl_build.pipeline.analysis import analyse
@@ -269,6 +270,7 @@ def stale_list(
     # The reader's paging loads with the MCP tool, not with `knowl check` (start-up time).
     from knowl_build.reader import listing
 
+    user = valid_user(user)  # a bad name is refused before the tree is read
     scopes = {GLOBAL} if user is None else {GLOBAL, f"user:{user}"}
     rows = [row for row in stale(project).pages if row["scope"] in scopes]
     digest = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]
