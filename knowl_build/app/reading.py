@@ -43,11 +43,14 @@ def open_reader(
 ) -> Reader:
     """A reader of `--artifact` (or the project's current build) and its peers: `--peer`,
     else, for the project's own build, its configured `[peers] paths`."""
-    folder = artifact_folder(locator, artifact)
     peer_paths = list(peers)
-    if artifact is None and not peers:
+    if artifact is None:  # the configuration read once, for both (start-up time)
         project = locator.reader_project()
-        peer_paths = [project.root / p for p in project.config.peer_paths]
+        folder = publication.resolve_artifact(project.out_dir)
+        if not peers:
+            peer_paths = [project.root / p for p in project.config.peer_paths]
+    else:
+        folder = artifact
     store = ArtifactView.open(find_artifact(folder))
     try:
         return Reader(store, [ArtifactView.open(find_artifact(p)) for p in peer_paths])
