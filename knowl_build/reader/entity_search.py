@@ -6,7 +6,8 @@ pages' BM25F formula and analyzer (`index.ranking`, `index.fields`); the Whoosh 
 pages only. Each entity is a document of two fields:
 
 - `names`: its dotted name split on `.`, `_` and camelCase, and its `label`, weighted as a
-  page's names (the `title` boost recorded in the artifact);
+  page's names (the `title` boost recorded in the artifact) and, as they, by the share of
+  their length the query's terms cover;
 - `description`: its description, weighted as a page's summary (the `summary` boost).
 
 A query equal to one of an entity's names (its full name, its member, the last part of a
@@ -117,21 +118,29 @@ class EntityIndex:
                     self.postings[i].setdefault(term, []).append(number)
         self.df = tuple({t: len(ns) for t, ns in field.items()} for field in self.postings)
 
-    def term_scores(self, term: str, boosts: Mapping[str, float]) -> dict[int, float]:
-        """Entity number -> BM25F score of one term, summed over the two fields."""
+    def scores(self, terms: list[str], boosts: Mapping[str, float]) -> dict[int, float]:
+        """Entity number -> BM25F score of the terms: the description's, plus the names'
+        times the share of the names' length the terms cover (as a page's names count)."""
         found: dict[int, float] = {}
+        names: dict[int, float] = {}
+        covered: dict[int, float] = {}
         docs = max(len(self.docs), 1)
-        for i, field in enumerate(FIELDS):
-            df = self.df[i].get(term, 0)
-            if not df:
-                continue
-            weight = boosts.get(BOOST_OF[field], 1.0) * idf(docs, df) * (K1 + 1)
-            for number in self.postings[i][term]:
-                doc = self.docs[number]
-                tf = doc.freqs[i][term]
-                if tf:
+        for term in terms:
+            for i, field in enumerate(FIELDS):
+                df = self.df[i].get(term, 0)
+                if not df:
+                    continue
+                weight = boosts.get(BOOST_OF[field], 1.0) * idf(docs, df) * (K1 + 1)
+                into = names if i == 0 else found
+                for number in self.postings[i][term]:
+                    doc = self.docs[number]
+                    tf = doc.freqs[i][term]
                     norm = K1 * (1 - B + B * doc.lengths[i] / self.avg[i])
-                    found[number] = found.get(number, 0.0) + weight * tf / (tf + norm)
+                    into[number] = into.get(number, 0.0) + weight * tf / (tf + norm)
+                    if i == 0:
+                        covered[number] = covered.get(number, 0.0) + tf / max(doc.lengths[0], 1)
+        for number, score in names.items():
+            found[number] = found.get(number, 0.0) + score * min(1.0, covered[number])
         return found
 
     def holding(self, term: str) -> set[int]:
@@ -150,14 +159,11 @@ class EntityIndex:
         """The entities matching the query, best first: named as the query's words first, then
         by score, then by name. Words and prefixes are OR-ed; every phrase must appear in the
         names, the label or the description; an excluded word leaves an entity out."""
-        scores: dict[int, float] = {}
-        for term in query.scored:
-            for number, score in self.term_scores(term, boosts).items():
-                scores[number] = scores.get(number, 0.0) + score
+        scores = self.scores(query.scored, boosts)
         for prefix in query.prefixes:
             best: dict[int, float] = {}
             for term in self.expand(prefix):
-                for number, score in self.term_scores(term, boosts).items():
+                for number, score in self.scores([term], boosts).items():
                     best[number] = max(best.get(number, 0.0), score)
             for number, score in best.items():
                 scores[number] = scores.get(number, 0.0) + score

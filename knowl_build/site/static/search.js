@@ -438,8 +438,7 @@
   }
 
   /* The entities matching the query, best first: those named as the query first, then by
-   * score, then by name. Each term's score is its two fields' summed, then added (the order of
-   * entity_search's additions). */
+   * score, then by name. */
   function rankEntities(m, data, queryTerms, name) {
     var K1 = m.k1, B = m.b;
     var rows = Array.isArray(data.entities) ? data.entities : [], fields = [6, 7];
@@ -457,24 +456,30 @@
       });
       return found;
     });
+    // The names count by the share of their length the terms cover, added after the
+    // descriptions (entity_search's EntityIndex.scores).
+    var names = new Map(), covered = new Map();
     queryTerms.forEach(function (term) {
-      var found = new Map();
       fields.forEach(function (f, i) {
         var d = df[i][term];
         if (!d) return;
         var weight = data.boosts[i] * Math.log(1 + (count - d + 0.5) / (d + 0.5)) * (K1 + 1);
+        var into = i === 0 ? names : scores;
         rows.forEach(function (row, number) {
           var freqs = row[f][0];
           var tf = Object.prototype.hasOwnProperty.call(freqs, term) ? freqs[term] : 0;
           if (tf) {
             var norm = K1 * (1 - B + B * row[f][1] / avg[i]);
-            found.set(number, (found.get(number) || 0) + weight * tf / (tf + norm));
+            into.set(number, (into.get(number) || 0) + weight * tf / (tf + norm));
+            if (i === 0) {
+              covered.set(number, (covered.get(number) || 0) + tf / Math.max(row[f][1], 1));
+            }
           }
         });
       });
-      found.forEach(function (score, number) {
-        scores.set(number, (scores.get(number) || 0) + score);
-      });
+    });
+    names.forEach(function (score, number) {
+      scores.set(number, (scores.get(number) || 0) + score * Math.min(1, covered.get(number)));
     });
     var named = new Set();
     if (name) {
