@@ -18,9 +18,9 @@ frequencies and the (stored, quantised) field lengths, and writes them under `<s
 
 A term lives in shard `fnv1a32(term) mod len(shards)`; assets/search.js analyses the query as
 index/analysis.py does (the same tokens and the same Porter stemmer, checked word for word
-against Whoosh's by the browser tests), fetches only the shards of its terms, adds up
-`boost * idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg_length))` field by field
-and term by term as index/ranking.py does, and fetches the chunks of the hits it shows, then
+against Whoosh's by the browser tests), fetches only the shards of its terms (without English stop words, as `fields.search_terms`),
+adds up `boost * idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg_length))` field by
+field and term by term, the names and headings by what they cover, as index/ranking.py does, and fetches the chunks of the hits it shows, then
 the files of those hits, from whose text it picks the passage as reader/passages.py does. The
 statistics (`doc_count`, `df`, `avg_length`) are those of the global pages, as `knowl search`
 computes them for a caller without a user; the results are the active pages (its default
