@@ -81,6 +81,10 @@ B64_CHARS = set(string.ascii_letters + string.digits + "+/=")
 YOUTUBE = re.compile(r"\{\{[<%][ \t]*youtube[ \t]+(?:id[ \t]*=[ \t]*)?[\"']?([A-Za-z0-9_-]+)")
 WHOLE_ID = re.compile(r"\s*(?:[|>][-+0-9]*\s*)?[\"']?([A-Za-z0-9_-]+)")
 Place = tuple[int, int]
+# Built once: the reference tries each of them at every place of every generated text.
+KEY_PATTERNS = [(len(key), re.compile(key, re.IGNORECASE | re.ASCII)) for key in ID_KEYS]
+BEFORE_HASH = B64_CHARS | ID_CHARS
+BEFORE_KEY = ID_CHARS - {"-"}
 
 
 def _knowl_high_entropy(word: str) -> bool:
@@ -88,7 +92,7 @@ def _knowl_high_entropy(word: str) -> bool:
 
 
 def _sri_at(text: str, i: int) -> Place | None:
-    if i and text[i - 1] in B64_CHARS | ID_CHARS:
+    if i and text[i - 1] in BEFORE_HASH:
         return None
     for name, size in DIGEST_SIZES.items():
         if text.startswith(name + "-", i):
@@ -109,14 +113,11 @@ def _sri_at(text: str, i: int) -> Place | None:
 
 def _id_after_key_at(text: str, i: int) -> tuple[int, Place] | None:
     """Where the value after a key that holds public ids at `i` is, and where the match ends."""
-    if i and text[i - 1] in ID_CHARS - {"-"}:
+    if i and text[i - 1] in BEFORE_KEY:
         return None
-    for key in ID_KEYS:
-        after = i + len(key)
-        if (
-            not re.fullmatch(key, text[i:after], re.IGNORECASE | re.ASCII)
-            or text[after : after + 1] in ID_CHARS
-        ):
+    for size, key in KEY_PATTERNS:
+        after = i + size
+        if not key.fullmatch(text[i:after]) or text[after : after + 1] in ID_CHARS:
             continue
         j = after + (text[after : after + 1] in ("'", '"'))
         while text[j : j + 1] in (" ", "\t"):
