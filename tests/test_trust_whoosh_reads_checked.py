@@ -13,6 +13,7 @@ same bytes run under Whoosh opened plainly (so refusing them proves something).
 from __future__ import annotations
 
 import ast
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -250,3 +251,45 @@ def test_a_hostile_previous_artifact_runs_on_no_build_verify_or_search(
     found = run_cli(["search", "sales", "--json", "--artifact", str(built)])
     assert found.exit_code == 0 and '"p1"' in found.output
     assert not sentinel.exists()
+
+
+def _term_table(folder: Path) -> tuple[Path, int, bytes]:
+    """The first segment file, where its term table starts in it, and the table's bytes."""
+    seg = sorted(folder.glob("*.seg"))[0]
+    data = seg.read_bytes()
+    at = int.from_bytes(data[:8], "big", signed=True)
+    directory = pickle.loads(data[at:])  # the test's own index: trusted
+    part = next(info for name, info in directory.items() if name.endswith(".trm"))
+    start = part["offset"]
+    return seg, start, data[start : start + part["length"]]
+
+
+@pytest.mark.parametrize("where", ["slot", "ordered"])
+def test_a_term_table_that_points_between_its_terms_is_refused(tmp_path: Path, where: str) -> None:
+    """Whoosh finds a term info through a hash slot or the ordered index as well as by walking
+    the items: a position between items would hand it bytes the validation never decoded."""
+    from knowl_build.index import verify
+    from knowl_build.index.segments import Terms, _Unpickle
+
+    folder = tmp_path / "index"
+    _two_segments(folder)
+    seg, start, table = _term_table(folder)
+    terms = Terms(table, _Unpickle(False))
+    if where == "slot":
+        at = next(
+            s + n * 12
+            for s, count in terms.tables
+            for n in range(count)
+            if int.from_bytes(table[s + n * 12 + 4 : s + n * 12 + 12], "big")
+        )
+        at += 4  # the item's position, after the key's hash
+        width = 8
+    else:
+        at, width = terms._positions_at + terms._position.size, terms._position.size
+    old = int.from_bytes(table[at : at + width], "big")
+    data = bytearray(seg.read_bytes())
+    data[start + at : start + at + width] = (old + 1).to_bytes(width, "big")
+    seg.write_bytes(bytes(data))
+    assert verify.verify_index(folder) == [
+        f"segment {seg.stem.split('_', 1)[1]}: a term table that points between its terms"
+    ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import math
+import struct
 from array import array
 from collections.abc import Sequence
 from pathlib import Path
@@ -76,19 +77,54 @@ def check_segment(segment: Segment) -> None:
 
 def _terms(segment: Segment) -> list[tuple[str, str]]:
     """Every (field, term) of the segment's term table, item after item (as Whoosh's
-    `all_terms` walks it, not through the ordered index)."""
-    terms = segment.terms
+    `all_terms` walks it), once the table holds nothing else Whoosh could reach: keys strictly
+    ascending (as Whoosh writes them), the ordered index exactly the items' positions, and
+    every hash slot pointing at an item. So every term info Whoosh can find (walking the
+    items, from the ordered index, or through a hash slot) is the one `Segment.blocks` finds
+    for a key listed here, and decodes."""
+    terms, segid = segment.terms, segment.facts.segid
     names = {number: name for name, number in terms.fields.items()}
-    found = []
+    found: list[tuple[str, str]] = []
+    starts: list[int] = []
+    keys: list[bytes] = []
     at = _TERMS_START
     while at < terms._data_end:
         key, following = terms._item(at)
         name = names.get(int.from_bytes(key[:2], "big"))
-        if name is None or following <= at:
-            raise BadIndex(f"segment {segment.facts.segid}: a malformed term table")
+        if name is None or following <= at or (keys and key <= keys[-1]):
+            raise BadIndex(f"segment {segid}: a malformed term table")
         found.append((name, key[2:].decode("utf-8")))
+        starts.append(at)
+        keys.append(key)
         at = following
+    size = terms._position.size
+    ordered = [
+        terms._position.unpack_from(terms.data, terms._positions_at + n * size)[0]
+        for n in range(terms._positions)
+    ]
+    if ordered != starts or not _slots(terms) <= {0, *starts}:
+        raise BadIndex(f"segment {segid}: a term table that points between its terms")
     return found
+
+
+# A hash slot: the key's hash, the item's position (whoosh.filedb.filetables._pointer).
+_SLOT = struct.Struct("!Iq")
+
+
+def _slots(terms: Any) -> set[int]:
+    """The item positions of every slot of the term table's 256 hash tables (which lie in
+    the file, and hold no more slots than it has room for)."""
+    tables = terms.tables
+    if sum(count for _start, count in tables) * _SLOT.size > len(terms.data) or not all(
+        start >= 0 and count >= 0 and start + count * _SLOT.size <= len(terms.data)
+        for start, count in tables
+    ):
+        raise BadIndex("a segment's term table has hash tables beyond its end")
+    return {
+        _SLOT.unpack_from(terms.data, start + n * _SLOT.size)[1]
+        for start, count in tables
+        for n in range(count)
+    }
 
 
 def _check_postings(ids: Sequence[int], weights: Any, count: int) -> None:
