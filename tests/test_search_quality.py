@@ -100,6 +100,24 @@ summary: Questions about access.
 
 Where secrets live.
 """,
+    # A question that shares one word ("file") with the name of the page it is not about.
+    f"{G}/outline.md": """\
+---
+title: Document outline
+---
+# Document outline
+
+The headings are those the configuration lists, in order.
+""",
+    f"{G}/final-newline.md": """\
+---
+title: Files should end with a single newline character
+---
+# Files should end with a single newline character
+
+A file is reported when its last line does not end with a newline: each file must end with
+one, so that a file shown in a terminal ends its line.
+""",
 }
 
 
@@ -126,6 +144,16 @@ def test_a_query_equal_to_the_title_puts_the_page_first(project: Path, query: st
 @pytest.mark.parametrize("query", ["umsatz", "UMSATZ", "chiffre d'affaires", "CHIFFRE D AFFAIRES"])
 def test_a_query_equal_to_an_alias_puts_the_page_first(project: Path, query: str) -> None:
     assert first(project, query) == "revenue"
+
+
+def test_a_question_finds_its_page_by_what_it_says_not_by_a_word_of_another_name(
+    project: Path,
+) -> None:
+    # "file" is one word of the other page's name; the question is about this page's content.
+    question = "This rule is triggered when the headings in a file are not in the order given"
+    assert first(project, question) == "outline"
+    # The name, or most of it, still finds the page it names.
+    assert first(project, "file end newline") == "final-newline"
 
 
 def test_names_are_compared_without_accents(project: Path) -> None:
@@ -213,6 +241,7 @@ QUERIES = [
     "access faq",
     "revenue by region",
     "tips",
+    "This rule is triggered when the headings in a file are not in the order given",
 ]
 
 

@@ -211,6 +211,7 @@ QUERIES = [
     "margin",
     "Revenue",
     "RÉFUND Policy",
+    "the refunds of the revenue",
 ]
 
 
