@@ -46,7 +46,7 @@ def context(
     for hit in answer["hits"]:
         if hit["kind"] != "page":
             continue  # the page search answers pages alone
-        entry = view.page(hit["scope"], hit["page"]) if hit["repo"] == view.repo else None
+        entry = view.entry_of_hit(hit) if hit["repo"] == view.repo else None
         if entry is None:  # a peer's hit: its repository answers for its own records
             pages.append(_page_of_hit(hit, None, None))
             continue

@@ -9,11 +9,11 @@ come first. Entities are the artifact's own (a peer's are not searched) and glob
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from knowl_build.artifacts.schema import (
-    CatalogEntry,
     EntityHit,
     MixedSearchAnswer,
     PageRef,
@@ -42,7 +42,8 @@ MAX_BOUND_PAGES = 20
 
 def entity_hit(view: ArtifactView, doc: Ranked, score: float, user: str | None) -> EntityHit:
     scopes = scopes_of(user)
-    pages = sorted((page.id, page.scope) for page in view.binding(doc.name) if page.scope in scopes)
+    heads = [view.catalog.heads[i] for i in view.bound(doc.name)]
+    pages = sorted((head.id, head.scope) for head in heads if head.scope in scopes)
     entity = doc.entity
     expr = entity.definition.get("expr")
     return {
@@ -114,23 +115,26 @@ def _bound_pages(
     ranked: list[tuple[Ranked, float, bool]],
     user: str | None,
     filters: Filters,
-) -> list[CatalogEntry]:
-    """The pages binding an entity found, visible to the caller and admitted by the filters,
-    by the best rank of an entity they bind, then id and scope; caveats aside (they ride
-    along with the entities they are about, as with the pages). A user page with a global
-    page's id stands for the global page, as in a page search."""
+) -> list[int]:
+    """The pages binding an entity found (their catalog positions), visible to the caller and
+    of the status asked for (`mix` is called only when no other filter is set), by the best
+    rank of an entity they bind, then id and scope; caveats aside (they ride along with the
+    entities they are about, as with the pages). A user page with a global page's id stands
+    for the global page, as in a page search. Only the light records are read: an entry is
+    decoded when it makes the answer."""
     scopes = scopes_of(user)
-    best: dict[str, tuple[int, CatalogEntry]] = {}
+    heads, binds = view.catalog.heads, view.catalog.binds
+    best: dict[int, int] = {}  # position -> the best rank of an entity it binds
     for rank, (doc, _score, _named) in enumerate(ranked):  # best rank first: first seen wins
-        for page in view.binding(doc.name):
-            if page.scope not in scopes or page.usage_mode == CAVEAT:
+        for i in view.bound(doc.name):
+            head = heads[i]
+            if head.scope not in scopes or binds[i].usage_mode == CAVEAT:
                 continue  # a caveat about an entity found rides along with the answer instead
-            if page.scope != GLOBAL:
-                page = view.page(GLOBAL, page.id) or page
-            if page.key not in best and filters.admit(page):
-                best[page.key] = (rank, page)
-    ordered = sorted(best.values(), key=lambda rp: (rp[0], rp[1].id, rp[1].scope))
-    return [page for _rank, page in ordered]
+            if head.scope != GLOBAL:
+                i = next(iter(view.catalog.by_scope_id.get((GLOBAL, head.id), ())), i)
+            if i not in best and filters.admit_status(binds[i].status):
+                best[i] = rank
+    return sorted(best, key=lambda i: (best[i], heads[i].id, heads[i].scope))
 
 
 def mix(
@@ -163,41 +167,49 @@ def mix(
         if not mixed["hits"] and "suggestions" in answer:
             mixed["suggestions"] = answer["suggestions"]
         return mixed
-    found: dict[tuple[str, str, str], tuple[float, bool, SearchHit]] = {}
+    # A page found through its entity alone is its catalog position until it makes the answer.
+    found: dict[tuple[str, str, str], tuple[float, bool, SearchHit | int]] = {}
     for number, hit in enumerate(pages):
         key = (hit["repo"], hit["page"], hit["scope"])
         named = hit["repo"] == view.repo and (hit["scope"], hit["page"]) in named_pages
         found[key] = (1.0 / (RRF_K + number), named, hit)
-    for number, page in enumerate(_bound_pages(view, ranked, user, filters)):
-        key = (view.repo, page.id, page.scope)
-        if key in found:
-            score, named, hit = found[key]
-        else:
-            # A page found through its entity alone: a hit of its own, with no text score.
-            score, named, hit = 0.0, False, page_hit(view, page, 0.0, user)
-            hit["matched_on"] = []
-        if "entity" not in hit["matched_on"]:
-            hit["matched_on"] = [*hit["matched_on"], "entity"]
-        found[key] = (score + 1.0 / (RRF_K + number), named, hit)
+    heads = view.catalog.heads
+    for number, i in enumerate(_bound_pages(view, ranked, user, filters)):
+        key = (view.repo, heads[i].id, heads[i].scope)
+        score, named, item = found.get(key, (0.0, False, i))
+        if isinstance(item, dict) and "entity" not in item["matched_on"]:
+            item["matched_on"] = [*item["matched_on"], "entity"]
+        found[key] = (score + 1.0 / (RRF_K + number), named, item)
     # (not named, -fused score, pages before entities, repository, id or name, scope)
     # An entity's hit is built only when it makes the answer (it lists the pages binding it).
-    order: list[tuple[tuple[bool, float, bool, str, str, str], SearchHit | Ranked]] = []
-    for (repo, page_id, scope), (fused, named, hit) in found.items():
-        hit["score"] = fused
-        order.append(((not named, -fused, False, repo, page_id, scope), hit))
+    order: list[tuple[tuple[bool, float, bool, str, str, str], SearchHit | Ranked | int]] = []
+    for (repo, page_id, scope), (fused, named, item) in found.items():
+        if isinstance(item, dict):
+            item["score"] = fused
+        order.append(((not named, -fused, False, repo, page_id, scope), item))
     for number, (doc, _score, named) in enumerate(ranked):
         fused = 1.0 / (RRF_K + number)
         order.append(((not named, -fused, True, view.repo, doc.name, ""), doc))
-    order.sort(key=lambda kh: kh[0])
-    hits: list[SearchHit | EntityHit] = [
-        item if isinstance(item, dict) else entity_hit(view, item, -key[1], user)
-        for key, item in order[:limit]
-    ]
+    best = heapq.nsmallest(limit, order, key=lambda kh: kh[0])  # as sorted(...)[:limit]
+    hits: list[SearchHit | EntityHit] = [_made(view, key[1], item, user) for key, item in best]
     mixed["hits"] = hits
     found_pages = [h for h in hits if h["kind"] == "page" and h["repo"] == view.repo]
     entities = [h["entity"] for h in hits if h["kind"] == "entity"]
     mixed["caveats"] = caveats(view, found_pages, user, entities)
     return mixed
+
+
+def _made(
+    view: ArtifactView, key: float, item: SearchHit | Ranked | int, user: str | None
+) -> SearchHit | EntityHit:
+    """The hit of an item of `mix`'s order (`key`: its negated fused score)."""
+    if isinstance(item, dict):
+        return item
+    if isinstance(item, int):  # a page found through its entity alone: no text score
+        hit = page_hit(view, view.catalog.entry(item), -key, user)
+        hit["matched_on"] = ["entity"]
+        return hit
+    return entity_hit(view, item, -key, user)
 
 
 def entity_answer(

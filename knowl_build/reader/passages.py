@@ -145,7 +145,7 @@ def attach(views: Sequence[ArtifactView], answer: SearchAnswer | MixedSearchAnsw
         if hit["kind"] != "page":
             continue  # an entity: its description is its passage
         source = by_repo.get(hit["repo"])
-        entry = None if source is None else source.page(hit["scope"], hit["page"])
+        entry = None if source is None else source.entry_of_hit(hit)
         found = None if source is None or entry is None else passage(source.record(entry), terms)
         hit["section"] = None
         hit["snippet"] = None

@@ -4,6 +4,7 @@ shapes of SPEC 10."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -36,7 +37,7 @@ class Filters:
     tags: tuple[str, ...] = ()
 
     def admit(self, page: CatalogEntry) -> bool:
-        if self.status != "all" and page.status != self.status:
+        if not self.admit_status(page.status):
             return False
         if self.category is not None and page.category != self.category:
             return False
@@ -44,9 +45,12 @@ class Filters:
             return False
         return not self.tags or any(tag in page.tags for tag in self.tags)
 
+    def admit_status(self, status: str) -> bool:
+        return self.status == "all" or status == self.status
+
 
 def page_hit(view: ArtifactView, page: CatalogEntry, score: float, user: str | None) -> SearchHit:
-    return {
+    hit: SearchHit = {
         "kind": "page",
         "page": page.id,
         "scope": page.scope,
@@ -63,6 +67,7 @@ def page_hit(view: ArtifactView, page: CatalogEntry, score: float, user: str | N
         "drift_flag": page.drift_flag,
         "annotations": view.annotations(page, user),
     }
+    return view.made_hit(hit, page)
 
 
 class _Arm:
@@ -208,23 +213,29 @@ def caveats(
     (`entities`). `triggered_by` names the shared entities, sorted, as Canonic's retrieval
     does; the caveats about most of them come first, then by id (Canonic orders by id alone)."""
     hit_keys = {(h["scope"], h["page"]) for h in hits}
-    triggers: dict[str, tuple[CatalogEntry, set[str]]] = {}
+    catalog = view.catalog
+    heads = catalog.heads
+    triggers: dict[int, set[str]] = {}  # by position: only the caveats kept are decoded
     for entity in sorted({e for hit in hits for e in hit["sl_refs"]}.union(entities)):
-        for caveat in view.caveats_by_entity.get(entity, ()):
-            if (caveat.scope, caveat.id) in hit_keys or not visible(caveat, user):
+        for i in catalog.caveats_by_entity.get(entity, ()):
+            head = heads[i]
+            if (head.scope, head.id) in hit_keys or not visible(head, user):
                 continue
-            triggers.setdefault(caveat.key, (caveat, set()))[1].add(entity)
-    found: list[TriggeredCaveat] = [
+            triggers.setdefault(i, set()).add(entity)
+    kept = heapq.nsmallest(
+        view.max_caveats,
+        triggers,
+        key=lambda i: (-len(triggers[i]), heads[i].id, heads[i].scope),
+    )
+    return [
         {
-            "page": caveat.id,
-            "scope": caveat.scope,
-            "summary": caveat.summary,
-            "triggered_by": sorted(entities),
+            "page": heads[i].id,
+            "scope": heads[i].scope,
+            "summary": catalog.entry(i).summary,
+            "triggered_by": sorted(triggers[i]),
         }
-        for caveat, entities in triggers.values()
+        for i in kept
     ]
-    found.sort(key=lambda c: (-len(c["triggered_by"]), c["page"], c["scope"]))
-    return found[: view.max_caveats]
 
 
 def search(

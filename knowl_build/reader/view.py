@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,6 +29,7 @@ from knowl_build.artifacts.schema import (
     PageNode,
     PageRecord,
     PageRef,
+    SearchHit,
     catalog_caveats,
     decode,
     decoder,
@@ -43,13 +44,15 @@ T = TypeVar("T")
 
 GLOBAL = "global"
 CAVEAT = "caveat"
+# Page hits whose entries a view remembers (`made_hit`): a few answers' worth.
+MAX_HITS_KEPT = 4096
 
 
-def visible(page: CatalogEntry, user: str | None) -> bool:
+def visible(page: CatalogEntry | Head, user: str | None) -> bool:
     return page.scope == GLOBAL or (user is not None and page.scope == f"user:{user}")
 
 
-class _Head(Struct, frozen=True):
+class Head(Struct, frozen=True):
     """What a query needs of every catalog entry at once (decoding every field of every
     entry costs more than the query at 10,000 pages); the rest is decoded entry by entry."""
 
@@ -59,7 +62,7 @@ class _Head(Struct, frozen=True):
 
 
 class _Heads(Struct, frozen=True):
-    pages: list[_Head]
+    pages: list[Head]
     caveats: dict[str, list[int]] | UnsetType = UNSET
 
 
@@ -67,14 +70,18 @@ class _Raws(Struct, frozen=True):
     pages: list[Raw]
 
 
-class _Binds(Struct, frozen=True):
-    sl_refs: list[str] = []
+class Bind(Struct, frozen=True):
+    """What entity search needs of every entry binding an entity: the entities it binds, and
+    what decides whether it is a hit (its status, whether it is a caveat); the entry itself
+    is decoded only when it makes the answer."""
+
+    sl_refs: list[str]
+    status: str
+    usage_mode: str
 
 
 class _Bindings(Struct, frozen=True):
-    """Every entry's `sl_refs` alone: which pages bind an entity, without decoding them."""
-
-    pages: list[_Binds]
+    pages: list[Bind]
 
 
 _ENTRY = decoder(CatalogEntry)
@@ -137,13 +144,18 @@ class Catalog:
         return sorted({i for found in self.caveats_by_entity.values() for i in found})
 
     @cached_property
-    def binding(self) -> dict[str, list[int]]:
-        """The positions of the entries binding each entity (in `sl_refs`), in catalog order."""
+    def binds(self) -> list[Bind]:
+        """Every entry's `Bind`, by position."""
         pages = _read(self.folder, "catalog.json", _Bindings, self._data).pages
         if len(pages) != len(self.heads):
             raise ArtifactError(f"{self.folder}: catalog.json changed while it was read")
+        return pages
+
+    @cached_property
+    def binding(self) -> dict[str, list[int]]:
+        """The positions of the entries binding each entity (in `sl_refs`), in catalog order."""
         index: dict[str, list[int]] = defaultdict(list)
-        for i, page in enumerate(pages):
+        for i, page in enumerate(self.binds):
             for ref in dict.fromkeys(page.sl_refs):
                 index[ref].append(i)
         return dict(index)
@@ -213,6 +225,8 @@ class ArtifactView:
 
     artifact: Artifact
     catalog: Catalog
+    # The entry each recent page hit was made of (`made_hit`), by the hit's identity.
+    _hits: dict[int, tuple[SearchHit, CatalogEntry]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, folder: Path) -> ArtifactView:
@@ -273,6 +287,27 @@ class ArtifactView:
     def binding(self, entity: str) -> list[CatalogEntry]:
         """The pages whose `sl_refs` name `entity`, in catalog order (decoded alone)."""
         return [self.catalog.entry(i) for i in self.catalog.binding.get(entity, ())]
+
+    def bound(self, entity: str) -> list[int]:
+        """The positions of the pages whose `sl_refs` name `entity`, in catalog order (their
+        `catalog.heads` and `catalog.binds` say what a search needs; nothing is decoded)."""
+        return self.catalog.binding.get(entity, [])
+
+    def made_hit(self, hit: SearchHit, page: CatalogEntry) -> SearchHit:
+        """`hit`, noted as made of `page`: the passage of the hit is that page's, even where
+        pages share an id (`entry_of_hit`), found without indexing the catalog by id."""
+        if len(self._hits) >= MAX_HITS_KEPT:
+            self._hits.clear()
+        self._hits[id(hit)] = (hit, page)
+        return hit
+
+    def entry_of_hit(self, hit: SearchHit) -> CatalogEntry | None:
+        """The entry a page hit of this artifact was made of (by its scope and id when it was
+        made elsewhere: a copy)."""
+        made = self._hits.get(id(hit))
+        if made is not None and made[0] is hit:
+            return made[1]
+        return self.page(hit["scope"], hit["page"])
 
     def page(self, scope: str, page_id: str) -> CatalogEntry | None:
         found = self.by_scope_id.get((scope, page_id))
