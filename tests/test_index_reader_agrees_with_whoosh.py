@@ -146,3 +146,31 @@ def _same_scores(folder: Path, searcher: Any, field: str, term: str) -> int:
         expected = knowl_idf * _bm25(tf, length, quantized_avg) * covers
         assert math.isclose(ours[doc], expected, rel_tol=1e-9)
     return len(theirs)
+
+
+@pytest.mark.parametrize("seed", [1, 3, 5])
+def test_keys_in_term_order_are_the_stored_keys_and_rank_ties_alike(
+    tmp_path: Path, seed: int
+) -> None:
+    """A segment's `key` terms walked in order name each document as its stored key does
+    (deleted ones too), and the documents tied at a cut are taken by smallest key alike
+    whether their stored keys are read or the terms walked (`Searcher.first_by_key`)."""
+    folder = tmp_path / "index"
+    _build(folder, seed, updates=True)
+    with Searcher(folder) as searcher:
+        for segment in searcher.segments:
+            walked = list(segment.in_term_order("key"))
+            assert walked == sorted(walked)
+            assert sorted(doc for _key, doc in walked) == list(range(segment.doc_count))
+            assert all(segment.stored_fields(doc)["key"] == key for key, doc in walked)
+        live = [
+            offset + doc
+            for segment, offset in zip(searcher.segments, searcher.offsets, strict=False)
+            for doc in range(segment.doc_count)
+            if doc not in segment.deleted
+        ]
+        rng = random.Random(seed)
+        for count in (1, 3, len(live)):
+            docs = rng.sample(live, k=len(live) * 3 // 4)
+            taken = searcher.first_by_key(docs, count)  # before any stored key is read
+            assert taken == sorted(docs, key=searcher.key)[:count]

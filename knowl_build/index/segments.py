@@ -352,9 +352,19 @@ class Terms:
     def terms_of(self, field: str, start: str = "") -> list[str]:
         """Every term of `field` (beginning with `start`), in order (its keys are contiguous:
         found by a binary search of the ordered index, then read one after another)."""
+        return [term for term, _at in self.items_of(field, start)]
+
+    def info_at(self, at: int) -> bytes:
+        """The term info of the item at `at` (a position `items_of` gives)."""
+        keylen, datalen = _LENGTHS.unpack_from(self.data, at)
+        return bytes(_slice(self.data, at + _LENGTHS.size + keylen, datalen))
+
+    def items_of(self, field: str, start: str = "") -> Iterator[tuple[str, int]]:
+        """Each term of `field` (beginning with `start`) and where its item is, in order,
+        read as they are taken (a caller may stop early)."""
         number = self.fields.get(field)
         if number is None:
-            return []
+            return
         prefix = number.to_bytes(2, "big") + start.encode("utf-8")
         low, high = 0, self._positions
         while low < high:
@@ -366,9 +376,8 @@ class Terms:
                 low = middle + 1
             else:
                 high = middle
-        found: list[str] = []
         if low == self._positions:
-            return found
+            return
         at = self._position.unpack_from(self.data, self._positions_at + low * self._position.size)[
             0
         ]
@@ -376,11 +385,10 @@ class Terms:
             key, following = self._item(at)
             if not key.startswith(prefix):
                 break
-            found.append(key[2:].decode("utf-8"))
+            yield key[2:].decode("utf-8"), at
             if following <= at:
                 raise BadIndex("a segment's term table is malformed")
             at = following
-        return found
 
 
 class Segment:
@@ -447,6 +455,20 @@ class Segment:
         scope's counted, so at least as many as any caller sees of it."""
         info = self.terms.get(field, term)
         return 0 if info is None else int(_TERM_INFO.unpack_from(info, 0)[2])
+
+    def in_term_order(self, field: str) -> Iterator[tuple[str, int]]:
+        """Each term of `field` in order, with each document holding it (deleted ones too):
+        a term of one document is read from its term info alone (its first and last
+        document), no posting decoded; the others' postings are read."""
+        for term, at in self.terms.items_of(field):
+            info = self.terms.info_at(at)
+            _inlined, _weight, df, _low, _high, _most, first, last = _TERM_INFO.unpack_from(info)
+            if df == 1 and first == last and first < self.doc_count:
+                yield term, first
+                continue
+            for ids, _weights in self.blocks(field, term):
+                for doc in ids:
+                    yield term, doc
 
     def blocks(self, field: str, term: str) -> Iterator[tuple[tuple[int, ...], Any]]:
         """The term's postings, block by block: (document numbers, weights), in order."""
