@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,6 +41,11 @@ def project(tmp_path: Path) -> Callable[..., Project]:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("NO_COLOR", "1")
+    # Bytecode is written, as an installed package has it: where PYTHONDONTWRITEBYTECODE is
+    # set, every `knowl` process a test starts would compile every module it imports again
+    # (+40 ms each, hundreds of processes), and pytest would rewrite every test module anew.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
     # knowl remembers validated artifacts in the user's cache: never the real one in tests.
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="knowl-test-cache-")
     # Git behaves the same on every machine: no user or system configuration (signing hooks,
