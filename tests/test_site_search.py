@@ -161,7 +161,11 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
         shards[term] = search.read_shard(data, meta["lengths"])
     k1, b, n = meta["k1"], meta["b"], max(meta["doc_count"], 1)
     # The names and the headings count by what they cover, after the other fields.
-    short = {"title": ({}, {}, {}), "headings": ({}, {}, {})}  # scores, covered, matched
+    # scores, covered, matched
+    short: dict[str, tuple[dict[int, float], dict[int, float], dict[int, int]]] = {
+        "title": ({}, {}, {}),
+        "headings": ({}, {}, {}),
+    }
     for f, field in enumerate(meta["fields"]):
         sums, covered, matched = short.get(field, (acc, {}, {}))
         for term in terms:
