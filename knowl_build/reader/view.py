@@ -153,12 +153,18 @@ class Catalog:
 
     @cached_property
     def binding(self) -> dict[str, list[int]]:
-        """The positions of the entries binding each entity (in `sl_refs`), in catalog order."""
-        index: dict[str, list[int]] = defaultdict(list)
+        """The positions of the entries binding each entity (in `sl_refs`), in catalog order,
+        each once (an entry naming an entity twice appends its position twice in a row)."""
+        index: dict[str, list[int]] = {}
+        get = index.get
         for i, page in enumerate(self.binds):
-            for ref in dict.fromkeys(page.sl_refs):
-                index[ref].append(i)
-        return dict(index)
+            for ref in page.sl_refs:
+                found = get(ref)
+                if found is None:
+                    index[ref] = [i]
+                elif found[-1] != i:
+                    found.append(i)
+        return index
 
 
 class _ByKey(Mapping[str, CatalogEntry]):
