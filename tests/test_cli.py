@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -265,3 +266,47 @@ def test_memo_answers_an_unchanged_tree_and_notices_every_change(
         code=1,
         env={"SOURCE_DATE_EPOCH": str(1780000000 + 200 * 86400)},
     )
+
+
+def _knowl(args: list[str], *, through_click: bool) -> tuple[int, str, str, bool]:
+    """`knowl ARGS` as a process, through the program (`knowl_build.cli.main`, which may
+    answer a search without click) or the click group alone: its exit code, stdout, stderr
+    and whether click was imported."""
+    program = "knowl_build.cli.main" if through_click else "knowl_build.cli"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"from {program} import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    lines = done.stderr.splitlines(keepends=True)
+    timed = [line for line in lines if line.startswith("import time:")]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in timed}
+    stderr = "".join(line for line in lines if not line.startswith("import time:"))
+    return done.returncode, done.stdout, stderr, "click" in imported
+
+
+def test_search_answers_without_click_as_click_answers(project: Callable[..., Project]) -> None:
+    """A plain `knowl search` is answered without importing click (`cli.lean`) and writes what
+    the click command writes; what it cannot read (help, a refused value, `--`), and a run
+    that fails, click answers with its own messages and exit codes."""
+    root = str(project(CLEAN).root)
+    invoke(["build", "--repo", root, "-q"])
+    lean = [
+        ["search", "revenue", "--repo", root],
+        ["search", "--repo=" + root, "orders", "--json", "--limit", "2", "--kind", "page"],
+        ["search", "revenue", "--repo", root, "--user", "alice", "--status", "all", "-q"],
+    ]
+    clicked = [
+        ["search", "revenue", "--repo", root, "--limit", "0"],
+        ["search", "revenue", "--repo", root, "--kind", "nope"],
+        ["search", "", "--repo", root],
+        ["search", "--repo", root, "--", "-draft revenue"],
+        ["search", "revenue", "--repo", root, "--limit", "2", "--limit", "3"],
+        ["search", "-h"],
+        ["--repo", root, "search", "revenue"],
+    ]
+    for args in lean + clicked:
+        code, out, err, used_click = _knowl(args, through_click=False)
+        assert (code, out, err) == _knowl(args, through_click=True)[:3], args
+        assert used_click == (args not in lean), args

@@ -179,8 +179,7 @@ class KnowlGroup(click.Group):
         try:
             return super().invoke(ctx)
         except KnowlError as exc:
-            say(f"knowl: error: {exc}")
-            ctx.exit(exc.exit_code)
+            ctx.exit(failure(exc, False))
         except click.ClickException as exc:
             raise _redacted(exc) from None
         except (click.exceptions.Exit, click.exceptions.Abort):
@@ -189,20 +188,26 @@ class KnowlGroup(click.Group):
             click.echo("knowl: interrupted", err=True)
             ctx.exit(130)
         except Exception as exc:  # the last line of defence: no traceback unless -v
-            full = no_space(exc)  # a full disk wherever it struck (a cache, a log)
-            if full is not None:
-                say(f"knowl: error: {full}")
-                ctx.exit(full.exit_code)
-            if settings(ctx).verbose:
-                import traceback  # only for -v (start-up time)
+            ctx.exit(failure(exc, bool(settings(ctx).verbose)))
 
-                traceback.print_exc()
-            say(
-                redact(
-                    f"knowl: internal error: {type(exc).__name__}: {exc} (run with -v for details)"
-                )
-            )
-            ctx.exit(EXIT_USAGE)
+
+def failure(exc: Exception, verbose: bool) -> int:
+    """The one line that says why a command stopped, and its exit code (called while `exc`
+    is handled: -v prints its traceback). Also for `knowl search` answered without the
+    group (`lean`)."""
+    if isinstance(exc, KnowlError):
+        say(f"knowl: error: {exc}")
+        return exc.exit_code
+    full = no_space(exc)  # a full disk wherever it struck (a cache, a log)
+    if full is not None:
+        say(f"knowl: error: {full}")
+        return full.exit_code
+    if verbose:
+        import traceback  # only for -v (start-up time)
+
+        traceback.print_exc()
+    say(redact(f"knowl: internal error: {type(exc).__name__}: {exc} (run with -v for details)"))
+    return EXIT_USAGE
 
 
 @click.group(cls=KnowlGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -375,3 +380,21 @@ def main() -> None:
         cli(prog_name="knowl")
     except SystemExit as done:  # click ends every run with one
         process.exit_now(done.code)
+
+
+# Each command's module, imported when the command runs (`KnowlGroup.modules`).
+_COMMANDS = {
+    "checking": ("check", "build", "stale", "conflicts", "rules"),
+    "reading": ("search", "context", "show", "traverse", "timeline", "graph", "verify"),
+    "publishing": ("site",),
+    "serving": ("mcp",),
+    "editing": ("lsp",),
+    "writing": ("store", "new", "supersede", "review", "fix"),
+    "adopting": ("init",),
+    "evaluating": ("eval",),
+}
+assert isinstance(cli, KnowlGroup)
+cli.package = "knowl_build.cli"
+cli.modules.update(
+    {name: f"knowl_build.cli.{module}" for module, names in _COMMANDS.items() for name in names}
+)
