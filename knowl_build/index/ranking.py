@@ -421,8 +421,22 @@ class Scored:
     def __len__(self) -> int:
         return len(self.scores)
 
-    def _rank(self, item: tuple[int, float]) -> tuple[bool, float]:
-        return item[0] in self.named, item[1]
+    def _cut(self, limit: int) -> tuple[list[int], list[int]]:
+        """The documents ranked before the `limit`-th (named as the query, then score), and
+        those tied with it; found by comparing bare scores (no key per document: a query can
+        match every page)."""
+        named, scores = self.named, self.scores
+        pool: Iterable[int]
+        if len(named) >= limit:  # the cut falls among the named documents
+            cut = heapq.nlargest(limit, (scores[doc] for doc in named))[-1]
+            pool, before = named, []
+        else:
+            rest = {d: s for d, s in scores.items() if d not in named} if named else scores
+            cut = heapq.nlargest(limit - len(named), rest.values())[-1]
+            pool, before = rest, list(named)
+        better = [doc for doc in pool if scores[doc] > cut]
+        tied = [doc for doc in pool if scores[doc] == cut]
+        return before + better, tied
 
     def top(self, limit: int | None = None) -> list[Hit]:
         """Best first (named as the query, then score, then key). With a `limit`, every
@@ -430,9 +444,7 @@ class Scored:
         depends on index order."""
         items = self.scores.items()
         if limit is not None and len(self.scores) > limit:
-            cut = self._rank(heapq.nlargest(limit, items, key=self._rank)[-1])
-            better = [doc for doc, score in items if self._rank((doc, score)) > cut]
-            tied = [doc for doc, score in items if self._rank((doc, score)) == cut]
+            better, tied = self._cut(limit)
             docs = better + self.searcher.first_by_key(tied, limit - len(better))
             items = [(doc, self.scores[doc]) for doc in docs]  # type: ignore[assignment]
         folder = self.searcher.folder
