@@ -82,6 +82,8 @@ def name_key(text: str) -> str:
     """A name as a query equal to it is compared: accents dropped (NFKD without its marks),
     lowercased, its runs of letters and digits joined by one space (`Total_Revenue`,
     `total revenue` and `Tôtal-Revenue` are one name). search.js computes it too."""
+    if text.isascii():  # NFKD leaves ASCII as it is, and it has no combining mark
+        return " ".join(_TOKEN.findall(text.lower()))
     bare = "".join(
         c
         for c in unicodedata.normalize("NFKD", text)
