@@ -67,11 +67,11 @@ class _Line(NamedTuple):
 
 def _line(number: int, text: str, terms: set[str]) -> _Line:
     # Whoosh's stemmer, loaded only when a query runs (start-up time of the reader).
-    from knowl_build.index.fields import query_terms
+    from knowl_build.index.fields import _stem
 
     spans, found = [], set()
     for m in _TOKEN.finditer(text):
-        term = query_terms(m.group(0))[0]
+        term = _stem(m.group(0).lower())  # a token's `query_terms`, its one term
         if term in terms:
             spans.append(m.span())
             found.add(term)
