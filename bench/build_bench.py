@@ -85,7 +85,7 @@ def whoosh_floor(root: Path) -> float:
 
     import knowl_build.index.storage  # noqa: F401 (frames Whoosh's pickles, as a build does)
     from knowl_build.artifacts.layout import RECORDS
-    from knowl_build.config_loader import load_config
+    from knowl_build.core.config_loader import load_config
     from knowl_build.index.analysis import schema
 
     memory_mb = load_config(root).index_memory_mb
@@ -128,7 +128,7 @@ def whoosh_floor(root: Path) -> float:
 
 
 def history_pass(root: Path) -> float:
-    from knowl_build.config_loader import load_config
+    from knowl_build.core.config_loader import load_config
     from knowl_build.history.log import GitHistory
     from knowl_build.history.replay import trace
     from knowl_build.pipeline.analysis import load_layer

@@ -32,7 +32,7 @@ def _build(root: Path, embeddings: bool) -> float:
 
 
 def bench_embeddings(root: Path, pages: int) -> dict[str, float]:
-    from knowl_build import embeddings
+    from knowl_build.index import embeddings
     from knowl_build.reader import Reader
 
     if not embeddings.available():

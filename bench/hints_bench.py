@@ -31,10 +31,10 @@ from typing import Any
 from corpus import WORDS as CORPUS_WORDS
 from corpus import git, prose
 
-from knowl_build.config_loader import load_config
-from knowl_build.hints import BUDGET_NOTICE, HINT_BUDGET
+from knowl_build.core.config_loader import load_config
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.rules.context import HINT_CUTOFF, RuleContext
+from knowl_build.support.hints import BUDGET_NOTICE, HINT_BUDGET
 
 # The corpus's vocabulary and the words of a team's notes, for page names.
 WORDS = [
@@ -199,7 +199,7 @@ def old_hints(
 
 
 def window_share(analysis: Any, lookups: list[tuple[str, str, str | None]]) -> float:
-    from knowl_build.hints import NearNames
+    from knowl_build.support.hints import NearNames
 
     indexes: dict[str, NearNames] = {}
     shares = []

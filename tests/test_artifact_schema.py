@@ -11,7 +11,7 @@ import pytest
 from knowl_build.artifacts import schema
 from knowl_build.artifacts.layout import RECORDS
 from knowl_build.artifacts.schema import FILES, PageRecord, decode, encode
-from knowl_build.errors import ArtifactError
+from knowl_build.core.errors import ArtifactError
 from tests.helpers import record_lines
 from tests.tamper import build_corpus
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.config import SecurityConfig
+from knowl_build.core.config import SecurityConfig
 from knowl_build.pipeline.pages import parse_page
 from knowl_build.secrets.scanner import SecretScanner
 from knowl_build.semantic.load import load_semantic_layer

@@ -15,7 +15,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowl_build.model import WIKI, TextIndex
+from knowl_build.core.model import WIKI, TextIndex
 from knowl_build.parse.body import DIRECTIVE, BodyScan, scan_body, wiki_target
 from knowl_build.parse.yamlnodes import YMap, YNode, YScalar, YSeq, compose, plain
 

@@ -13,11 +13,11 @@ import pytest
 
 from knowl_build.artifacts.layout import LOCK
 from knowl_build.artifacts.opening import verify
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 from knowl_build.pipeline.publish import build
-from knowl_build.render import render_body
 from knowl_build.semantic.layer import SemanticLayer
 from knowl_build.semantic.load import load_semantic_layer
+from knowl_build.semantic.render import render_body
 from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, invoke, records
 
 ORDERS = "semantics/shop/orders.yaml"

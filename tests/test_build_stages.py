@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from knowl_build.artifacts.layout import LOCK, STAGING_PREFIX
-from knowl_build.config_loader import load_config
+from knowl_build.core.config_loader import load_config
 from knowl_build.pipeline.publish import STAGES, build
 from knowl_build.pipeline.stages import findings, indexing, parsing, release, rendering, resolution
 from tests.helpers import SEMANTICS, Project

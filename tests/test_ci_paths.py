@@ -15,10 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from knowl_build import diagnostics
 from knowl_build.app.checking import rule_table
-from knowl_build.config import Config
-from knowl_build.diagnostics import Diagnostic
+from knowl_build.core import diagnostics
+from knowl_build.core.config import Config
+from knowl_build.core.diagnostics import Diagnostic
 from knowl_build.output import github, sarif
 from tests.helpers import SEMANTICS, Project, invoke
 

@@ -269,10 +269,10 @@ def test_memo_answers_an_unchanged_tree_and_notices_every_change(
 
 
 def _knowl(args: list[str], *, through_click: bool) -> tuple[int, str, str, bool]:
-    """`knowl ARGS` as a process, through the program (`knowl_build.cli.main`, which may
+    """`knowl ARGS` as a process, through the program (`knowl_build.cli.group`, which may
     answer a search without click) or the click group alone: its exit code, stdout, stderr
     and whether click was imported."""
-    program = "knowl_build.cli.main" if through_click else "knowl_build.cli"
+    program = "knowl_build.cli.group" if through_click else "knowl_build.cli"
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", f"from {program} import main; main()", *args],
         capture_output=True,

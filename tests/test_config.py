@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from knowl_build.app.project import load_config
-from knowl_build.config import Config
-from knowl_build.errors import ConfigError
+from knowl_build.core.config import Config
+from knowl_build.core.errors import ConfigError
 from knowl_build.rules.registry import severity
 from tests.helpers import invoke
 

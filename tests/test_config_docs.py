@@ -12,8 +12,8 @@ from types import ModuleType
 
 import markdown
 
-from knowl_build.config import SCHEMA, Config
-from knowl_build.config_options import Integer
+from knowl_build.core.config import SCHEMA, Config
+from knowl_build.core.config_options import Integer
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from knowl_build.config_loader import read_options
-from knowl_build.config_options import (
+from knowl_build.core.config_loader import read_options
+from knowl_build.core.config_options import (
     Boolean,
     Choice,
     File,
@@ -27,7 +27,7 @@ from knowl_build.config_options import (
     option,
     options_of,
 )
-from knowl_build.errors import ConfigError
+from knowl_build.core.errors import ConfigError
 from tests.helpers import invoke
 from tests.test_config_docs import reference
 

@@ -1,4 +1,4 @@
-"""knowl_build.config.SCHEMA is the configuration (the declarations that are Config's fields):
+"""knowl_build.core.config.SCHEMA is the configuration (the declarations that are Config's fields):
 every key the loader accepts is documented there, with the default the loader really uses, and
 no key is documented that it refuses."""
 
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from knowl_build.config import SCHEMA, Config, SearchConfig, SecurityConfig
-from knowl_build.config_loader import config_from_mapping
-from knowl_build.config_options import Option
-from knowl_build.errors import ConfigError
+from knowl_build.core.config import SCHEMA, Config, SearchConfig, SecurityConfig
+from knowl_build.core.config_loader import config_from_mapping
+from knowl_build.core.config_options import Option
+from knowl_build.core.errors import ConfigError
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 SOURCE = "knowl.toml"
@@ -294,7 +294,7 @@ def test_a_value_of_another_kind_is_refused(option: Option) -> None:
 
 
 def test_every_field_is_declared_once_and_the_schema_is_the_fields() -> None:
-    from knowl_build.config_options import OPTION
+    from knowl_build.core.config_options import OPTION
 
     declared = [
         f.metadata[OPTION].key

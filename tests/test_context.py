@@ -167,7 +167,7 @@ def test_text_output_and_no_hits(kb: Path) -> None:
 
 
 def test_entities_page_with_cursors_bound_to_the_question(kb: Path) -> None:
-    from knowl_build.errors import KnowlError
+    from knowl_build.core.errors import KnowlError
     from knowl_build.reader import Reader
 
     with Reader.open(kb) as reader:
@@ -195,7 +195,7 @@ def test_entities_page_with_cursors_bound_to_the_question(kb: Path) -> None:
 
 
 def test_describe_entity_groups_pages_by_usage_mode(kb: Path) -> None:
-    from knowl_build.errors import KnowlError
+    from knowl_build.core.errors import KnowlError
     from knowl_build.reader import Reader
 
     with Reader.open(kb) as reader:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.config_loader import load_config
-from knowl_build.errors import ConfigError
+from knowl_build.core.config_loader import load_config
+from knowl_build.core.errors import ConfigError
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.publish import build
 from knowl_build.semantic.layer import measure_fingerprint

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from knowl_build.config_loader import load_config
+from knowl_build.core.config_loader import load_config
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.semantic.layer import fingerprint_of, measure_fingerprint
 from knowl_build.writes import fix

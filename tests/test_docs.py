@@ -159,11 +159,11 @@ def test_every_rule_has_its_anchor_where_sarif_points(site: Path) -> None:
 
 
 def test_every_configuration_key_is_on_the_configuration_page(site: Path) -> None:
-    from knowl_build import config
+    from knowl_build.core import config
 
     schema = getattr(config, "SCHEMA", None)
     if schema is None:
-        pytest.skip("knowl_build.config.SCHEMA is not declared yet")
+        pytest.skip("knowl_build.core.config.SCHEMA is not declared yet")
     page = _page(site, "configuration/")
     ids = _ids(page)
     keys = [option.key for option in schema]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
 from tests.helpers import Project, invoke

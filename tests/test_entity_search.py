@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from knowl_build.artifacts.schema import MixedSearchAnswer
-from knowl_build.config import Config
-from knowl_build.errors import UsageError
+from knowl_build.core.config import Config
+from knowl_build.core.errors import UsageError
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
 from knowl_build.reader.entity_search import analyse, split_camel

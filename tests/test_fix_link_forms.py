@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.config_loader import config_from_mapping
+from knowl_build.core.config_loader import config_from_mapping
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.writes.relink import destination
 from tests.helpers import Project, invoke

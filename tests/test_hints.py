@@ -11,8 +11,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.config_loader import config_from_mapping
-from knowl_build.hints import (
+from knowl_build.core.config_loader import config_from_mapping
+from knowl_build.pipeline.analysis import analyse
+from knowl_build.rules.context import HINT_CUTOFF, RuleContext
+from knowl_build.rules.references import check_references
+from knowl_build.support.hints import (
     BUDGET_NOTICE,
     DIFFLIB_UNITS,
     LOOKUP_UNITS,
@@ -23,9 +26,6 @@ from knowl_build.hints import (
     did_you_mean,
     least_common,
 )
-from knowl_build.pipeline.analysis import analyse
-from knowl_build.rules.context import HINT_CUTOFF, RuleContext
-from knowl_build.rules.references import check_references
 from tests.helpers import SEMANTICS, Project
 
 

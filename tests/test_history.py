@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 from knowl_build.pipeline.analysis import analyse
 from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from knowl_build.config import RESOLUTIONS, SecurityConfig
-from knowl_build.model import ParsedPage
+from knowl_build.core.config import RESOLUTIONS, SecurityConfig
+from knowl_build.core.model import ParsedPage
 from knowl_build.parse.body import CODE_SHORTCODES
 from knowl_build.parse.shortcodes import front_matter, regions
 from knowl_build.pipeline.pages import parse_page

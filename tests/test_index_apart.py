@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from knowl_build.artifacts.layout import RECORDS
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 from knowl_build.index import writer
 from knowl_build.pipeline import pages
 from knowl_build.pipeline.publish import build

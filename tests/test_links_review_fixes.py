@@ -10,8 +10,8 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from knowl_build.config import SecurityConfig
-from knowl_build.config_loader import config_from_mapping
+from knowl_build.core.config import SecurityConfig
+from knowl_build.core.config_loader import config_from_mapping
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.pages import parse_page
 from knowl_build.secrets.scanner import SecretScanner

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.config import SecurityConfig
-from knowl_build.config_loader import config_from_mapping
-from knowl_build.linkpaths import exclude_problem, github_slugs
-from knowl_build.model import MARKDOWN
+from knowl_build.core.config import SecurityConfig
+from knowl_build.core.config_loader import config_from_mapping
+from knowl_build.core.linkpaths import exclude_problem, github_slugs
+from knowl_build.core.model import MARKDOWN
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.pages import parse_page
 from knowl_build.secrets.scanner import SecretScanner

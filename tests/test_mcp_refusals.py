@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 from knowl_build.pipeline.publish import build
 from tests.helpers import SEMANTICS, Project, invoke
 

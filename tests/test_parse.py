@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.config import Config, SecurityConfig
+from knowl_build.core.config import Config, SecurityConfig
 from knowl_build.parse.body import heading_key
 from knowl_build.parse.frontmatter import split
 from knowl_build.pipeline.analysis import analyse

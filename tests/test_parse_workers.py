@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 from knowl_build.pipeline import cache, pages
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.cache import CachePlace
-from knowl_build.trust import MachineKey
+from knowl_build.support.trust import MachineKey
 from tests.helpers import Project
 from tests.test_reader import CORPUS
 

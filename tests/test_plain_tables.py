@@ -115,6 +115,6 @@ def test_plain_output_where_rich_styles_nothing(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     stream = io.StringIO()
-    console = text.console(stream)  # type: ignore[arg-type]
+    console = text.console(stream)
     expected = console.width if console.color_system is None else None
-    assert plain.width(stream) == expected  # type: ignore[arg-type]
+    assert plain.width(stream) == expected

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from knowl_build.artifacts.schema import SearchAnswer
-from knowl_build.config import Config
-from knowl_build.errors import UsageError
+from knowl_build.core.config import Config
+from knowl_build.core.errors import UsageError
 from knowl_build.index import query
 from knowl_build.index.query import MAX_EXPANSIONS, expand, parse
 from knowl_build.pipeline.publish import build

@@ -14,8 +14,8 @@ import pytest
 
 from knowl_build.artifacts.layout import RECORDS, file_table
 from knowl_build.artifacts.schema import SearchAnswer
-from knowl_build.config import Config
-from knowl_build.errors import UsageError
+from knowl_build.core.config import Config
+from knowl_build.core.errors import UsageError
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
 from tests.helpers import SEMANTICS, Project, dump_json, invoke

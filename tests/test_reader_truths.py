@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from knowl_build.errors import AmbiguousPage
+from knowl_build.core.errors import AmbiguousPage
 from knowl_build.output import text
 from knowl_build.reader import Reader
 from tests.helpers import SEMANTICS, Project, invoke

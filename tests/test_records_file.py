@@ -19,7 +19,7 @@ import pytest
 
 from knowl_build.artifacts import records as members
 from knowl_build.artifacts.layout import RECORDS
-from knowl_build.errors import ArtifactError
+from knowl_build.core.errors import ArtifactError
 from tests.helpers import Project, current_build, invoke, record_lines, records
 from tests.tamper import assert_refused, rehash, rewrite_records, run_cli, tampered
 from tests.test_reader import CORPUS

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from knowl_build.config_loader import config_from_mapping
+from knowl_build.core.config_loader import config_from_mapping
 from knowl_build.pipeline.analysis import analyse
 from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project
 

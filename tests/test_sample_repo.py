@@ -8,7 +8,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from knowl_build.config_loader import load_config
+from knowl_build.core.config_loader import load_config
 from knowl_build.pipeline.analysis import analyse
 from tests.helpers import Project, invoke
 

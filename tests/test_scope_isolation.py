@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import PageNotFound, Reader
 from tests.helpers import SEMANTICS, Project

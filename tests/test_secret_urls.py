@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.config import SecurityConfig
-from knowl_build.config_loader import config_from_mapping
-from knowl_build.diagnostics import Finding
+from knowl_build.core.config import SecurityConfig
+from knowl_build.core.config_loader import config_from_mapping
+from knowl_build.core.diagnostics import Finding
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.pages import parse_page
 from knowl_build.secrets.finders import SecretMatch

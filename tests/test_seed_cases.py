@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from knowl_build.config_loader import load_config
+from knowl_build.core.config_loader import load_config
 from knowl_build.writes.request import Request
 from knowl_build.writes.store import store
 from tests.helpers import SEMANTICS, Project, invoke

@@ -16,8 +16,8 @@ from urllib.parse import unquote, urljoin, urlsplit
 import pytest
 
 from knowl_build.artifacts.schema import LinkRecord, PageRecord
-from knowl_build.errors import ConfigError
-from knowl_build.model import TextIndex
+from knowl_build.core.errors import ConfigError
+from knowl_build.core.model import TextIndex
 from knowl_build.parse.body import scan_body
 from knowl_build.reader.view import ArtifactView, find_artifact, visible
 from knowl_build.site import urls

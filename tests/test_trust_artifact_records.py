@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from knowl_build.artifacts import layout, opening, publication, validate
 from knowl_build.artifacts.layout import RECORDS
-from knowl_build.errors import ArtifactError
+from knowl_build.core.errors import ArtifactError
 from tests.helpers import Project, dump_json, invoke, record_lines
 from tests.tamper import (
     assert_clean,

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.config import Config
-from knowl_build.diagnostics import Diagnostic
+from knowl_build.core.config import Config
+from knowl_build.core.diagnostics import Diagnostic
 from knowl_build.pipeline import baseline
 from tests.helpers import Project, invoke
 

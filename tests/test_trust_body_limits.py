@@ -18,14 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowl_build.config import Config, SecurityConfig
-from knowl_build.hints import BUDGET_NOTICE, HintBudget
+from knowl_build.core.config import Config, SecurityConfig
 from knowl_build.parse.body import _code_spans, _disjoint, _inside, strip_inline
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.pages import parse_page
 from knowl_build.rules.context import RuleContext
 from knowl_build.rules.references import check_references
 from knowl_build.secrets.scanner import SecretScanner
+from knowl_build.support.hints import BUDGET_NOTICE, HintBudget
 from tests.helpers import Project
 
 TODAY = dt.date(2026, 5, 28)

@@ -26,18 +26,18 @@ import pytest
 
 import knowl_build.pipeline.pages as pages
 import knowl_build.pipeline.stages.findings as findings
-from knowl_build import trust
 from knowl_build.artifacts.layout import BUILD_MARKER, BUILD_SEAL, MANIFEST, RECORDS
 from knowl_build.artifacts.publication import current_folder
 from knowl_build.artifacts.validate import validate
-from knowl_build.clock import today as utc_today
-from knowl_build.config_loader import load_config
+from knowl_build.core.config_loader import load_config
+from knowl_build.core.model import ParsedPage
 from knowl_build.history.replay import HISTORY_SEAL
-from knowl_build.model import ParsedPage
 from knowl_build.pipeline.analysis import Analysis
 from knowl_build.pipeline.cache import CACHE_FORMAT
 from knowl_build.pipeline.check import MEMO_CACHE, MEMO_SEAL
 from knowl_build.pipeline.inputs import read_inputs
+from knowl_build.support import trust
+from knowl_build.support.clock import today as utc_today
 from tests.helpers import SEMANTICS, Project, dump_json, invoke, record_lines
 
 SECRET = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -307,7 +307,7 @@ def test_committed_history_replay_does_not_hide_a_change(
 def test_history_replay_written_here_is_continued(
     tmp_path: Path, machines: Machines, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from knowl_build.config import Config
+    from knowl_build.core.config import Config
     from knowl_build.history.git import GitRepo
     from knowl_build.history.log import GitHistory
     from knowl_build.history.replay import trace

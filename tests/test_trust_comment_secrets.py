@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from knowl_build.config import SecurityConfig
+from knowl_build.core.config import SecurityConfig
 from knowl_build.pipeline.pages import parse_page
 from knowl_build.secrets.scanner import SecretScanner
 from tests.helpers import Project, invoke

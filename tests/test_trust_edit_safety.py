@@ -24,7 +24,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.config_loader import load_config
+from knowl_build.core.config_loader import load_config
 from knowl_build.parse.frontmatter import split
 from knowl_build.writes.edit import EditError, FrontmatterEditor
 from knowl_build.writes.request import Request

@@ -25,7 +25,7 @@ import networkx as nx
 import pytest
 from click.testing import Result
 
-from knowl_build import graph as graphs
+from knowl_build.artifacts import graph as graphs
 from knowl_build.history import gitdir
 from knowl_build.site.output import MANIFEST
 from tests.helpers import Project, invoke

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 from knowl_build.pipeline.publish import build
 from tests.helpers import Project, current_build, invoke, records
 

@@ -1,6 +1,6 @@
 """Names that become paths are validated (issue 10, item 2).
 
-One rule (knowl_build.names) for every user name: the `--user` of every command, the `user` of
+One rule (knowl_build.core.names) for every user name: the `--user` of every command, the `user` of
 every MCP tool, the owner of a `user:<owner>:<id>` PAGE, and inside the write library itself. A
 bad name is exit 2 (an MCP tool error) and nothing is written anywhere, inside the project or
 outside it. A title too long for a file name gets a shortened slug with a hash suffix.
@@ -176,8 +176,8 @@ def test_the_owner_of_a_page_argument_is_validated(built: Project, ref: str) -> 
 
 
 def test_the_library_refuses_a_bad_name_without_a_front_end(built: Project) -> None:
-    from knowl_build.config_loader import load_config
-    from knowl_build.errors import UsageError
+    from knowl_build.core.config_loader import load_config
+    from knowl_build.core.errors import UsageError
     from knowl_build.writes import fix
     from knowl_build.writes.common import Tree
     from knowl_build.writes.governance import review, supersede

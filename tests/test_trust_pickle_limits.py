@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from knowl_build.artifacts import memo, opening, validate
-from knowl_build.errors import ArtifactError
+from knowl_build.core.errors import ArtifactError
 from knowl_build.index import ranking, unpickler
 from knowl_build.index.stats import summed
 from knowl_build.reader import Reader

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.errors import ArtifactError
+from knowl_build.core.errors import ArtifactError
 from knowl_build.index import ranking, unpickler
 from tests.tamper import (
     assert_refused,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.config_loader import load_config
-from knowl_build.errors import UsageError
+from knowl_build.core.config_loader import load_config
+from knowl_build.core.errors import UsageError
 from knowl_build.pipeline.check import check
 from knowl_build.pipeline.publish import build
 from tests.helpers import SEMANTICS, Project
@@ -40,10 +40,10 @@ DRIVER = """
 import json, sys
 from pathlib import Path
 import knowl_build.pipeline.pages as pages
-from knowl_build.config_loader import load_config
+from knowl_build.core.config_loader import load_config
 from knowl_build.pipeline.check import check
 from knowl_build.pipeline.publish import build
-from knowl_build.errors import UsageError
+from knowl_build.core.errors import UsageError
 
 parsed = []
 original = pages._parse_uncached

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from knowl_build.cli import cli
-from knowl_build.diagnostics import Diagnostic, Finding
-from knowl_build.errors import UsageError
+from knowl_build.core.diagnostics import Diagnostic, Finding
+from knowl_build.core.errors import UsageError
 from knowl_build.secrets.patterns import REDACTED
 from knowl_build.secrets.scanner import redact, use_extra_patterns
 from tests.helpers import SEMANTICS, Project, invoke

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from knowl_build.resolve import place
+from knowl_build.core.resolve import place
 from knowl_build.secrets.patterns import REDACTED
 from knowl_build.secrets.scanner import SecretScanner
 from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, current_build, invoke, records

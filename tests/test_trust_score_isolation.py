@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
 from tests.helpers import SEMANTICS, Project, dump_json, invoke, search

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.config import SecurityConfig
+from knowl_build.core.config import SecurityConfig
 from knowl_build.pipeline.pages import parse_page
 from knowl_build.secrets.scanner import SecretScanner, redact
 from tests.helpers import Project, invoke

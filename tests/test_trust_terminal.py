@@ -17,7 +17,7 @@ from collections.abc import Callable
 import pytest
 from rich.console import Console
 
-from knowl_build.diagnostics import Diagnostic
+from knowl_build.core.diagnostics import Diagnostic
 from knowl_build.output.text import printable, render
 from tests.helpers import Project, invoke
 

@@ -342,7 +342,7 @@ def test_fix_edits_and_names_only_pages_the_user_may_write(project: Callable[...
 
 
 def test_library_refuses_without_a_front_end(project: Callable[..., Project]) -> None:
-    from knowl_build.config_loader import load_config
+    from knowl_build.core.config_loader import load_config
     from knowl_build.writes.common import Tree, WriteRefused
     from knowl_build.writes.governance import review, supersede
 

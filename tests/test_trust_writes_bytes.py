@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from knowl_build.config_loader import load_config
-from knowl_build.layouts import Layout
+from knowl_build.core.config_loader import load_config
+from knowl_build.core.layouts import Layout
 from knowl_build.writes.common import Tree
 from knowl_build.writes.pagefile import Change, WriteRefused, write_changes
 from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, invoke

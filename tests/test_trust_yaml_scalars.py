@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowl_build.config import Config, SecurityConfig
-from knowl_build.diagnostics import Diagnostic
+from knowl_build.core.config import Config, SecurityConfig
+from knowl_build.core.diagnostics import Diagnostic
 from knowl_build.pipeline.check import check
 from knowl_build.pipeline.pages import parse_page
 from knowl_build.secrets.scanner import SecretScanner

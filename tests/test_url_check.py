@@ -28,7 +28,7 @@ from knowl_build.pipeline.urlpolicy import (
     target,
 )
 from knowl_build.rules.urls import Answer, describe
-from knowl_build.trust import Sealer
+from knowl_build.support.trust import Sealer
 from tests.url_server import Server
 
 FAST = UrlSettings(
@@ -446,7 +446,7 @@ def test_the_second_run_answers_from_the_cache(server: Server, project: Any) -> 
 def test_an_expired_answer_is_asked_again(server: Server, project: Any) -> None:
     import json
 
-    from knowl_build.trust import machine_key
+    from knowl_build.support.trust import machine_key
 
     page = f"---\nsummary: s.\n---\n[missing]({server.base}/missing)\n"
     proj = project({"knowl.toml": SETTINGS, "knowledge/global/a.md": page})

@@ -7,7 +7,7 @@ A page asks for a generated section with a marker line, replaced here before Mar
 - `<!-- generated: rules -->`: the rule table and one section per rule, anchored `#kb103`
   (SARIF's `helpUri` points there), from `knowl_build.rules.registry.RULES`;
 - `<!-- generated: configuration -->`: a table of every key, then a section per key, from
-  `knowl_build.config.SCHEMA` (the declarations that are `Config`'s fields);
+  `knowl_build.core.config.SCHEMA` (the declarations that are `Config`'s fields);
 - `<!-- generated: changelog -->`: the repository's CHANGELOG.md, so it has one source.
 
 The generators are plain functions of their input, so tests can feed them a table of their own.
@@ -43,7 +43,7 @@ class RuleLike(Protocol):
 
 
 class OptionLike(Protocol):
-    """An entry of `knowl_build.config.SCHEMA` (a `knowl_build.config_options.Option`): a
+    """An entry of `knowl_build.core.config.SCHEMA` (a `knowl_build.core.config_options.Option`): a
     dotted key (`security.max_body_chars`, `rules.<CODE>`), a short type description, the
     default (None for none) and one paragraph of Markdown."""
 
@@ -205,7 +205,7 @@ def _rules() -> str:
 
 
 def _configuration() -> str:
-    from knowl_build.config import SCHEMA
+    from knowl_build.core.config import SCHEMA
 
     return config_reference(SCHEMA)
 

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowl_build.app import shapes
-from knowl_build.config import Config
-from knowl_build.config_loader import config_from_mapping
-from knowl_build.errors import ConfigError, UsageError
-from knowl_build.files import atomic_write
-from knowl_build.names import holds_secret
+from knowl_build.core.config import Config
+from knowl_build.core.config_loader import config_from_mapping
+from knowl_build.core.errors import ConfigError, UsageError
+from knowl_build.core.names import holds_secret
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.cache import CachePlace
+from knowl_build.support.files import atomic_write
 
 # Init's checks read the tree and write nothing: no cache, no history cache, no `.knowl/`
 # (a --dry-run leaves the repository exactly as it was).

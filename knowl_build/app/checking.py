@@ -17,11 +17,11 @@ from typing import Any
 from knowl_build.app.project import Project
 from knowl_build.artifacts.answers import StaleList
 from knowl_build.artifacts.schema import StaleRow
-from knowl_build.config import Config
-from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK, Diagnostic, exit_code_for
+from knowl_build.core.config import Config
+from knowl_build.core.diagnostics import EXIT_FINDINGS, EXIT_OK, Diagnostic, exit_code_for
+from knowl_build.core.layouts import GLOBAL
+from knowl_build.core.names import valid_user
 from knowl_build.history.git import GitRepo
-from knowl_build.layouts import GLOBAL
-from knowl_build.names import valid_user
 from knowl_build.pipeline import baseline as baselines
 from knowl_build.pipeline import check as pipeline_check
 from knowl_build.pipeline.analysis import analyse

@@ -17,8 +17,8 @@ from typing import Any
 
 from knowl_build.app.project import Locator, Project
 from knowl_build.app.reading import artifact_folder
-from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK
-from knowl_build.errors import UsageError
+from knowl_build.core.diagnostics import EXIT_FINDINGS, EXIT_OK
+from knowl_build.core.errors import UsageError
 from knowl_build.parse.evalfile import Suite, parse_suite
 from knowl_build.pipeline import snapshot
 from knowl_build.reader import Reader

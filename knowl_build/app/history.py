@@ -13,20 +13,20 @@ from typing import Any, cast
 
 from knowl_build.app.project import Project
 from knowl_build.artifacts.schema import ShowAnswer
-from knowl_build.config import Config
-from knowl_build.errors import UsageError
+from knowl_build.core.config import Config
+from knowl_build.core.errors import UsageError
+from knowl_build.core.layouts import Layout
+from knowl_build.core.names import valid_user
+from knowl_build.core.pageref import Named, check_ref, pick, writable
+from knowl_build.core.resolve import Place, place
 from knowl_build.history.git import GitFailed, GitRepo
 from knowl_build.history.pages import export_tree, page_history, resolve_revision
-from knowl_build.layouts import Layout
-from knowl_build.names import valid_user
-from knowl_build.pageref import Named, check_ref, pick, writable
 from knowl_build.parse.frontmatter import split
 from knowl_build.parse.text import decode
 from knowl_build.pipeline.discover import discover
 from knowl_build.pipeline.pages import parse_page
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
-from knowl_build.resolve import Place, place
 from knowl_build.secrets.scanner import SecretScanner, redact
 
 

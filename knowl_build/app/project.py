@@ -6,9 +6,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from knowl_build.config import Config
-from knowl_build.config_loader import load_config as read_config
-from knowl_build.errors import UsageError
+from knowl_build.core.config import Config
+from knowl_build.core.config_loader import load_config as read_config
+from knowl_build.core.errors import UsageError
 
 PROJECT_MARKERS = "knowl.toml, [tool.knowl] in pyproject.toml or a knowledge/ folder"
 

@@ -21,8 +21,8 @@ from knowl_build.artifacts.answers import (
     StaleList,
 )
 from knowl_build.artifacts.schema import MixedSearchAnswer, ShowAnswer, StaleAnswer, TraverseAnswer
-from knowl_build.errors import ArtifactError, UsageError
-from knowl_build.names import valid_user
+from knowl_build.core.errors import ArtifactError, UsageError
+from knowl_build.core.names import valid_user
 from knowl_build.reader import Reader, entities, listing
 from knowl_build.reader.queries import Filters
 from knowl_build.reader.view import ArtifactView, find_artifact
@@ -216,7 +216,7 @@ def filters(
 def graph_export(locator: Locator, artifact: Path | None, fmt: str) -> str:
     """The artifact's reference graph as networkx node-link JSON, GraphML or DOT."""
     # networkx is imported only here, by the one command that needs it (start-up time).
-    from knowl_build import graph as graphs
+    from knowl_build.artifacts import graph as graphs
 
     opened = opening.open_artifact(artifact_folder(locator, artifact))
     try:

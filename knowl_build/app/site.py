@@ -14,9 +14,9 @@ from pathlib import Path
 from knowl_build.app.project import Locator, Project
 from knowl_build.artifacts import publication
 from knowl_build.artifacts.folders import git_problem, make_out_dir, output_errors
-from knowl_build.config import DENDRON, Config
-from knowl_build.diagnostics import EXIT_OK
-from knowl_build.errors import UsageError
+from knowl_build.core.config import DENDRON, Config
+from knowl_build.core.diagnostics import EXIT_OK
+from knowl_build.core.errors import UsageError
 from knowl_build.history.gitdir import git_folders
 from knowl_build.reader.view import ArtifactView, find_artifact
 from knowl_build.site import build as site_build

@@ -29,10 +29,10 @@ from knowl_build.app.project import Project
 from knowl_build.artifacts import publication
 from knowl_build.artifacts.lock import BuildBusy, write_lock
 from knowl_build.artifacts.manifest import read_manifest
-from knowl_build.diagnostics import EXIT_FINDINGS, EXIT_OK
-from knowl_build.errors import ArtifactError, KnowlError, UsageError
-from knowl_build.model import CATEGORIES, DRAFT
-from knowl_build.names import valid_user
+from knowl_build.core.diagnostics import EXIT_FINDINGS, EXIT_OK
+from knowl_build.core.errors import ArtifactError, KnowlError, UsageError
+from knowl_build.core.model import CATEGORIES, DRAFT
+from knowl_build.core.names import valid_user
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.secrets.scanner import redact
 from knowl_build.writes import create, governance

@@ -13,8 +13,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
 from knowl_build.artifacts.layout import BUILD_MARKER, MANIFEST, OUT_MARKER, TOKEN
-from knowl_build.config import Config
-from knowl_build.errors import KnowlError, UsageError
+from knowl_build.core.config import Config
+from knowl_build.core.errors import KnowlError, UsageError
 
 # --- which output folders knowl may use, and which folders in them it made -------------------
 

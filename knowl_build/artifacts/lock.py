@@ -22,7 +22,7 @@ from knowl_build.artifacts.folders import (
     read_small,
 )
 from knowl_build.artifacts.layout import LOCK, LOCK_OWNER, STAGING_PREFIX, WRITE_LOCK
-from knowl_build.errors import KnowlError
+from knowl_build.core.errors import KnowlError
 
 try:
     import fcntl

@@ -9,7 +9,7 @@ from pathlib import Path
 from knowl_build.artifacts.folders import read_regular
 from knowl_build.artifacts.layout import FORMAT, MANIFEST, SCHEMA_VERSION
 from knowl_build.artifacts.schema import Manifest, decode
-from knowl_build.errors import ArtifactError
+from knowl_build.core.errors import ArtifactError
 
 
 class MalformedManifest(ArtifactError):

@@ -14,7 +14,7 @@ from knowl_build import __version__
 from knowl_build.artifacts.folders import listing, read_regular
 from knowl_build.artifacts.layout import MANIFEST
 from knowl_build.artifacts.schema import encode
-from knowl_build.trust import cache_home, machine_key, read_sealed
+from knowl_build.support.trust import cache_home, machine_key, read_sealed
 
 # --- the validation memo ------------------------------------------------------------------------------
 #

@@ -12,7 +12,7 @@ from knowl_build.artifacts.memo import folder_state, remember, was_validated
 from knowl_build.artifacts.publication import Hold, Vanished, hold, successor
 from knowl_build.artifacts.schema import Manifest
 from knowl_build.artifacts.validate import validate
-from knowl_build.errors import ArtifactError
+from knowl_build.core.errors import ArtifactError
 
 # --- opening ------------------------------------------------------------------------------------
 

@@ -26,8 +26,8 @@ from knowl_build.artifacts.layout import (
     STAGING_PREFIX,
 )
 from knowl_build.artifacts.memo import folder_state, forget, relinked, remember, validated_state
-from knowl_build.errors import ArtifactError
-from knowl_build.trust import Sealer
+from knowl_build.core.errors import ArtifactError
+from knowl_build.support.trust import Sealer
 
 try:
     import fcntl

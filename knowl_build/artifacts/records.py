@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from knowl_build.artifacts.layout import RECORDS
-from knowl_build.errors import ArtifactError
+from knowl_build.core.errors import ArtifactError
 
 # Measured on 10,000 synthetic pages: level 1 writes 17.8 MB in 0.8 s, level 6 16.4 MB in
 # 1.1 s (from 64.5 MB): the duplicate body compresses away at any level. In the goals bench

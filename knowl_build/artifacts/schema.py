@@ -20,8 +20,8 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict, TypeVar
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from knowl_build.config import MAX_BOOST, MAX_CAVEATS
-from knowl_build.errors import ArtifactError
+from knowl_build.core.config import MAX_BOOST, MAX_CAVEATS
+from knowl_build.core.errors import ArtifactError
 
 Count = Annotated[int, Meta(ge=0, le=1 << 53)]
 Hex64 = Annotated[str, Meta(pattern="^[0-9a-f]{64}$")]

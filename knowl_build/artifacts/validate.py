@@ -33,7 +33,7 @@ from knowl_build.artifacts.schema import (
     decoder,
     problem,
 )
-from knowl_build.errors import ArtifactError
+from knowl_build.core.errors import ArtifactError
 
 # --- full validation ------------------------------------------------------------------------------
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import click
 
-from knowl_build.cli.main import cli, global_options, say, settings
-from knowl_build.errors import UsageError
+from knowl_build.cli.group import cli, global_options, say, settings
+from knowl_build.core.errors import UsageError
 
 
 @cli.command()

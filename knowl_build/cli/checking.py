@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from knowl_build.cli.main import (
+from knowl_build.cli.group import (
     BASELINE_OPTION,
     FORMAT_OPTION,
     JSON_OPTION,
@@ -28,7 +28,7 @@ from knowl_build.cli.main import (
     settings,
     write_sarif,
 )
-from knowl_build.diagnostics import summarize
+from knowl_build.core.diagnostics import summarize
 
 
 @cli.command()

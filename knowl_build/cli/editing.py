@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import click
 
-from knowl_build import process
-from knowl_build.cli.main import cli, global_options, settings
+from knowl_build.cli.group import cli, global_options, settings
+from knowl_build.support import process
 
 
 @cli.command()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from knowl_build.cli.main import (
+from knowl_build.cli.group import (
     ARTIFACT_OPTION,
     JSON_OPTION,
     cli,

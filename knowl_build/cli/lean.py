@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from knowl_build import process
-from knowl_build.vocabulary import CATEGORIES, STATUSES, USAGE_MODES
+from knowl_build.core.vocabulary import CATEGORIES, STATUSES, USAGE_MODES
+from knowl_build.support import process
 
 _FLAGS = frozenset({"--json", "-q", "--quiet", "-v", "--verbose"})
 _CHOICES = {
@@ -156,7 +156,7 @@ def run(args: list[str]) -> None:
         _interrupted()
     except Exception as exc:
         # Imported here: click only for an error (start-up time of every search).
-        from knowl_build.cli.main import failure
+        from knowl_build.cli.group import failure
 
         verbose = "-v" in options or "--verbose" in options
         process.exit_now(failure(exc, verbose))

@@ -11,8 +11,8 @@ from typing import Any
 
 import click
 
-from knowl_build.cli.main import ARTIFACT_OPTION, cli, global_options, notices, say, settings
-from knowl_build.vocabulary import counted
+from knowl_build.cli.group import ARTIFACT_OPTION, cli, global_options, notices, say, settings
+from knowl_build.core.vocabulary import counted
 
 
 def site_summary(outcome: Any, quiet: int) -> None:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from knowl_build.cli.main import (
+from knowl_build.cli.group import (
     ARTIFACT_OPTION,
     JSON_OPTION,
     USER_OPTION,
@@ -25,8 +25,8 @@ from knowl_build.cli.main import (
     say,
     settings,
 )
-from knowl_build.errors import UsageError
-from knowl_build.vocabulary import CATEGORIES, STATUSES, USAGE_MODES
+from knowl_build.core.errors import UsageError
+from knowl_build.core.vocabulary import CATEGORIES, STATUSES, USAGE_MODES
 
 F = TypeVar("F", bound=Callable[..., Any])
 

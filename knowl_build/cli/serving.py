@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from knowl_build import process
-from knowl_build.cli.main import ARTIFACT_OPTION, USER_OPTION, cli, global_options, settings
-from knowl_build.errors import UsageError
+from knowl_build.cli.group import ARTIFACT_OPTION, USER_OPTION, cli, global_options, settings
+from knowl_build.core.errors import UsageError
+from knowl_build.support import process
 
 
 @cli.command()

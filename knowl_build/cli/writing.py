@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from knowl_build.cli.main import (
+from knowl_build.cli.group import (
     JSON_OPTION,
     USER_OPTION,
     cli,
@@ -20,8 +20,8 @@ from knowl_build.cli.main import (
     say,
     settings,
 )
-from knowl_build.errors import UsageError
-from knowl_build.model import CATEGORIES, PROVENANCES, USAGE_MODES
+from knowl_build.core.errors import UsageError
+from knowl_build.core.model import CATEGORIES, PROVENANCES, USAGE_MODES
 
 NO_BUILD_OPTION = click.option(
     "--no-build",

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from knowl_build.errors import KnowlError
+from knowl_build.core.errors import KnowlError
 from knowl_build.secrets.scanner import redact
 
 

@@ -10,8 +10,8 @@ from collections.abc import Container
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from knowl_build import clock
 from knowl_build.secrets.scanner import redact
+from knowl_build.support import clock
 
 WORKING_TREE = "working-tree"
 SHALLOW = "shallow history"  # why a claim is unknown: the clone is shallow

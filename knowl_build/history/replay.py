@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from knowl_build import __version__
-from knowl_build.config import Config
-from knowl_build.files import atomic_write
+from knowl_build.core.config import Config
 from knowl_build.history.git import GitFailed
 from knowl_build.history.log import GitHistory, LogEntry, history_pathspecs
 from knowl_build.history.records import (
@@ -36,7 +35,8 @@ from knowl_build.history.records import (
 from knowl_build.semantic.canonic import read_source_file
 from knowl_build.semantic.dbt import DbtProject, read_dbt_file
 from knowl_build.semantic.layer import FileRead, SemanticLayer, combine
-from knowl_build.trust import MachineKey, Sealer, machine_key, read_sealed
+from knowl_build.support.files import atomic_write
+from knowl_build.support.trust import MachineKey, Sealer, machine_key, read_sealed
 
 SOURCE = "source"  # the kind of a source (its members are named `<source>.<member>`)
 

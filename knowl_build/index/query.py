@@ -32,7 +32,7 @@ from bisect import insort
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
-from knowl_build.errors import UsageError
+from knowl_build.core.errors import UsageError
 from knowl_build.index.fields import _TOKEN, TEXT_FIELDS, _stem, content_terms
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ def _shown(text: str) -> str:
 
 def _check_filter(name: str, value: str) -> None:
     # Imported here: start-up time of `knowl search` (only a filter in the query needs it).
-    from knowl_build.model import CATEGORIES, STATUSES, USAGE_MODES
+    from knowl_build.core.model import CATEGORIES, STATUSES, USAGE_MODES
 
     allowed = {
         "category": CATEGORIES,

@@ -11,7 +11,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from knowl_build.errors import ArtifactError
+from knowl_build.core.errors import ArtifactError
 from knowl_build.index.fields import NAMES_FIELD, SCHEMA_FIELDS, STATS_FILE, TEXT_FIELDS
 from knowl_build.index.postings import Mask, live_mask
 from knowl_build.index.segments import (
@@ -32,7 +32,7 @@ class Hit(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to import (star
     score: float
 
 
-# Tuned on the quality benchmark (bench/quality_bench.py), with the boosts of config.py.
+# Tuned on the quality benchmark (bench/quality_bench.py), with the boosts of core/config.py.
 K1 = 1.6
 B = 0.9
 

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 from whoosh.util.numeric import byte_to_length
 
-from knowl_build.errors import ArtifactError, KnowlError
+from knowl_build.core.errors import ArtifactError, KnowlError
 from knowl_build.index.fields import INDEX_NAME
 from knowl_build.index.unpickler import (
     _DATA_GLOBALS,

@@ -22,7 +22,7 @@ from whoosh.filedb.structfile import StructFile
 from whoosh.index import FileIndex
 from whoosh.util import random_name
 
-from knowl_build.errors import ArtifactError, KnowlError
+from knowl_build.core.errors import ArtifactError, KnowlError
 from knowl_build.index.analysis import INDEX_NAME, schema
 from knowl_build.index.segments import (
     TOC_NAME,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from knowl_build.errors import ArtifactError
+from knowl_build.core.errors import ArtifactError
 from knowl_build.index.fields import SCHEMA_FIELDS, TEXT_FIELDS
 from knowl_build.index.segments import Segment, open_segments, reading
 from knowl_build.index.stats import check_stats, load_stats, segment_stats

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from knowl_build.errors import ArtifactError
+from knowl_build.core.errors import ArtifactError
 from knowl_build.index.analysis import DOCS_FILE, INDEX_NAME, STATS_FILE
 from knowl_build.index.codec import KnowlCodec
 from knowl_build.index.fields import SCHEMA_FIELDS

@@ -16,7 +16,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 from pathlib import Path
 
-from knowl_build.errors import UsageError
+from knowl_build.core.errors import UsageError
 
 
 def serve(root: Path | None, config_file: Path | None = None) -> None:

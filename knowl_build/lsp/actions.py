@@ -11,13 +11,13 @@ from typing import Any, NamedTuple
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from knowl_build.core.model import DRAFT
+from knowl_build.core.names import holds_secret
 from knowl_build.lsp.features import frontmatter_end
 from knowl_build.lsp.lookup import at
 from knowl_build.lsp.positions import Positions
 from knowl_build.lsp.renaming import Refused, _check_name
 from knowl_build.lsp.workspace import Workspace
-from knowl_build.model import DRAFT
-from knowl_build.names import holds_secret
 from knowl_build.writes import fix
 from knowl_build.writes.common import quoted_timestamp, utc_now
 from knowl_build.writes.edit import EditError, FrontmatterEditor

@@ -9,15 +9,16 @@ from collections.abc import Callable, Iterable
 
 from lsprotocol import types
 
-from knowl_build import DOCS_URL, vocabulary
-from knowl_build.config import OBSIDIAN
-from knowl_build.diagnostics import Diagnostic
+from knowl_build import DOCS_URL
+from knowl_build.core import vocabulary
+from knowl_build.core.config import OBSIDIAN
+from knowl_build.core.diagnostics import Diagnostic
+from knowl_build.core.model import Entity, Page
+from knowl_build.core.resolve import aliases_of
 from knowl_build.history.records import History
 from knowl_build.lsp.lookup import At, at, heading_line, target_of
 from knowl_build.lsp.positions import Positions
 from knowl_build.lsp.workspace import Workspace
-from knowl_build.model import Entity, Page
-from knowl_build.resolve import aliases_of
 from knowl_build.rules.fields import META_FIELDS, TOP_FIELDS
 from knowl_build.secrets.scanner import redact
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from knowl_build.model import Heading, Link, Located, Page, Span
-from knowl_build.resolve import PageIndex, Resolution
+from knowl_build.core.model import Heading, Link, Located, Page, Span
+from knowl_build.core.resolve import PageIndex, Resolution
 
 
 class At(NamedTuple):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from knowl_build.model import Span
+from knowl_build.core.model import Span
 
 
 class Positions:

@@ -20,11 +20,11 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
-from knowl_build.linkpaths import _github_slug
+from knowl_build.core.linkpaths import _github_slug
+from knowl_build.core.model import MARKDOWN, Link, Page, TextIndex
+from knowl_build.core.names import MAX_NAME_CHARS
 from knowl_build.lsp.lookup import At, at, target_of
 from knowl_build.lsp.workspace import Workspace
-from knowl_build.model import MARKDOWN, Link, Page, TextIndex
-from knowl_build.names import MAX_NAME_CHARS
 from knowl_build.pipeline.analysis import Analysis
 from knowl_build.secrets.scanner import redact
 from knowl_build.writes import relink

@@ -17,7 +17,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from knowl_build import __version__
-from knowl_build.errors import KnowlError
+from knowl_build.core.errors import KnowlError
 from knowl_build.lsp import actions, features, renaming
 from knowl_build.lsp.positions import Positions
 from knowl_build.lsp.workspace import Workspace, project_root

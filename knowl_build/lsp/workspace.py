@@ -24,17 +24,17 @@ import threading
 from collections import defaultdict
 from pathlib import Path
 
-from knowl_build import clock
 from knowl_build.app.project import find_project_root, load_config
-from knowl_build.config import Config
-from knowl_build.diagnostics import Diagnostic
-from knowl_build.model import Entity, Page
+from knowl_build.core.config import Config
+from knowl_build.core.diagnostics import Diagnostic
+from knowl_build.core.model import Entity, Page
 from knowl_build.parse.text import decode
 from knowl_build.pipeline.analysis import HISTORY_CACHE, Analysis, analyse
 from knowl_build.pipeline.cache import CachePlace
 from knowl_build.pipeline.discover import excluded_by
 from knowl_build.pipeline.inputs import Inputs, read_inputs
-from knowl_build.trust import machine_key
+from knowl_build.support import clock
+from knowl_build.support.trust import machine_key
 
 # The cache files copied from the project's `.knowl/cache/` (the parse cache, the replay).
 SEEDED = ("pages.jsonl", HISTORY_CACHE)

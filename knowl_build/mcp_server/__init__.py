@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from knowl_build.app.project import Locator
-from knowl_build.errors import UsageError
+from knowl_build.core.errors import UsageError
 from knowl_build.mcp_server.session import Session
 
 

@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from knowl_build.errors import UsageError
+from knowl_build.core.errors import UsageError
+from knowl_build.core.names import valid_user
 from knowl_build.mcp_server.session import TOKEN_USER_KEY
 from knowl_build.mcp_server.text import one_line
-from knowl_build.names import valid_user
 
 DEFAULT_HOST = "127.0.0.1"
 PATH = "/mcp"

@@ -23,7 +23,7 @@ from pydantic import Field
 
 from knowl_build.app import reading
 from knowl_build.artifacts.answers import ContextAnswer
-from knowl_build.errors import KnowlError
+from knowl_build.core.errors import KnowlError
 from knowl_build.mcp_server.session import Session
 from knowl_build.mcp_server.shapes import MAX_FIELD_CHARS, MAX_QUERY_CHARS, MAX_TEXT_CHARS
 from knowl_build.mcp_server.text import one_line

@@ -25,7 +25,7 @@ from mcp_types import Resource
 from knowl_build.app import reading
 from knowl_build.artifacts.answers import PageRow
 from knowl_build.artifacts.schema import ShowAnswer
-from knowl_build.errors import ArtifactError, KnowlError, UsageError
+from knowl_build.core.errors import ArtifactError, KnowlError, UsageError
 from knowl_build.mcp_server.session import Session
 from knowl_build.mcp_server.shapes import MAX_ENTITY_CHARS, MAX_NAME_CHARS_PAGE
 from knowl_build.mcp_server.text import one_line

@@ -39,7 +39,7 @@ from pydantic import ValidationError
 from pydantic.networks import AnyUrl
 
 from knowl_build import __version__
-from knowl_build.errors import KnowlError
+from knowl_build.core.errors import KnowlError
 from knowl_build.mcp_server import prompts, resources
 from knowl_build.mcp_server.session import TOKEN_USER_KEY, Session
 from knowl_build.mcp_server.text import one_line

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from knowl_build.app import reading
 from knowl_build.app.project import Locator
-from knowl_build.errors import UsageError
-from knowl_build.names import valid_user
+from knowl_build.core.errors import UsageError
+from knowl_build.core.names import valid_user
 
 # The ASGI scope key under which the HTTP gate leaves the user a request's token names.
 TOKEN_USER_KEY = "knowl.token_user"

@@ -14,7 +14,7 @@ import msgspec
 from pydantic import Field
 
 from knowl_build.app.reading import ENTITY_KINDS
-from knowl_build.model import CATEGORIES, STATUSES, USAGE_MODES
+from knowl_build.core.model import CATEGORIES, STATUSES, USAGE_MODES
 
 # Bounds of what a client may send: generous for people and agents, small enough that a
 # hostile call cannot make the server echo or scan megabytes.

@@ -13,10 +13,10 @@ from knowl_build.artifacts.answers import (
     StaleList,
 )
 from knowl_build.artifacts.schema import MixedSearchAnswer, SearchAnswer, ShowAnswer, TraverseAnswer
+from knowl_build.core.vocabulary import counted
 from knowl_build.mcp_server.shapes import StoreAnswer, SupersedeAnswer, TimelineAnswer
 from knowl_build.output.text import printable
 from knowl_build.secrets.scanner import redact
-from knowl_build.vocabulary import counted
 
 SHOWN = 5  # items named in a line; the structured content has them all
 TITLE_CHARS = 80

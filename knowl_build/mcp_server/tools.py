@@ -34,7 +34,7 @@ from knowl_build.artifacts.answers import (
     StaleList,
 )
 from knowl_build.artifacts.schema import MixedSearchAnswer, ShowAnswer, TraverseAnswer
-from knowl_build.errors import KnowlError, UsageError
+from knowl_build.core.errors import KnowlError, UsageError
 from knowl_build.mcp_server import text
 from knowl_build.mcp_server.session import Session
 from knowl_build.mcp_server.shapes import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from knowl_build.diagnostics import Diagnostic, repo_path, summarize
+from knowl_build.core.diagnostics import Diagnostic, repo_path, summarize
 
 _COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
 SUMMARY_ROWS = 500

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from knowl_build.output.escapes import REORDERING
 
 if TYPE_CHECKING:
-    from knowl_build.diagnostics import Diagnostic
+    from knowl_build.core.diagnostics import Diagnostic
 
 # What JSON may carry raw that a terminal acts on or that reorders what it shows: DEL, the C1
 # controls (U+009B is a one-character CSI), the line and paragraph separators and the bidi
@@ -42,7 +42,7 @@ def render(
     findings were compared and how many known ones were hidden."""
     # Findings only: an answer printed as JSON (`knowl search --json`) needs neither the
     # findings' document nor the secret scanner it loads (start-up time).
-    from knowl_build.diagnostics import diagnostics_document
+    from knowl_build.core.diagnostics import diagnostics_document
 
     document = diagnostics_document(diagnostics, repo_prefix)
     if baseline is not None:

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from knowl_build import DOCS_URL, __version__
-from knowl_build.diagnostics import Diagnostic, repo_path
+from knowl_build.core.diagnostics import Diagnostic, repo_path
 from knowl_build.output import json_format
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "note", "off": "none"}

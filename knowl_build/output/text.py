@@ -24,11 +24,11 @@ from knowl_build.artifacts.schema import (
     StaleRow,
     TraverseAnswer,
 )
-from knowl_build.diagnostics import Diagnostic, repo_path
+from knowl_build.core.diagnostics import Diagnostic, repo_path
+from knowl_build.core.vocabulary import counted
 from knowl_build.output import hits
 from knowl_build.output.escapes import printable as printable
 from knowl_build.output.hits import FRESH, about
-from knowl_build.vocabulary import counted
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 

@@ -27,8 +27,8 @@ from markdown_it.rules_inline import StateInline
 from markdown_it.rules_inline import html_inline as _html_inline
 from markdown_it.token import Token
 
-from knowl_build.config import CODE_SHORTCODES as BUILT_IN_CODE_SHORTCODES
-from knowl_build.model import Directive, Heading, Link, Span, Suppression, TextIndex, UrlRef
+from knowl_build.core.config import CODE_SHORTCODES as BUILT_IN_CODE_SHORTCODES
+from knowl_build.core.model import Directive, Heading, Link, Span, Suppression, TextIndex, UrlRef
 from knowl_build.parse import mdlinks
 from knowl_build.parse.shortcodes import front_matter as toml_front_matter
 from knowl_build.parse.shortcodes import regions as shortcode_regions

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from knowl_build.model import WIKI, Link, ParsedPage
+from knowl_build.core.model import WIKI, Link, ParsedPage
 from knowl_build.parse.body import strip_inline, wiki_target
 
 _OFFSET = re.compile(r",\s*\d+\s*$")  # `#heading,1`: skip a line of the referenced text

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from knowl_build.errors import UsageError
-from knowl_build.model import TextIndex
-from knowl_build.names import valid_user
-from knowl_build.pageref import check_ref
+from knowl_build.core.errors import UsageError
+from knowl_build.core.model import TextIndex
+from knowl_build.core.names import valid_user
+from knowl_build.core.pageref import check_ref
 from knowl_build.parse.text import decode
 from knowl_build.parse.yamlnodes import YamlProblem, YMap, YNode, YScalar, YSeq, compose, key_text
 from knowl_build.secrets.scanner import redact

@@ -33,8 +33,8 @@ from markdown_it.rules_inline.image import image as _image
 from markdown_it.rules_inline.link import link as _link
 from markdown_it.token import Token
 
-from knowl_build.linkpaths import PATH, URL, classify, split_path
-from knowl_build.model import MARKDOWN, Link, Span, TextIndex, UrlRef
+from knowl_build.core.linkpaths import PATH, URL, classify, split_path
+from knowl_build.core.model import MARKDOWN, Link, Span, TextIndex, UrlRef
 
 # The same form parse/body.py scans for (a wiki-link is read before a Markdown link).
 _WIKI = re.compile(r"!?\[\[([^\[\]\n]*)\]\]")

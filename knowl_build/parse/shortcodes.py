@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from knowl_build.config import SHORTCODE_NAME
+from knowl_build.core.config import SHORTCODE_NAME
 
 # Openings by the delimiters that may still close: once `>}}` (or `%}}`) occurs nowhere after
 # the search, no `{{<` (or `{{%`) opens anything, and the search skips them all at once.

@@ -10,8 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from knowl_build import clock, process
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 from knowl_build.pipeline.cache import CachePlace, cache_place
 from knowl_build.pipeline.inputs import Inputs, read_inputs
 from knowl_build.pipeline.stages import findings, parsing, resolution
@@ -25,6 +24,7 @@ from knowl_build.pipeline.stages.resolution import HISTORY_CACHE as HISTORY_CACH
 from knowl_build.pipeline.stages.resolution import gather_git_facts as gather_git_facts
 from knowl_build.pipeline.stages.values import Analysis as Analysis
 from knowl_build.pipeline.stages.values import Parsed
+from knowl_build.support import clock, process
 
 
 @process.held()  # no cyclic collection while the run allocates

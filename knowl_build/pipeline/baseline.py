@@ -30,12 +30,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knowl_build.config import Config
-from knowl_build.diagnostics import Diagnostic
-from knowl_build.errors import UsageError
+from knowl_build.core.config import Config
+from knowl_build.core.diagnostics import Diagnostic
+from knowl_build.core.errors import UsageError
+from knowl_build.core.model import TextIndex
 from knowl_build.history.git import GitFailed, GitRepo, first_line
 from knowl_build.history.pages import checkout_at
-from knowl_build.model import TextIndex
 from knowl_build.parse.text import decode
 from knowl_build.pipeline.cache import cache_place
 from knowl_build.pipeline.check import check

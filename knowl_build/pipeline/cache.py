@@ -26,9 +26,9 @@ from pathlib import Path
 
 import msgspec
 
-from knowl_build.files import atomic_write
-from knowl_build.model import ParsedPage
-from knowl_build.trust import NO_KEY, MachineKey, Sealer, machine_key, read_cache_file
+from knowl_build.core.model import ParsedPage
+from knowl_build.support.files import atomic_write
+from knowl_build.support.trust import NO_KEY, MachineKey, Sealer, machine_key, read_cache_file
 
 # 5: every line sealed; 6: block ids; 7: bound fingerprints of any hex length; 8: pages
 # encoded by msgspec from the model's own types (decoding one is several times faster);

@@ -10,17 +10,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from knowl_build import clock, process
-from knowl_build.config import Config
-from knowl_build.diagnostics import Diagnostic
-from knowl_build.files import atomic_write
+from knowl_build.core.config import Config
+from knowl_build.core.diagnostics import Diagnostic
 from knowl_build.history.objects import git_blob_id
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.cache import cache_place
 from knowl_build.pipeline.discover import shown_path
 from knowl_build.pipeline.inputs import read_inputs
 from knowl_build.pipeline.linked import answers
-from knowl_build.trust import Sealer, read_sealed
+from knowl_build.support import clock, process
+from knowl_build.support.files import atomic_write
+from knowl_build.support.trust import Sealer, read_sealed
 
 # 3: dbt fingerprints cover what a definition computes; drift names its change; 4: only real
 # comments are suppressions (a memo may hold the findings that one that is not hid); 5:

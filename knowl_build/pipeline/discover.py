@@ -34,12 +34,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knowl_build.config import Config, glob_regex
-from knowl_build.diagnostics import Finding
-from knowl_build.errors import ConfigError
+from knowl_build.core.config import Config, glob_regex
+from knowl_build.core.diagnostics import Finding
+from knowl_build.core.errors import ConfigError
+from knowl_build.core.layouts import FLAT, Layout
+from knowl_build.core.resolve import folder_scope
 from knowl_build.history.git import GitFailed, GitRepo, first_line
-from knowl_build.layouts import FLAT, Layout
-from knowl_build.resolve import folder_scope
 from knowl_build.semantic.dbt import DbtProject, read_dbt_project
 
 

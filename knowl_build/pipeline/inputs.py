@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowl_build import __version__
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 from knowl_build.pipeline.discover import Discovery, discover
 
 

@@ -16,9 +16,9 @@ import os
 import posixpath
 from pathlib import Path
 
-from knowl_build.config import Config
-from knowl_build.layouts import nfc
-from knowl_build.linkpaths import FILE, INTERNAL, MISSING, OUTSIDE, LinkSettings
+from knowl_build.core.config import Config
+from knowl_build.core.layouts import nfc
+from knowl_build.core.linkpaths import FILE, INTERNAL, MISSING, OUTSIDE, LinkSettings
 from knowl_build.pipeline.discover import Discovery
 
 _NEVER = (".git", ".knowl")

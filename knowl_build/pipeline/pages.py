@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
 from knowl_build import __version__
-from knowl_build.config import DENDRON, Config, SecurityConfig
-from knowl_build.diagnostics import Finding
-from knowl_build.model import Fields, Located, Page, ParsedPage, Span, TextIndex
+from knowl_build.core.config import DENDRON, Config, SecurityConfig
+from knowl_build.core.diagnostics import Finding
+from knowl_build.core.model import Fields, Located, Page, ParsedPage, Span, TextIndex
+from knowl_build.core.resolve import misplaced, place
 from knowl_build.parse.body import CODE_SHORTCODES, FM_SUPPRESSION, scan_body, suppression
 from knowl_build.parse.dendron import label_first
 from knowl_build.parse.frontmatter import split
@@ -25,7 +26,6 @@ from knowl_build.parse.text import decode
 from knowl_build.parse.yamlnodes import YamlProblem, YMap, compose, json_safe, plain
 from knowl_build.pipeline.cache import ParseCache, decode_page, encode_page
 from knowl_build.pipeline.inputs import Inputs
-from knowl_build.resolve import misplaced, place
 from knowl_build.rules import fields as field_rules
 from knowl_build.rules import security
 from knowl_build.secrets.scanner import SecretScanner

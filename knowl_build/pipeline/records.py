@@ -24,14 +24,14 @@ from knowl_build.artifacts.schema import (
     PageFields,
     PageRecord,
 )
+from knowl_build.core.model import MARKDOWN, Page
 from knowl_build.history.records import History
 from knowl_build.index.fields import NAMES_FIELD, name_key
 from knowl_build.index.writer import IndexDocument
-from knowl_build.model import MARKDOWN, Page
 from knowl_build.pipeline.stages.values import Analysis
-from knowl_build.render import render_body
 from knowl_build.secrets.scanner import redact
 from knowl_build.semantic.layer import SemanticLayer
+from knowl_build.semantic.render import render_body
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -182,7 +182,7 @@ def entity_records(analysis: Analysis) -> Entities:
 def reference_graph(analysis: Analysis) -> nx.DiGraph:
     # networkx loads only when the graph is built anew (start-up time of an incremental
     # build, which mostly copies it).
-    from knowl_build.graph import entity_node, make_graph, page_node
+    from knowl_build.artifacts.graph import entity_node, make_graph, page_node
 
     nodes: dict[str, dict[str, Any]] = {}
     edges: dict[tuple[str, str], set[str]] = defaultdict(set)

@@ -29,13 +29,13 @@ from knowl_build.artifacts.schema import (
     decode,
     encode,
 )
-from knowl_build.errors import ArtifactError
+from knowl_build.core.errors import ArtifactError
+from knowl_build.core.model import Page
 from knowl_build.index.analysis import DOCS_FILE
 from knowl_build.index.writer import IndexDocument
-from knowl_build.model import Page
 from knowl_build.pipeline.records import catalog_entry, index_document, page_record, record_pages
 from knowl_build.pipeline.stages.values import Analysis
-from knowl_build.render import attribute_value
+from knowl_build.semantic.render import attribute_value
 
 SIGNATURES = "signatures.json"
 # Sorted keys: the same data, the same digest (msgspec: several times faster than json here,

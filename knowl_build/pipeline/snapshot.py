@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from knowl_build.config import Config
-from knowl_build.errors import UsageError
+from knowl_build.core.config import Config
+from knowl_build.core.errors import UsageError
 from knowl_build.history.git import GitFailed, first_line
 from knowl_build.history.pages import checkout_at
 from knowl_build.pipeline.baseline import project_paths, revision, share_parse_cache

@@ -20,9 +20,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from knowl_build.files import atomic_write
 from knowl_build.rules.urls import Answer
-from knowl_build.trust import Sealer, read_sealed
+from knowl_build.support.files import atomic_write
+from knowl_build.support.trust import Sealer, read_sealed
 
 URL_CACHE = "urls.json"
 URL_SEAL = "url-answers"

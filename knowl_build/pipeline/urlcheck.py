@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, urljoin, urlsplit
 
 from knowl_build import DOCS_URL, __version__
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 from knowl_build.pipeline.urlpolicy import SCHEMES, Policy, Target, has_userinfo, target
 from knowl_build.rules.urls import Answer
 

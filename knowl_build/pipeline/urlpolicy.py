@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 from urllib.parse import SplitResult, urlsplit
 
-from knowl_build.linkpaths import excluded
+from knowl_build.core.linkpaths import excluded
 from knowl_build.secrets.scanner import SecretScanner
 
 SCHEMES = ("http", "https")
@@ -110,7 +110,7 @@ class Policy:
 
     def refusal(self, url: str) -> str | None:
         """Why `url` is not asked (None: it may be, once its addresses pass `address_allowed`)."""
-        if excluded(url, self.exclude):  # as Markdown links are skipped (resolve.py)
+        if excluded(url, self.exclude):  # as Markdown links are skipped (core/resolve.py)
             return EXCLUDED
         found = target(url)
         if found is None:

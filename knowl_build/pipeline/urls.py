@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from knowl_build.config import Config
-from knowl_build.diagnostics import Finding
-from knowl_build.model import Page
+from knowl_build.core.config import Config
+from knowl_build.core.diagnostics import Finding
+from knowl_build.core.model import Page
 from knowl_build.pipeline.cache import CachePlace
 from knowl_build.pipeline.urlcache import URL_CACHE, URL_SEAL, AnswerCache
 from knowl_build.pipeline.urlpolicy import CREDENTIALS, NOT_PUBLIC, Policy, target

@@ -26,7 +26,7 @@ from knowl_build.artifacts.schema import (
     StaleAnswer,
     TraverseAnswer,
 )
-from knowl_build.errors import PageNotFound, UsageError
+from knowl_build.core.errors import PageNotFound, UsageError
 from knowl_build.reader import context, entities, passages, queries, traversal
 from knowl_build.reader.queries import Filters
 from knowl_build.reader.view import ArtifactView, find_artifact

@@ -7,7 +7,7 @@ from msgspec import to_builtins
 
 from knowl_build.artifacts.answers import EntityDescription, EntityList, EntityPage, EntityRow
 from knowl_build.artifacts.schema import Entity
-from knowl_build.errors import KnowlError
+from knowl_build.core.errors import KnowlError
 from knowl_build.reader.paging import page_of
 from knowl_build.reader.view import ArtifactView, visible
 
@@ -67,7 +67,7 @@ def describe_entity(view: ArtifactView, name: str, user: str | None = None) -> E
     entity = view.entities.get(name)
     if entity is None:
         # rapidfuzz loads only for a name that is not there (start-up time of the reader).
-        from knowl_build.hints import did_you_mean
+        from knowl_build.support.hints import did_you_mean
 
         hint = did_you_mean(name[:MAX_QUERY_CHARS], list(view.entities))
         shown = repr(name[:100])  # control characters escaped, a long name cut

@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from knowl_build.errors import AmbiguousPage, PageNotFound
+from knowl_build.core.errors import AmbiguousPage, PageNotFound
 from knowl_build.parse.evalfile import MAX_K, Question
 from knowl_build.reader import Reader
 

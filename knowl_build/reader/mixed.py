@@ -21,7 +21,7 @@ from knowl_build.artifacts.schema import (
     SearchHit,
     TriggeredCaveat,
 )
-from knowl_build.errors import UsageError
+from knowl_build.core.errors import UsageError
 from knowl_build.index.fields import name_key
 from knowl_build.index.query import parse
 from knowl_build.reader import queries

@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import TypeVar
 
-from knowl_build.errors import UsageError
+from knowl_build.core.errors import UsageError
 
 T = TypeVar("T")
 MAX_CURSOR_CHARS = 200

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from msgspec import UNSET, DecodeError, Raw, Struct, UnsetType
 
-from knowl_build import embeddings
 from knowl_build.artifacts import memo, publication
 from knowl_build.artifacts.layout import MANIFEST, RECORDS
 from knowl_build.artifacts.opening import Artifact, open_artifact
@@ -34,8 +33,9 @@ from knowl_build.artifacts.schema import (
     decode,
     decoder,
 )
-from knowl_build.errors import ArtifactError, KnowlError
-from knowl_build.pageref import Named, pick
+from knowl_build.core.errors import ArtifactError, KnowlError
+from knowl_build.core.pageref import Named, pick
+from knowl_build.index import embeddings
 
 if TYPE_CHECKING:
     from knowl_build.reader.entity_search import EntityIndex

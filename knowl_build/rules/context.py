@@ -6,14 +6,14 @@ import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from knowl_build import clock
-from knowl_build.config import Config
-from knowl_build.diagnostics import Finding
-from knowl_build.hints import SKIPPED, HintBudget, NearNames, suggestion
+from knowl_build.core.config import Config
+from knowl_build.core.diagnostics import Finding
+from knowl_build.core.model import Page, Span
+from knowl_build.core.resolve import PageIndex
 from knowl_build.history.records import History
-from knowl_build.model import Page, Span
-from knowl_build.resolve import PageIndex
 from knowl_build.semantic.layer import SemanticLayer
+from knowl_build.support import clock
+from knowl_build.support.hints import SKIPPED, HintBudget, NearNames, suggestion
 
 Emitted = Iterator[tuple[str, Finding]]
 
@@ -84,7 +84,7 @@ class RuleContext:
     def _lookup(self, names: NearNames, name: str) -> tuple[str | None, str | None]:
         """The hint to keep for `name`, and the hint for this finding. A lookup over the run's
         budget keeps none; the first such finding gets the notice that hints stop there
-        (see hints.py)."""
+        (see support/hints.py)."""
         found = names.closest(name, HINT_CUTOFF, self._hint_budget)
         if found is SKIPPED:
             return None, self._hint_budget.notice()

@@ -9,9 +9,8 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
-from knowl_build.diagnostics import Finding
-from knowl_build.hints import did_you_mean
-from knowl_build.model import (
+from knowl_build.core.diagnostics import Finding
+from knowl_build.core.model import (
     CATEGORIES,
     FRESHNESS,
     PROVENANCES,
@@ -35,6 +34,7 @@ from knowl_build.parse.yamlnodes import (
     plain,
 )
 from knowl_build.rules.rule import Rule
+from knowl_build.support.hints import did_you_mean
 
 FIELD_TYPE = Rule(
     code="KB002",

@@ -17,13 +17,13 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from knowl_build import clock
-from knowl_build.diagnostics import Finding
+from knowl_build.core.diagnostics import Finding
+from knowl_build.core.model import Page
 from knowl_build.history.records import WORKING_TREE, EntityHistory
-from knowl_build.model import Page
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
 from knowl_build.rules.rule import Rule
 from knowl_build.semantic.fingerprint import change_phrase, diff_lines, one_line, spans_lines
+from knowl_build.support import clock
 
 DRIFT = Rule(
     code="KB201",

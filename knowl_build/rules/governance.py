@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from knowl_build.config import DENDRON, OBSIDIAN
-from knowl_build.diagnostics import Finding
-from knowl_build.model import Page
-from knowl_build.resolve import GLOBAL, PageIndex, fold, scope_label
+from knowl_build.core.config import DENDRON, OBSIDIAN
+from knowl_build.core.diagnostics import Finding
+from knowl_build.core.model import Page
+from knowl_build.core.resolve import GLOBAL, PageIndex, fold, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
 from knowl_build.rules.rule import Rule
 from knowl_build.secrets.patterns import REDACTED

@@ -13,7 +13,7 @@ codes as wiki-links, each message quoting the link as written.
 
 Site-absolute links without `[links] site_root`, and destinations `[links] exclude` matches,
 are not checked (`resolve.PageIndex.resolve_link`). The rules are declared where wiki-links'
-are (rules/references.py, rules/reading.py); this module only emits them.
+are (rules/references.py, rules/file_findings.py); this module only emits them.
 """
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ from __future__ import annotations
 import posixpath
 from collections import defaultdict
 
-from knowl_build.config import OBSIDIAN
-from knowl_build.hints import SKIPPED, NearNames, suggestion
-from knowl_build.linkpaths import heading_slugs, leaves, relative_path
-from knowl_build.model import MARKDOWN, Link, Page
-from knowl_build.resolve import Resolution, fold, scope_label
+from knowl_build.core.config import OBSIDIAN
+from knowl_build.core.linkpaths import heading_slugs, leaves, relative_path
+from knowl_build.core.model import MARKDOWN, Link, Page
+from knowl_build.core.resolve import Resolution, fold, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
-from knowl_build.rules.reading import SYMLINK_ESCAPE
+from knowl_build.rules.file_findings import SYMLINK_ESCAPE
 from knowl_build.rules.references import (
     AMBIGUOUS_LINK,
     BROKEN_LINK,
@@ -37,6 +36,7 @@ from knowl_build.rules.references import (
     _case_only,
     _Headings,
 )
+from knowl_build.support.hints import SKIPPED, NearNames, suggestion
 
 __all__ = ["check_markdown_links"]
 

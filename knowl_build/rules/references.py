@@ -8,16 +8,16 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 
-from knowl_build.config import DENDRON, EXACT, OBSIDIAN
-from knowl_build.diagnostics import Finding
-from knowl_build.hints import SKIPPED, NearNames, suggestion
+from knowl_build.core.config import DENDRON, EXACT, OBSIDIAN
+from knowl_build.core.diagnostics import Finding
+from knowl_build.core.model import MARKDOWN, Heading, Link, Page, Span
+from knowl_build.core.resolve import Resolution, is_file_target, is_wildcard, note_name, scope_label
 from knowl_build.history.records import WORKING_TREE
-from knowl_build.model import MARKDOWN, Heading, Link, Page, Span
 from knowl_build.parse import dendron
 from knowl_build.parse.body import heading_key, strip_inline
-from knowl_build.resolve import Resolution, is_file_target, is_wildcard, note_name, scope_label
 from knowl_build.rules.context import Emitted, RuleContext, finding_at
 from knowl_build.rules.rule import Rule
+from knowl_build.support.hints import SKIPPED, NearNames, suggestion
 
 UNKNOWN_SL_REF = Rule(
     code="KB101",
@@ -403,7 +403,7 @@ class _Headings:
     """The headings of the pages links point at, prepared once per run: each page's heading
     keys as a set (a link is a lookup, not a pass over the target's headings), and, for each
     set of target pages a broken link meets, the index its did-you-mean hints come from. The
-    hints charge the run's hint budget like every other did-you-mean (hints.py), so a
+    hints charge the run's hint budget like every other did-you-mean (support/hints.py), so a
     page of thousands of headings and thousands of `[[#…]]` links checks in linear time."""
 
     def __init__(self, ctx: RuleContext) -> None:

@@ -12,20 +12,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from knowl_build.config import PER_PATH, Config
-from knowl_build.errors import ConfigError
-from knowl_build.hints import did_you_mean
+from knowl_build.core.config import PER_PATH, Config
+from knowl_build.core.errors import ConfigError
 from knowl_build.rules import (
     fields,
+    file_findings,
     freshness,
     governance,
-    reading,
+    project_findings,
     references,
-    run,
     security,
     urls,
 )
 from knowl_build.rules.rule import Rule
+from knowl_build.support.hints import did_you_mean
 
 __all__ = ["MODULES", "RULES", "RULES_BY_CODE", "Rule", "check_config", "collect", "severity"]
 
@@ -39,11 +39,11 @@ class RuleModule(Protocol):
 
 MODULES: tuple[RuleModule, ...] = (
     fields,
+    file_findings,
     freshness,
     governance,
-    reading,
+    project_findings,
     references,
-    run,
     security,
     urls,
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,9 @@ import re
 from collections.abc import Callable, Iterator
 from fnmatch import fnmatchcase
 
-from knowl_build.config import SecurityConfig
-from knowl_build.diagnostics import Finding
-from knowl_build.model import Located, Span, TextIndex
+from knowl_build.core.config import SecurityConfig
+from knowl_build.core.diagnostics import Finding
+from knowl_build.core.model import Located, Span, TextIndex
 from knowl_build.parse.yamlnodes import YMap, YNode, YScalar, YSeq, as_text, key_text
 from knowl_build.rules.rule import Rule
 

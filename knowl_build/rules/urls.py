@@ -13,8 +13,8 @@ import http
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from knowl_build.diagnostics import Finding
-from knowl_build.model import Span
+from knowl_build.core.diagnostics import Finding
+from knowl_build.core.model import Span
 from knowl_build.rules.rule import Rule
 
 DEAD_URL = Rule(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from knowl_build.diagnostics import Finding
-from knowl_build.model import Entity, TextIndex
+from knowl_build.core.diagnostics import Finding
+from knowl_build.core.model import Entity, TextIndex
 from knowl_build.parse.yamlnodes import (
     YMap,
     YNode,

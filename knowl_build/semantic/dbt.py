@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from knowl_build.diagnostics import Finding
-from knowl_build.model import Entity, TextIndex
+from knowl_build.core.diagnostics import Finding
+from knowl_build.core.model import Entity, TextIndex
 from knowl_build.parse.text import decode
 from knowl_build.parse.yamlnodes import (
     YamlProblem,

@@ -14,9 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from knowl_build.diagnostics import Finding
-from knowl_build.hints import did_you_mean
-from knowl_build.model import Entity, TextIndex
+from knowl_build.core.diagnostics import Finding
+from knowl_build.core.model import Entity, TextIndex
 from knowl_build.parse.text import decode
 from knowl_build.parse.yamlnodes import (
     Composed,
@@ -24,6 +23,7 @@ from knowl_build.parse.yamlnodes import (
     YNode,
     compose,
 )
+from knowl_build.support.hints import did_you_mean
 
 NAME = re.compile(r"[A-Za-z0-9_-]+")
 # Resolution order for a member name shared by several kinds.

@@ -31,8 +31,8 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from knowl_build.artifacts.schema import LinkRecord, PageRecord
-from knowl_build.linkpaths import split_path
-from knowl_build.model import MARKDOWN
+from knowl_build.core.linkpaths import split_path
+from knowl_build.core.model import MARKDOWN
 from knowl_build.parse.body import CODE_SHORTCODES, heading_attributes, heading_key, wiki_target
 from knowl_build.parse.shortcodes import front_matter, regions
 

@@ -31,7 +31,7 @@ from knowl_build.artifacts.schema import (
     PageRecord,
     decode,
 )
-from knowl_build.errors import ArtifactError
+from knowl_build.core.errors import ArtifactError
 from knowl_build.reader import relations
 from knowl_build.reader.view import CAVEAT, GLOBAL, ArtifactView, page_node, visible
 from knowl_build.secrets.scanner import redact

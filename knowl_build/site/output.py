@@ -27,7 +27,7 @@ from pathlib import Path
 
 import msgspec
 
-from knowl_build.files import atomic_write
+from knowl_build.support.files import atomic_write
 
 MANIFEST = ".knowl-site.json"
 FORMAT = 1

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from msgspec import UnsetType
 
 from knowl_build.artifacts.schema import LinkRecord, PageRecord
-from knowl_build.model import MARKDOWN
+from knowl_build.core.model import MARKDOWN
 from knowl_build.parse.body import strip_inline
 from knowl_build.site.markup import WIKI, parse_wiki
 

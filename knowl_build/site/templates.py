@@ -32,7 +32,7 @@ from jinja2 import Environment as JinjaEnvironment
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup, escape
 
-from knowl_build.errors import ConfigError, KnowlError
+from knowl_build.core.errors import ConfigError, KnowlError
 
 SHIPPED = "knowl"
 

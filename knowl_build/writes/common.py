@@ -10,19 +10,19 @@ from typing import Any
 
 import yaml
 
-from knowl_build import clock
-from knowl_build.config import Config
-from knowl_build.diagnostics import Diagnostic
-from knowl_build.errors import UsageError
+from knowl_build.core.config import Config
+from knowl_build.core.diagnostics import Diagnostic
+from knowl_build.core.errors import UsageError
+from knowl_build.core.layouts import Layout
+from knowl_build.core.model import Page
+from knowl_build.core.names import normalize_owner, valid_user
+from knowl_build.core.pageref import GLOBAL, Named, pick, writable
 from knowl_build.history.git import GitFailed, GitRepo, first_line
 from knowl_build.history.pages import IdentityMissing, check_identity, commit_paths
-from knowl_build.layouts import Layout
-from knowl_build.model import Page
-from knowl_build.names import normalize_owner, valid_user
-from knowl_build.pageref import GLOBAL, Named, pick, writable
 from knowl_build.pipeline.analysis import Analysis, analyse
 from knowl_build.pipeline.inputs import Inputs, read_inputs
 from knowl_build.secrets.scanner import redact
+from knowl_build.support import clock
 from knowl_build.writes.edit import EditError, FrontmatterEditor
 from knowl_build.writes.pagefile import Change, PageBytes, WriteRefused, write_changes
 

@@ -14,11 +14,11 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knowl_build.config import Config
-from knowl_build.errors import UsageError
-from knowl_build.names import holds_secret, valid_user
+from knowl_build.core.config import Config
+from knowl_build.core.errors import UsageError
+from knowl_build.core.names import holds_secret, valid_user
+from knowl_build.core.resolve import GLOBAL, place
 from knowl_build.pipeline.discover import unread_because
-from knowl_build.resolve import GLOBAL, place
 from knowl_build.secrets.scanner import redact
 from knowl_build.writes.common import (
     NOTHING_WRITTEN,

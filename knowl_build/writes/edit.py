@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from knowl_build.errors import KnowlError
+from knowl_build.core.errors import KnowlError
 from knowl_build.parse.frontmatter import split
 from knowl_build.parse.yamlnodes import YamlProblem, YMap, YNode, YScalar, YSeq, compose, key_text
 

@@ -19,15 +19,15 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from knowl_build.core.layouts import Layout
+from knowl_build.core.model import Page
+from knowl_build.core.names import valid_user
+from knowl_build.core.pageref import page_id, writable
+from knowl_build.core.resolve import place
 from knowl_build.history.moves import page_moves
-from knowl_build.layouts import Layout
-from knowl_build.model import Page
-from knowl_build.names import valid_user
-from knowl_build.pageref import page_id, writable
 from knowl_build.parse.body import DIRECTIVE
 from knowl_build.parse.frontmatter import split
 from knowl_build.pipeline.analysis import Analysis
-from knowl_build.resolve import place
 from knowl_build.writes.edit import EditError, FrontmatterEditor
 from knowl_build.writes.pagefile import Change, PageBytes, WriteRefused, unified_diff, write_changes
 from knowl_build.writes.relink import apply_relinks, moved_links

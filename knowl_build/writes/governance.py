@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knowl_build.config import Config
-from knowl_build.model import DRAFT, Page
-from knowl_build.pageref import check_ref
+from knowl_build.core.config import Config
+from knowl_build.core.model import DRAFT, Page
+from knowl_build.core.pageref import check_ref
 from knowl_build.pipeline.analysis import Analysis
 from knowl_build.writes.common import (
     NOTHING_WRITTEN,

@@ -11,10 +11,10 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from knowl_build.errors import UsageError
-from knowl_build.layouts import Layout
-from knowl_build.names import valid_user
-from knowl_build.resolve import GLOBAL, place
+from knowl_build.core.errors import UsageError
+from knowl_build.core.layouts import Layout
+from knowl_build.core.names import valid_user
+from knowl_build.core.resolve import GLOBAL, place
 from knowl_build.secrets.scanner import redact
 from knowl_build.writes.common import Tree, utc_now
 from knowl_build.writes.pagefile import WriteRefused

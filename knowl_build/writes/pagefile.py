@@ -18,9 +18,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from knowl_build.errors import FULL, KnowlError, NoSpace
-from knowl_build.layouts import Layout
-from knowl_build.resolve import place
+from knowl_build.core.errors import FULL, KnowlError, NoSpace
+from knowl_build.core.layouts import Layout
+from knowl_build.core.resolve import place
 
 BOM = b"\xef\xbb\xbf"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from knowl_build.model import DRAFT, Page
+from knowl_build.core.model import DRAFT, Page
 from knowl_build.rules.fields import normalize_conflict_key
 from knowl_build.writes.bm25 import bm25_scores
 from knowl_build.writes.common import Tree

@@ -39,8 +39,8 @@ from urllib.parse import quote, unquote
 
 from markdown_it.common.utils import unescapeAll
 
-from knowl_build.config import DENDRON, EXACT, OBSIDIAN
-from knowl_build.linkpaths import (
+from knowl_build.core.config import DENDRON, EXACT, OBSIDIAN
+from knowl_build.core.linkpaths import (
     FILE,
     PAGE_SUFFIX,
     PRETTY_INDEXES,
@@ -48,13 +48,13 @@ from knowl_build.linkpaths import (
     leaves,
     relative_path,
 )
-from knowl_build.model import MARKDOWN, Link, Page, TextIndex
+from knowl_build.core.model import MARKDOWN, Link, Page, TextIndex
+from knowl_build.core.resolve import DENDRON_SCHEME, fold, place
 from knowl_build.parse.body import scan_body
 from knowl_build.parse.dendron import label_first
 from knowl_build.parse.frontmatter import split
 from knowl_build.parse.text import decode
 from knowl_build.pipeline.analysis import Analysis
-from knowl_build.resolve import DENDRON_SCHEME, fold, place
 
 
 class Relink(NamedTuple):

@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from knowl_build.config import Config
-from knowl_build.diagnostics import Diagnostic
-from knowl_build.errors import UsageError
+from knowl_build.core.config import Config
+from knowl_build.core.diagnostics import Diagnostic
+from knowl_build.core.errors import UsageError
+from knowl_build.core.model import DRAFT, Page
+from knowl_build.core.names import valid_user
+from knowl_build.core.pageref import check_ref
+from knowl_build.core.resolve import GLOBAL, place
 from knowl_build.history.git import GitRepo
-from knowl_build.model import DRAFT, Page
-from knowl_build.names import valid_user
-from knowl_build.pageref import check_ref
-from knowl_build.resolve import GLOBAL, place
 from knowl_build.secrets.scanner import redact
 from knowl_build.writes.common import (
     NOTHING_WRITTEN,

@@ -8,13 +8,13 @@ from pathlib import Path
 
 from knowl_build import __version__
 from knowl_build.artifacts import folders, layout, opening, publication, schema
-from knowl_build.diagnostics import Diagnostic
-from knowl_build.errors import KnowlError, UsageError
+from knowl_build.core.diagnostics import Diagnostic
+from knowl_build.core.errors import KnowlError, UsageError
 from knowl_build.history.gitdir import git_folders
 from knowl_build.pipeline.cache import CachePlace, cache_place
 from knowl_build.pipeline.inputs import inputs_sha256, read_inputs
 from knowl_build.pipeline.stages.state import BuildRequest, BuildResult, BuildState, Stopwatch
-from knowl_build.trust import Sealer
+from knowl_build.support.trust import Sealer
 
 
 def prepare(request: BuildRequest) -> BuildState:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from knowl_build.config import Config
-from knowl_build.diagnostics import Diagnostic, Finding, summarize
-from knowl_build.model import Suppression
+from knowl_build.core.config import Config
+from knowl_build.core.diagnostics import Diagnostic, Finding, summarize
+from knowl_build.core.model import Suppression
 from knowl_build.pipeline.cache import CachePlace
 from knowl_build.pipeline.discover import Discovery
 from knowl_build.pipeline.stages.state import BuildResult, BuildState

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from knowl_build import embeddings
 from knowl_build.artifacts import publication
-from knowl_build.index import writer
-from knowl_build.model import Page
+from knowl_build.core.model import Page
+from knowl_build.index import embeddings, writer
 from knowl_build.parse.text import decode
 from knowl_build.pipeline import records
 from knowl_build.pipeline.stages.sharing import share_index

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 from knowl_build.pipeline.cache import CachePlace, ParseCache
 from knowl_build.pipeline.inputs import Inputs
 from knowl_build.pipeline.pages import parse_cache_key, parse_pages

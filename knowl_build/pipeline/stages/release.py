@@ -10,11 +10,12 @@ from pathlib import Path
 
 from msgspec import UNSET
 
-from knowl_build import __version__, clock
+from knowl_build import __version__
 from knowl_build.artifacts import folders, layout, publication, schema
-from knowl_build.config import Config
+from knowl_build.core.config import Config
 from knowl_build.history.git import GitRepo
 from knowl_build.pipeline.stages.state import BuildResult, BuildState
+from knowl_build.support import clock
 
 
 @contextlib.contextmanager

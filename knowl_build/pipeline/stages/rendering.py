@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from knowl_build.artifacts import layout, publication, schema
-from knowl_build.diagnostics import diagnostics_document
-from knowl_build.errors import UsageError
+from knowl_build.core.diagnostics import diagnostics_document
+from knowl_build.core.errors import UsageError
 from knowl_build.parse.text import decode
 from knowl_build.pipeline import records, reuse
 from knowl_build.pipeline.inputs import read_file
@@ -100,7 +100,7 @@ def write_graph(state: BuildState, staging: Path) -> None:
         state.known["graph.json"] = previous.files["graph.json"]
         return
     # networkx loads only for a graph built anew (start-up time of an edit).
-    from knowl_build.graph import to_json as graph_json
+    from knowl_build.artifacts.graph import to_json as graph_json
 
     graph = records.reference_graph(state.analysis)
     put(state, staging, "graph.json", graph_json(graph).encode("utf-8"))

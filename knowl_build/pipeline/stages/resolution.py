@@ -6,20 +6,20 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from knowl_build.config import Config
+from knowl_build.core.config import Config
+from knowl_build.core.model import Page
+from knowl_build.core.resolve import PageIndex
 from knowl_build.history.log import GitHistory
 from knowl_build.history.replay import trace
-from knowl_build.model import Page
 from knowl_build.pipeline.cache import CachePlace
 from knowl_build.pipeline.discover import Discovery
 from knowl_build.pipeline.linked import link_settings
 from knowl_build.pipeline.stages.state import BuildState
 from knowl_build.pipeline.stages.values import ParsedProject, Resolved
-from knowl_build.resolve import PageIndex
 from knowl_build.rules.context import GitFacts, RuleContext
 from knowl_build.rules.freshness import assess
 from knowl_build.semantic.layer import SemanticLayer
-from knowl_build.trust import MachineKey
+from knowl_build.support.trust import MachineKey
 
 HISTORY_CACHE = "history.json"
 

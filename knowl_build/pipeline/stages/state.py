@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from knowl_build.config import Config
-from knowl_build.diagnostics import Diagnostic
+from knowl_build.core.config import Config
+from knowl_build.core.diagnostics import Diagnostic
 from knowl_build.pipeline.cache import CachePlace
 from knowl_build.pipeline.inputs import Inputs
 from knowl_build.pipeline.stages.values import Analysis, ParsedProject, Resolved
-from knowl_build.trust import Sealer
+from knowl_build.support.trust import Sealer
 
 if TYPE_CHECKING:
     from knowl_build.artifacts.schema import Entities, Manifest

@@ -6,12 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knowl_build.config import Config
-from knowl_build.diagnostics import Diagnostic, Finding
+from knowl_build.core.config import Config
+from knowl_build.core.diagnostics import Diagnostic, Finding
+from knowl_build.core.model import Page
+from knowl_build.core.resolve import PageIndex
 from knowl_build.history.records import History
-from knowl_build.model import Page
 from knowl_build.pipeline.discover import Discovery
-from knowl_build.resolve import PageIndex
 from knowl_build.rules.context import GitFacts, RuleContext
 from knowl_build.rules.freshness import Assessment
 from knowl_build.semantic.layer import SemanticLayer

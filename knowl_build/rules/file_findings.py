@@ -2,7 +2,7 @@
 that read the files, before any rule module runs (so this module holds no check).
 
 - KB001 by the page reader (pipeline/pages.py), when the frontmatter does not parse;
-- KB004 by pipeline/pages.py, with the message resolve.py words, for a page outside every
+- KB004 by pipeline/pages.py, with the message core/resolve.py words, for a page outside every
   scope;
 - KB007 by discovery (pipeline/discover.py) for names, and for contents by the page reader
   and the semantic readers (semantic/layer.py, semantic/dbt.py);

@@ -18,9 +18,10 @@ from typing import Any, TypeVar
 
 import click
 
-from knowl_build import __version__, process
-from knowl_build.errors import ArtifactError, KnowlError, UsageError, no_space
-from knowl_build.vocabulary import EXIT_USAGE
+from knowl_build import __version__
+from knowl_build.core.errors import ArtifactError, KnowlError, UsageError, no_space
+from knowl_build.core.vocabulary import EXIT_USAGE
+from knowl_build.support import process
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -293,7 +294,7 @@ def notices(lines: list[str], quiet: int) -> None:
 
 
 def write_sarif(path: Path, log: str) -> None:
-    from knowl_build.files import write_output  # only for a SARIF file (start-up time)
+    from knowl_build.support.files import write_output  # only for a SARIF file (start-up time)
 
     try:
         write_output(path, log.encode("utf-8"))
@@ -315,7 +316,7 @@ def sarif_on_failure(fmt: str, sarif_file: Path | None) -> Iterator[None]:
         raise
     except Exception as exc:
         from knowl_build.app.checking import rule_table
-        from knowl_build.config import Config
+        from knowl_build.core.config import Config
         from knowl_build.output import sarif
 
         full = no_space(exc)
@@ -323,7 +324,7 @@ def sarif_on_failure(fmt: str, sarif_file: Path | None) -> Iterator[None]:
             message = str(full or exc)
         else:
             message = f"internal error: {type(exc).__name__}: {exc}"
-        from knowl_build.files import write_output
+        from knowl_build.support.files import write_output
 
         log = sarif.render([], rule_table(Config()), failure=redact(message))
         if sarif_file is not None:

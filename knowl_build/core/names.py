@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from knowl_build.errors import UsageError
+from knowl_build.core.errors import UsageError
 
 MAX_NAME_CHARS = 100
 MAX_NAME_BYTES = 255

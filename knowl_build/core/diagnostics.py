@@ -6,14 +6,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from knowl_build.secrets.scanner import redact
-
 # Severities and exit codes, kept in `vocabulary` and named here too.
-from knowl_build.vocabulary import EXIT_FINDINGS as EXIT_FINDINGS
-from knowl_build.vocabulary import EXIT_OK as EXIT_OK
-from knowl_build.vocabulary import EXIT_USAGE as EXIT_USAGE
-from knowl_build.vocabulary import SEVERITIES as SEVERITIES
-from knowl_build.vocabulary import SEVERITY_CHOICES as SEVERITY_CHOICES
+from knowl_build.core.vocabulary import EXIT_FINDINGS as EXIT_FINDINGS
+from knowl_build.core.vocabulary import EXIT_OK as EXIT_OK
+from knowl_build.core.vocabulary import EXIT_USAGE as EXIT_USAGE
+from knowl_build.core.vocabulary import SEVERITIES as SEVERITIES
+from knowl_build.core.vocabulary import SEVERITY_CHOICES as SEVERITY_CHOICES
+from knowl_build.secrets.scanner import redact
 
 
 @dataclass(frozen=True, order=True, slots=True)

@@ -21,10 +21,10 @@ import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
-from knowl_build.config import DENDRON, EXACT, OBSIDIAN
-from knowl_build.layouts import GLOBAL as GLOBAL
-from knowl_build.layouts import SCOPED, Layout, nfc
-from knowl_build.linkpaths import (
+from knowl_build.core.config import DENDRON, EXACT, OBSIDIAN
+from knowl_build.core.layouts import GLOBAL as GLOBAL
+from knowl_build.core.layouts import SCOPED, Layout, nfc
+from knowl_build.core.linkpaths import (
     FILE,
     INTERNAL,
     OUTSIDE,
@@ -34,10 +34,10 @@ from knowl_build.linkpaths import (
     excluded,
     locate,
 )
-from knowl_build.model import MARKDOWN, Link, Page
-from knowl_build.names import holds_secret, owner_problem
-from knowl_build.pageref import bundle_folder
-from knowl_build.pageref import page_id as rel_id
+from knowl_build.core.model import MARKDOWN, Link, Page
+from knowl_build.core.names import holds_secret, owner_problem
+from knowl_build.core.pageref import bundle_folder
+from knowl_build.core.pageref import page_id as rel_id
 
 # Dendron's cross-vault links: `dendron://<vault>/<note>`.
 DENDRON_SCHEME = "dendron://"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from knowl_build.config_options import (
+from knowl_build.core.config_options import (
     Boolean,
     Choice,
     File,
@@ -35,8 +35,8 @@ from knowl_build.config_options import (
     option,
     options_of,
 )
-from knowl_build.layouts import LAYOUTS, SCOPED, Layout
-from knowl_build.linkpaths import MAX_EXCLUDE_PATTERNS, exclude_problem
+from knowl_build.core.layouts import LAYOUTS, SCOPED, Layout
+from knowl_build.core.linkpaths import MAX_EXCLUDE_PATTERNS, exclude_problem
 
 # `title` is the page's names (title, file name, aliases); the values are tuned on the quality
 # benchmark (bench/quality_bench.py) with index/ranking.py's K1 and B.
@@ -49,7 +49,7 @@ PER_PATH = "per-path"
 MAX_BOOST = 1000.0
 # Caveats riding along with one search: a bound every artifact is checked against too.
 MAX_CAVEATS = 10_000
-# [links] resolution: how a wiki-link names its page (resolve.py).
+# [links] resolution: how a wiki-link names its page (core/resolve.py).
 EXACT = "exact"
 OBSIDIAN = "obsidian"
 DENDRON = "dendron"

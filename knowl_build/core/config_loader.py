@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
-from knowl_build.config import Config
-from knowl_build.config_options import (
+from knowl_build.core.config import Config
+from knowl_build.core.config_options import (
     Invalid,
     Option,
     expect,
@@ -20,8 +20,8 @@ from knowl_build.config_options import (
     options_of,
     unknown_keys,
 )
-from knowl_build.errors import ConfigError
-from knowl_build.layouts import FLAT
+from knowl_build.core.errors import ConfigError
+from knowl_build.core.layouts import FLAT
 
 C = TypeVar("C")
 _MISSING = object()

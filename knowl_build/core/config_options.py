@@ -28,7 +28,7 @@ from pathlib import PurePosixPath
 from typing import Any, Generic, TypeVar, cast
 from urllib.parse import urlsplit
 
-from knowl_build.vocabulary import SEVERITY_CHOICES
+from knowl_build.core.vocabulary import SEVERITY_CHOICES
 
 T = TypeVar("T")
 V = TypeVar("V", covariant=True)

@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from knowl_build.errors import AmbiguousPage, KnowlError, PageNotFound
-from knowl_build.names import normalize_owner, valid_user
+from knowl_build.core.errors import AmbiguousPage, KnowlError, PageNotFound
+from knowl_build.core.names import normalize_owner, valid_user
 
 T = TypeVar("T")
 
@@ -174,7 +174,7 @@ def _closest(ref: str, user: str | None, ids: Callable[[str], Iterable[str]] | N
     if ids is None:
         return ""
     # Only for a page not found: difflib stays out of every reader's start-up time.
-    from knowl_build.hints import did_you_mean
+    from knowl_build.support.hints import did_you_mean
 
     name = ref.rsplit(":", 1)[-1] if ref.startswith(("global:", "user:")) else ref
     scopes = [GLOBAL] + ([f"user:{normalize_owner(user)}"] if user else [])

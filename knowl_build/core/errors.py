@@ -1,4 +1,4 @@
-"""The exceptions that stop a run. Findings are values (see diagnostics.py), not these."""
+"""The exceptions that stop a run. Findings are values (see core/diagnostics.py), not these."""
 
 from __future__ import annotations
 

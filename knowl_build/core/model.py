@@ -6,16 +6,16 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from knowl_build.diagnostics import Finding
+from knowl_build.core.diagnostics import Finding
 
 # The vocabularies of page fields (SPEC 2.2), kept in `vocabulary` and named here too.
-from knowl_build.vocabulary import CATEGORIES as CATEGORIES
-from knowl_build.vocabulary import DRAFT as DRAFT
-from knowl_build.vocabulary import FRESHNESS as FRESHNESS
-from knowl_build.vocabulary import PROVENANCES as PROVENANCES
-from knowl_build.vocabulary import STATUSES as STATUSES
-from knowl_build.vocabulary import USAGE_MODES as USAGE_MODES
-from knowl_build.vocabulary import VISIBILITIES as VISIBILITIES
+from knowl_build.core.vocabulary import CATEGORIES as CATEGORIES
+from knowl_build.core.vocabulary import DRAFT as DRAFT
+from knowl_build.core.vocabulary import FRESHNESS as FRESHNESS
+from knowl_build.core.vocabulary import PROVENANCES as PROVENANCES
+from knowl_build.core.vocabulary import STATUSES as STATUSES
+from knowl_build.core.vocabulary import USAGE_MODES as USAGE_MODES
+from knowl_build.core.vocabulary import VISIBILITIES as VISIBILITIES
 
 
 class TextIndex:
