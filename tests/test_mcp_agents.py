@@ -712,9 +712,12 @@ def test_list_stale_with_a_repo_answers_from_the_files_as_knowl_stale_does(tmp_p
 
     from_tree = run(["--repo", str(proj.root), "--user", "alice"], body)
     from_build = run(["--artifact", str(built)], body)
+    # Given an artifact, the server answers about it, whatever --repo says.
+    from_both = run(["--repo", str(proj.root), "--artifact", str(built)], body)
     assert [p["path"] for p in printed["pages"]] == [
         "knowledge/global/refunds.md",
         "knowledge/user/bob/plan.md",
     ]
     assert from_tree["pages"] == printed["pages"][:1]  # bob's page is bob's alone
     assert [p["page"] for p in from_build["pages"]] == ["orders"]
+    assert from_both == from_build

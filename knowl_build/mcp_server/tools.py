@@ -218,7 +218,9 @@ def read_tools(session: Session) -> list[Tool]:
     def list_stale(user: User = None, cursor: Cursor = None, limit: ListLimit = 50) -> StaleList:
         reader = session.readers.get()
         user = session.reader_user(user)
-        if session.with_repo:  # the project's tree, as `knowl stale` (app.checking.stale)
+        # The project's tree, as `knowl stale` (app.checking.stale), when the server serves
+        # the project's own build; a server given --artifact answers about that artifact.
+        if session.with_repo and session.artifact is None:
             build = reader.view.manifest.build_id
             return checking.stale_list(session.locator.project(), user, build, cursor, limit)
         return reading.list_stale(reader, user, cursor=cursor, limit=limit)
@@ -309,9 +311,9 @@ def read_tools(session: Session) -> list[Tool]:
             "List stale pages",
             "The pages that are not fresh (stale or needing review) with every reason: from "
             "the project's files as they are now when the server was started with --repo "
-            "(as `knowl stale`), else from the build it serves; a page of rows at a time: pass "
-            "`next_cursor` back as `cursor` for the next. Use it to warn about knowledge "
-            "that may be out of date.",
+            "and no --artifact (as `knowl stale`), else from the build it serves; a page of "
+            "rows at a time: pass `next_cursor` back as `cursor` for the next. Use it to warn "
+            "about knowledge that may be out of date.",
             StaleList,
             text.stale,
         ),
