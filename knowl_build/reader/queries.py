@@ -276,17 +276,32 @@ def search(
 
 def fuse(lists: Iterable[list[SearchHit]], limit: int) -> list[SearchHit]:
     """Reciprocal Rank Fusion, sum(1 / (60 + rank)) with 0-based ranks; ties by repo, then id.
-    Rankings are merged by rank, never by raw scores."""
-    fused: dict[tuple[str, str, str], tuple[float, SearchHit]] = {}
+    Rankings are merged by rank, never by raw scores.
+
+    Each hit is kept itself, its score replaced (not copied): the view that made it knows
+    which entry it was made of (`ArtifactView.entry_of_hit`), which its scope and id do not
+    tell where pages share an id. Such pages are two hits of one ranking, told apart by
+    their order in it."""
+    fused: dict[tuple[str, str, str, int], tuple[float, SearchHit]] = {}
     for ranking in lists:
+        seen: dict[tuple[str, str, str], int] = {}
         for rank_no, hit in enumerate(ranking):
-            key = (hit["repo"], hit["scope"], hit["page"])
-            score = fused.get(key, (0.0, hit))[0] + 1.0 / (RRF_K + rank_no)
-            fused[key] = (score, hit)
-    ordered = sorted(
-        fused.values(), key=lambda sh: (-sh[0], sh[1]["repo"], sh[1]["page"], sh[1]["scope"])
-    )
-    return [{**hit, "score": score} for score, hit in ordered[:limit]]
+            page = (hit["repo"], hit["scope"], hit["page"])
+            key = (*page, seen.get(page, 0))
+            seen[page] = key[3] + 1
+            score, first = fused.get(key, (0.0, hit))
+            fused[key] = (score + 1.0 / (RRF_K + rank_no), first)
+    ordered = sorted(fused.items(), key=lambda ksh: (-ksh[1][0], *_repo_id_scope(ksh[0])))
+    hits = []
+    for _key, (score, hit) in ordered[:limit]:
+        hit["score"] = score
+        hits.append(hit)
+    return hits
+
+
+def _repo_id_scope(key: tuple[str, str, str, int]) -> tuple[str, str, str, int]:
+    repo, scope, page, nth = key
+    return repo, page, scope, nth
 
 
 def show(view: ArtifactView, ref: str, user: str | None = None) -> ShowAnswer:
