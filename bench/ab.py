@@ -4,11 +4,14 @@ runs made in turn."""
 
 from __future__ import annotations
 
+import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import sysconfig
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -73,3 +76,26 @@ def summary(runs: list[dict[str, float]], figures: Iterable[str]) -> dict[str, S
         )
         for name in figures
     }
+
+
+def side_env(code: Path) -> dict[str, str]:
+    """The environment of a process of one side: its code first on the path, so `python -m
+    knowl_build` runs that side's package (the editable install is this tree's)."""
+    return {**os.environ, "PYTHONPATH": str(code)}
+
+
+def timed(args: list[str], code: Path, cwd: Path) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (user and system, of the process and the processes it waited
+    for: its parse workers and index writer) and stdout of `python *args` with `code`'s
+    package. Exit 1 (findings) is an answer; anything else stops the benchmark."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, env=side_env(code), cwd=cwd
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, proc.stdout

@@ -1,136 +1,191 @@
-"""The goals of issue 16, each next to the figure this run measured for it (bench/run.py
-prints this table last, from the build, reader and check figures of the same run)."""
+"""The goals of issue 25, each beside the figures an A/B run measured for it (bench/goals_bench.py
+measures, this module prints): A an earlier revision, B this tree, each figure the median of the
+runs made in turn with its range, CPU seconds on the line under wall seconds. Each goal is judged
+on B at the sizes it names (`ok` or `MISSED`). Below the goals, the other suites' main figures
+(check cold and warm, reader search p50 in process, site cold, cold build, bare Whoosh) with B/A,
+marked `WORSE` where B is more than 10% above A: the rule that no other figure gets worse.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
 
-Figures = dict[int, dict[str, float]]
+# A figure over the runs: (median, least, greatest), as bench/ab.py's summary gives it.
+Spread = tuple[float, float, float]
+# (pages, A's figures, B's figures)
+Row = tuple[int, dict[str, Spread], dict[str, Spread]]
+
+PAGEFIND_KB = (184, 102)  # Pagefind's bytes before a first result (raw, gzip), issue 25
+WORSE_BY = 1.10  # no other figure more than 10% above A's
 
 
-def _goal(
-    name: str,
-    shown: Callable[[dict[str, float]], str],
-    met: Callable[[int, dict[str, float]], bool | None],
-    goal: str,
-) -> tuple[
-    str, Callable[[dict[str, float]], str], Callable[[int, dict[str, float]], bool | None], str
-]:
-    return name, shown, met, goal
+@dataclass(frozen=True)
+class Goal:
+    """One row of issue 25's table: its figure (with a CPU figure, where one is timed), the
+    goal as the issue words it and whether B meets it at a size (None: the goal names no goal
+    at that size)."""
+
+    name: str
+    figure: str
+    cpu: str | None
+    unit: str
+    goal: str
+    met: Callable[[int, float], bool | None]
+
+
+def _at(limits: dict[int, float], strict: bool = True) -> Callable[[int, float], bool | None]:
+    def met(pages: int, value: float) -> bool | None:
+        if pages not in limits:
+            return None
+        return value < limits[pages] if strict else value <= limits[pages]
+
+    return met
 
 
 GOALS = [
-    _goal(
+    Goal(
         "cold build / bare Whoosh",
-        lambda f: (
-            f"{f['cold_build_s']:.2f}s / {f['whoosh_floor_s']:.2f}s = {f['cold_over_floor']:.2f}x"
-        ),
-        lambda n, f: f["cold_over_floor"] <= 1.3 if n >= 10_000 else None,
-        "<= 1.3x at 10k",
+        "cold_over_floor",
+        "cold_over_floor_cpu",
+        "x",
+        "<= 1.3x",
+        lambda pages, value: value <= 1.3,
     ),
-    _goal(
-        "one edit",
-        lambda f: f"{f['edit_s']:.2f}s",
-        lambda n, f: f["edit_s"] < 1.0 if n >= 10_000 else f["edit_s"] < 0.5 if n == 2000 else None,
-        "< 1 s at 10k, < 0.5 s at 2k",
+    Goal(
+        "one-edit build (edit, commit, build)",
+        "edit_build_s",
+        "edit_build_cpu_s",
+        "s",
+        "< 0.5 s at 10k, < 1.5 s at 50k",
+        _at({10_000: 0.5, 50_000: 1.5}),
     ),
-    _goal(
-        "no-op build",
-        lambda f: f"{f['noop_s']:.2f}s",
-        lambda n, f: None,
-        "(figure)",
+    Goal(
+        "one-edit check of an uncommitted edit",
+        "edit_check_s",
+        "edit_check_cpu_s",
+        "s",
+        "< 0.3 s at 10k",
+        _at({10_000: 0.3}),
     ),
-    _goal(
-        "knowl search (a process)",
-        lambda f: f"{f['search_e2e_s']:.3f}s",
-        lambda n, f: f["search_e2e_s"] <= 0.1 if n >= 10_000 else None,
-        "<= 0.1 s at 10k",
+    Goal(
+        "knowl search as a process",
+        "search_s",
+        "search_cpu_s",
+        "s",
+        "<= 0.1 s at 50k",
+        _at({50_000: 0.1}, strict=False),
     ),
-    _goal(
-        "Canonic query / knowl search",
-        lambda f: (
-            f"{_canonic(f):.1f}s / {f['search_e2e_s']:.3f}s = {_canonic(f) / f['search_e2e_s']:.0f}x"
-        ),
-        lambda n, f: (
-            _canonic(f) / f["search_e2e_s"] >= 100
-            if n >= 10_000
-            else _canonic(f) / f["search_e2e_s"] >= 20
-            if n == 2000
-            else None
-        ),
-        ">= 20x at 2k, >= 100x at 10k",
-    ),
-    _goal(
-        "no-artifact query / search",
-        lambda f: (
-            f"{f['naive_query_s']:.2f}s / {f['search_e2e_s']:.3f}s = {f['naive_over_search_e2e']:.0f}x"
-        ),
-        lambda n, f: None,
-        "(figure: parse all, BM25)",
-    ),
-    _goal(
-        "warm check",
-        lambda f: f"{f['warm_check_s']:.2f}s",
-        lambda n, f: None,
-        "(figure)",
-    ),
-    _goal(
-        "artifact / corpus",
-        lambda f: (
-            f"{f['artifact_mb']:.0f} MB / {f['corpus_mb']:.0f} MB = {f['artifact_over_corpus']:.2f}x"
-        ),
-        lambda n, f: f["artifact_over_corpus"] <= 2.0,
-        "<= 2x",
-    ),
-    _goal(
-        "kept builds on disk",
-        lambda f: f"{f['kept_mb']:.0f} MB for {f['kept_builds']:.0f} builds",
-        lambda n, f: None,
-        "(shared files counted once)",
-    ),
-    _goal(
-        "one-edit build RSS",
-        lambda f: f"{f['edit_rss_mb']:.0f} MB",
-        lambda n, f: f["edit_rss_mb"] < 200 if n >= 10_000 else None,
-        "< 200 MB at 10k",
-    ),
-    _goal(
-        "cold build RSS",
-        lambda f: f"{f['cold_rss_mb']:.0f} MB",
-        lambda n, f: None,
-        "(documented: [index] memory_mb)",
+    Goal(
+        "one edit, knowl build --site",
+        "site_edit_s",
+        "site_edit_cpu_s",
+        "s",
+        "< 2.5 s at 10k",
+        _at({10_000: 2.5}),
     ),
 ]
 
+# The other suites' main figures: (label, figure, CPU figure).
+OTHERS = [
+    ("check cold", "check_cold_s", "check_cold_cpu_s"),
+    ("check warm", "check_warm_s", "check_warm_cpu_s"),
+    ("reader search p50 (in process, ms)", "reader_p50_ms", None),
+    ("site cold (knowl site)", "site_cold_s", "site_cold_cpu_s"),
+    ("cold build", "build_cold_s", "build_cold_cpu_s"),
+    ("bare Whoosh (the floor)", "floor_s", "floor_cpu_s"),
+]
 
-# Canonic's time for one query, as issue 16 measured it on this machine (Canonic is not run
-# here): 10.6 s at 10,000 pages, and at 2,000 pages 12 times knowl's 0.166 s of then.
-CANONIC_S = {2000: 12 * 0.166, 10_000: 10.6}
+_LINE = "{:>6} {:<40} {:>25} {:>25} {:>6}  {}"
 
 
-def _canonic(found: dict[str, float]) -> float:
-    return CANONIC_S[int(found["pages"])]
+def _spread(value: Spread, unit: str) -> str:
+    digits = 1 if unit == "ms" else 2 if unit == "x" else 3
+    median, least, greatest = value
+    return f"{median:.{digits}f} [{least:.{digits}f}-{greatest:.{digits}f}]"
 
 
-def print_goals(sections: list[list[tuple[int, dict[str, Any]]]], header: str) -> None:
-    """One line per goal and size: the figure, the goal, and whether it is met (`ok`, or
-    `MISSED`; no mark where the goal says nothing of this size)."""
-    figures: Figures = {}
-    for section in sections:
-        for n, found in section:
-            figures.setdefault(n, {"pages": n}).update(found)
-    if not figures:
-        return
-    print(f"issue 16 goals {header}")
-    print(f"{'goal':<30} {'pages':>7}  {'measured':<36} {'goal':<30}")
-    for name, shown, met, goal in GOALS:
-        for n in sorted(figures):
-            found = figures[n]
-            try:
-                text = shown(found)
-            except KeyError:
-                continue  # not measured by the suites this run ran, or no such figure
-            verdict = met(n, found)
-            mark = "" if verdict is None else "ok" if verdict else "MISSED"
-            print(f"{name:<30} {n:>7}  {text:<36} {goal:<30} {mark}")
+def _ratio(a: Spread, b: Spread) -> str:
+    return f"{b[0] / a[0]:.2f}x" if a[0] else "-"
+
+
+def _pair(
+    key: str | None, unit: str, a: dict[str, Spread], b: dict[str, Spread]
+) -> tuple[str, str, str] | None:
+    """A's, B's and B/A's text of one figure, None where either side has none."""
+    if key is None or key not in a or key not in b:
+        return None
+    return _spread(a[key], unit), _spread(b[key], unit), _ratio(a[key], b[key])
+
+
+def _goal_lines(row: Row) -> list[str]:
+    pages, a, b = row
+    lines = []
+    for goal in GOALS:
+        shown = _pair(goal.figure, goal.unit, a, b)
+        if shown is None:
+            continue
+        verdict = goal.met(pages, b[goal.figure][0])
+        mark = "" if verdict is None else " ok" if verdict else " MISSED"
+        lines.append(_LINE.format(pages, goal.name, *shown, goal.goal + mark))
+        cpu = _pair(goal.cpu, goal.unit, a, b)
+        if cpu is not None:
+            lines.append(_LINE.format("", "  CPU", *cpu, ""))
+    return lines + _bytes_lines(row)
+
+
+def _bytes_lines(row: Row) -> list[str]:
+    """Row 6: the worst and the median query's bytes before its first result (kB, raw / gzip)."""
+    pages, a, b = row
+    name = "site-search bytes (raw / gzip)"
+    if "first_result_raw_max_kb" not in b:
+        return [_LINE.format(pages, name, "", "", "", "(no chromium: not measured)")]
+    lines = []
+    for which, label in (("max", "worst"), ("p50", "median")):
+        raw, gz = f"first_result_raw_{which}_kb", f"first_result_gz_{which}_kb"
+        text = [
+            f"{side[raw][0]:.1f} / {side[gz][0]:.1f} kB" if raw in side else "-" for side in (a, b)
+        ]
+        ratio = _ratio(a[raw], b[raw]) if raw in a else "-"
+        goal = ""
+        if which == "max":
+            met = b[raw][0] <= PAGEFIND_KB[0] and b[gz][0] <= PAGEFIND_KB[1]
+            goal = f"<= Pagefind's {PAGEFIND_KB[0]} / {PAGEFIND_KB[1]} kB " + (
+                "ok" if met else "MISSED"
+            )
+        lines.append(_LINE.format(pages, f"{name}, {label} query", *text, ratio, goal))
+    return lines
+
+
+def _other_lines(row: Row) -> list[str]:
+    pages, a, b = row
+    lines = []
+    for label, key, cpu in OTHERS:
+        unit = "ms" if key.endswith("_ms") else "s"
+        for text, figure in ((label, key), ("  CPU", cpu)):
+            shown = _pair(figure, unit, a, b)
+            if shown is None or figure is None:
+                continue
+            worse = b[figure][0] > a[figure][0] * WORSE_BY
+            lines.append(_LINE.format(pages, text, *shown, "WORSE" if worse else "ok"))
+    return lines
+
+
+def goal_table(rows: list[Row], header: str, baseline: str) -> list[str]:
+    """The lines `print_goals` prints."""
+    head = _LINE.format("pages", "figure", f"A ({baseline})", "B (this tree)", "B/A", "goal")
+    lines = [f"issue 25 goals: this tree (B) beside {baseline} (A) {header}"]
+    lines += ["(median of the A/B runs in turn, [least-greatest]; CPU: user + system)", head]
+    for row in rows:
+        lines += _goal_lines(row)
+    lines += [
+        f"the other benchmarks' figures (B at most {WORSE_BY:.2f}x A, else WORSE)",
+        head.replace("goal", "B <= 1.1x A"),
+    ]
+    for row in rows:
+        lines += _other_lines(row)
+    return lines
+
+
+def print_goals(rows: list[Row], header: str, baseline: str) -> None:
+    print("\n".join(goal_table(rows, header, baseline)))

@@ -13,10 +13,15 @@ and after one edit, the initial search download: site_bench.py; `--suite site`) 
 - cold check: `knowl check` as a process with no parse cache;
 - warm check: `knowl check` again, on the unchanged tree (answered from the run memo);
 - one-edit check: `knowl check` after one page changed (the parse cache, not the memo);
-and warm / floor as a ratio measured in the same run. Last, the goals of issue 16 (bench/goals.py),
-each next to the figure of this run at each size (1k, 2k and 10k pages by default), marked ok
-or MISSED where the goal names the size. `--suite quality` prints the retrieval-quality table
-instead (knowl beside bm25s and tantivy on public documentation sets: quality_bench.py).
+and warm / floor as a ratio measured in the same run (1k, 2k and 10k pages by default).
+`--suite quality` prints the retrieval-quality table instead (knowl beside bm25s and tantivy on
+public documentation sets: quality_bench.py).
+
+`--suite goals` prints issue 25's goals instead, measured A/B in turn: an earlier revision
+(`--baseline REV`, by default the commit before issue 25's work) beside this tree, each figure
+the median and range over `--repeats` runs, CPU seconds beside wall, at 1k and 10k pages
+(`--large` adds 50k; a size above 10k is refused without it), with the other suites' main
+figures A/B below the goals (see goals_bench.py and goals.py).
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from build_bench import bench_build
 from corpus import make_corpus, page_path
 from embeddings_bench import bench_embeddings
 from goals import print_goals
+from goals_bench import BASELINE as GOALS_BASELINE
+from goals_bench import bench_goals, sizes_asked
 from hints_bench import bench_hints, print_hints
 from links_bench import BASELINE, bench_links, print_links
 from quality_bench import bench_quality, print_quality
@@ -127,14 +134,20 @@ def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 10000])
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        help="corpus sizes in pages (default 1000 2000 10000; goals: 1000 10000)",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
         "--suite",
         choices=SUITES,
         default="all",
         help="all = check, build, reader, agent, secrets, body, hints and site; goals = "
-        "check, build and reader with the table of issue 16's goals; links = knowl check "
+        "issue 25's goals, this tree beside --baseline, with the other suites' main figures "
+        "(bench/goals_bench.py); links = knowl check "
         "beside the revision before Markdown links (bench/links_bench.py); embeddings needs "
         "the extra; quality = MRR@10 and top-1 beside bm25s and tantivy (the bench extra); "
         "search = the search-quality work's cost beside the revision before it "
@@ -144,7 +157,20 @@ def _arguments() -> argparse.Namespace:
     )
     parser.add_argument("--commits", type=int, default=500, help="commits in each corpus's history")
     parser.add_argument("--keep", type=Path, help="keep the corpora in this folder")
-    return parser.parse_args()
+    parser.add_argument(
+        "--baseline",
+        default=GOALS_BASELINE,
+        help=f"goals: the revision A (default {GOALS_BASELINE}, before issue 25's work)",
+    )
+    parser.add_argument(
+        "--large", action="store_true", help="goals: add 50,000 pages (an hour and more)"
+    )
+    args = parser.parse_args()
+    if args.suite == "goals":
+        args.sizes = sizes_asked(args.sizes, args.large)
+    elif args.sizes is None:
+        args.sizes = [1000, 2000, 10000]
+    return args
 
 
 def _without_corpus(args: argparse.Namespace, machine: str) -> bool:
@@ -203,6 +229,17 @@ def _links(args: argparse.Namespace, workdir: Path) -> None:
     print_links(links, f"({runs}, {args.commits} commits)", BASELINE)
 
 
+def _goals(args: argparse.Namespace, workdir: Path) -> None:
+    """The goals suite, on its own corpora (one per side and size)."""
+    try:
+        rows = bench_goals(args.sizes, args.repeats, args.commits, args.baseline, workdir)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    runs = f"{args.repeats} runs a side; python {sys.version.split()[0]}, {os.cpu_count()} cores"
+    print_goals(rows, f"({runs}, {args.commits} commits)", args.baseline)
+
+
 def _built(root: Path) -> None:
     """`knowl build` of the corpus, for the suites that read its artifacts."""
     subprocess.run(
@@ -236,13 +273,13 @@ class Figures:
 def _measure(args: argparse.Namespace, n: int, root: Path, made: float, out: Figures) -> None:
     """Every suite asked for, on the corpus of `n` pages at `root`."""
     suite = args.suite
-    if suite in ("check", "goals", "all"):
+    if suite in ("check", "all"):
         out.rows.append(bench_size(n, root, made, args.repeats))
-    if suite in ("build", "goals", "all"):
+    if suite in ("build", "all"):
         out.builds.append((n, bench_build(root, page_path(0), args.repeats)))
-    if suite in ("reader", "agent", "site", "goals", "all"):
+    if suite in ("reader", "agent", "site", "all"):
         _built(root)
-    if suite in ("reader", "goals", "all"):
+    if suite in ("reader", "all"):
         out.readers.append((n, bench_reader(root, args.repeats)))
     if suite in ("agent", "all"):
         out.agents.append((n, bench_agent(root, args.repeats)))
@@ -318,11 +355,6 @@ def _print_all(out: Figures, header: str) -> None:
         _print_readers(out.readers, header)
     if out.rows:
         _print_checks(out.rows, header)
-    # The goals of issue 16, from the figures of this run.
-    print_goals(
-        [out.builds, out.readers, [(int(r["pages"]), r) for r in out.rows]],
-        header,
-    )
 
 
 def main() -> None:
@@ -334,6 +366,9 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     if args.suite == "links":
         _links(args, workdir)
+        return
+    if args.suite == "goals":
+        _goals(args, workdir)
         return
     out = Figures()
     try:
