@@ -38,7 +38,8 @@ from typing import Any
 # allocate gigabytes. So an index from elsewhere is decoded by `BoundedUnpickler` (the
 # pure-Python unpickler, whose memo is a dict) with bounds: every length checked against the
 # input that remains, at most MAX_PICKLE_OPS operations, memo indexes below that. Whatever it
-# accepts is bounded under the C unpickler too, and read alike, so the C one
+# accepts is bounded under the C unpickler too, read alike and left at the same place (so
+# the pickle read next is one it decoded: `_FRAME_END`), so the C one
 # (`_FastUnpickler`, about ten times faster) reads only index files the full validation
 # decoded with the bounded one, in the state it decoded them (`Searcher(validated=...)`): a
 # reader of a validated artifact keeps the speed of search, and the TOC, read on every open,
@@ -88,6 +89,12 @@ _TRUNCATED = "an index pickle announces more bytes than it holds"
 # operation that crosses the end of a frame, and a frame that starts inside another: what it
 # accepts, the C unpickler reads alike.
 _FRAMING = "an index pickle has an operation across the end of a frame"
+# Both CPython unpicklers read a frame whole, so they leave the file at the end of the frame
+# that holds STOP, not just after STOP; whoever reads on from there (the options after a
+# compound directory, a posting block's data after its header) would start elsewhere than
+# the bounded unpickler, on bytes it never decoded. CPython's picklers end their last frame
+# at STOP: a pickle whose STOP does not end its frame is refused.
+_FRAME_END = "an index pickle stops before the end of its frame"
 
 # Operations in one pickle. The largest whoosh writes for a knowl page is a position list
 # (one operation per occurrence of a term in a body of at most `max_body_chars`, 200,000 by
@@ -204,8 +211,8 @@ class BoundedUnpickler(pickle._Unpickler):
     """The pure-Python unpickler with an exact-pair allowlist and bounds: no length beyond the
     input that remains, at most MAX_PICKLE_OPS operations (each allocates a bounded amount),
     memo indexes below MAX_PICKLE_OPS (so that `_FastUnpickler` may read what this one
-    accepted). Reads from the file's position and leaves it just after STOP, as whoosh
-    expects of `StructFile.read_pickle`."""
+    accepted). Reads from the file's position and leaves it just after STOP, which ends its
+    frame (if any), where CPython's unpicklers leave it too (`StructFile.read_pickle`)."""
 
     memo: dict[int, Any]
     stack: list[Any]
@@ -269,6 +276,8 @@ class BoundedUnpickler(pickle._Unpickler):
                 size = self.within(_unpack("<Q", read(8)))
                 frame_end = tell() + size
                 continue
+            if key[0] == 0x2E and start < frame_end != start + 1:  # STOP (see _FRAME_END)
+                raise BadIndex(_FRAME_END)
             dispatch[key[0]](self)
             if start < frame_end < tell():
                 raise BadIndex(_FRAMING)
@@ -323,9 +332,6 @@ class BoundedUnpickler(pickle._Unpickler):
             elif op == 0x71:  # BINPUT (an index below 256)
                 memo[data[at]] = stack[-1]
                 at += 1
-            elif op == 0x2E:  # STOP: leave the file just after it
-                file.seek(at)
-                raise _Stopped(stack.pop())
             else:
                 at, frame_end = self._view_op(op, data, at, start, frame_end, file)
                 stack, append = self.stack, self.append
@@ -341,9 +347,14 @@ class BoundedUnpickler(pickle._Unpickler):
         frame_end: int,
         file: io.BytesIO,
     ) -> tuple[int, int]:
-        """`_run_view`'s less frequent operations: where the next one starts, and where the
-        current frame ends."""
+        """`_run_view`'s less frequent operations (STOP once per pickle): where the next one
+        starts, and where the current frame ends."""
         stack = self.stack
+        if op == 0x2E:  # STOP: leave the file just after it (see _FRAME_END)
+            if start < frame_end != at:
+                raise BadIndex(_FRAME_END)
+            file.seek(at)
+            raise _Stopped(stack.pop())
         if op == 0x85:  # TUPLE1
             stack[-1] = (stack[-1],)
         elif op == 0x87:  # TUPLE3
