@@ -76,12 +76,18 @@ def available() -> bool:
 
 
 def file_bytes(site: Path, url: str) -> tuple[int, int]:
-    """(raw, gzip) bytes of the site's file at `url`."""
+    """(raw, gzip) bytes of the site's file at `url`. A file fetched compressed (gzip's magic
+    number first) is its own gzip size; another is its shipped `.gz` or `gzip -9` of it."""
     name = unquote(urlsplit(url).path).lstrip("/") or "index.html"
     path = site / name
-    shipped = path.with_name(path.name + ".gz")
     data = path.read_bytes()
-    packed = shipped.stat().st_size if shipped.is_file() else len(gzip.compress(data, 9, mtime=0))
+    shipped = path.with_name(path.name + ".gz")
+    if data[:2] == b"\x1f\x8b":
+        packed = len(data)
+    elif shipped.is_file():
+        packed = shipped.stat().st_size
+    else:
+        packed = len(gzip.compress(data, 9, mtime=0))
     return len(data), packed
 
 
