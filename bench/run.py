@@ -51,7 +51,6 @@ from links_bench import BASELINE, bench_links, print_links
 from quality_bench import bench_quality, print_quality
 from reader_bench import bench_reader
 from secrets_bench import bench_secrets, print_secrets
-from site_bench import bench_site, print_site
 
 
 def floor(root: Path) -> float:
@@ -284,6 +283,10 @@ def _measure(args: argparse.Namespace, n: int, root: Path, made: float, out: Fig
     if suite in ("agent", "all"):
         out.agents.append((n, bench_agent(root, args.repeats)))
     if suite in ("site", "all"):
+        # Imported here: site_bench reads the site's search format, which the other suites
+        # (goals among them) must not depend on while that format changes.
+        from site_bench import bench_site
+
         out.sites.append((n, bench_site(root, args.repeats)))
     if suite == "embeddings":
         out.semantic.append((n, bench_embeddings(root, n)))
@@ -350,6 +353,8 @@ def _print_all(out: Figures, header: str) -> None:
     if out.agents:
         print_agent(out.agents, header)
     if out.sites:
+        from site_bench import print_site
+
         print_site(out.sites, header)
     if out.readers:
         _print_readers(out.readers, header)
