@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# A figure over the runs: (median, least, greatest), as bench/ab.py's summary gives it.
-Spread = tuple[float, float, float]
+from ab import Spread
+
 # (pages, A's figures, B's figures)
 Row = tuple[int, dict[str, Spread], dict[str, Spread]]
 

@@ -32,16 +32,17 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ab import REPO, revision, second_copy, summary, timed
+from ab import REPO, Spread, revision, second_copy, summary, timed
 from build_bench import edit_and_commit
 from corpus import make_corpus, page_path
 from first_result import available, first_result_bytes, queries, worst_and_median
 from goals import Row
+from search_bench import IN_PROCESS as READER
+from search_bench import QUERIES as SEARCHES
 
 BASELINE = "3039afa"  # the commit before issue 25's work
 LARGE = 50_000
 BENCH = Path(__file__).resolve().parent
-SEARCHES = ("revenue", "orders amount", "customer churn", "net revenue policy", "src3 measure")
 KNOWL = ["-m", "knowl_build"]
 # The floor in a process of the side's code: its schema, analyzer and writer settings.
 FLOOR = (
@@ -49,24 +50,6 @@ FLOOR = (
     "from build_bench import whoosh_floor_times\n"
     "print(*whoosh_floor_times(Path(sys.argv[1])))\n"
 )
-# The reader's search in process, p50 in milliseconds (a reader that takes `kind` is asked
-# for pages and entities, as `knowl search` answers).
-READER = """
-import statistics, sys, time
-from pathlib import Path
-from knowl_build.reader import Reader
-queries = sys.argv[2:]
-times = []
-with Reader.open(Path(sys.argv[1])) as reader:
-    kind = {"kind": "all"} if "kind" in Reader.search.__code__.co_varnames else {}
-    reader.search("warm up", **kind)
-    for _ in range(3):
-        for q in queries:
-            start = time.perf_counter()
-            reader.search(q, limit=10, **kind)
-            times.append(time.perf_counter() - start)
-print(statistics.median(times) * 1000)
-"""
 
 
 class Side:
@@ -77,8 +60,9 @@ class Side:
         self.found: dict[str, float] = {}
 
     def knowl(self, figure: str | None, *args: str) -> str:
-        """`knowl *args --repo ROOT` of this side; its wall and CPU seconds kept as `figure`
-        and `figure_cpu` (not kept without a name). Returns what it printed."""
+        """`knowl *args --repo ROOT` of this side, its wall and CPU seconds kept as
+        `{figure}_s` and `{figure}_cpu_s` (kept nowhere where `figure` is None); what it
+        printed."""
         wall, cpu, out = timed([*KNOWL, *args, "--repo", str(self.root)], self.code, self.root)
         if figure is not None:
             self.found[f"{figure}_s"], self.found[f"{figure}_cpu_s"] = wall, cpu
@@ -146,7 +130,7 @@ def one_run(side: Side, run: int) -> dict[str, float]:
     return side.found
 
 
-def _figures(runs: list[dict[str, float]]) -> dict[str, tuple[float, float, float]]:
+def _figures(runs: list[dict[str, float]]) -> dict[str, Spread]:
     """The summary of the runs; the bytes, measured in the first run only, from it."""
     every = [name for name in runs[0] if all(name in r for r in runs)]
     spread = summary(runs, every)

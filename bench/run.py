@@ -14,6 +14,8 @@ and after one edit, the initial search download: site_bench.py; `--suite site`) 
 - warm check: `knowl check` again, on the unchanged tree (answered from the run memo);
 - one-edit check: `knowl check` after one page changed (the parse cache, not the memo);
 and warm / floor as a ratio measured in the same run (1k, 2k and 10k pages by default).
+The package and the environment are byte-compiled first (ab.byte_compiled: where
+PYTHONDONTWRITEBYTECODE is set, each process would compile every module it imports).
 `--suite quality` prints the retrieval-quality table instead (knowl beside bm25s and tantivy on
 public documentation sets: quality_bench.py).
 
@@ -38,6 +40,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ab import byte_compiled
 from agent_bench import bench_agent, print_agent
 from body_bench import bench_body, print_body
 from build_bench import bench_build
@@ -364,6 +367,7 @@ def _print_all(out: Figures, header: str) -> None:
 
 def main() -> None:
     args = _arguments()
+    byte_compiled()  # every timed process imports bytecode, not source compiled again
     machine = f"best of {args.repeats}; python {sys.version.split()[0]}, {os.cpu_count()} cores"
     if _without_corpus(args, machine):
         return

@@ -17,18 +17,14 @@ is the median of the runs with its range:
 from __future__ import annotations
 
 import argparse
-import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ab import Spread, revision, second_copy, summary
+from ab import REPO, Spread, revision, second_copy, summary, timed
 from corpus import make_corpus
 
 # The last commit before the search-quality work (issue 23) changed the index or the ranking.
@@ -52,34 +48,14 @@ print(statistics.median(times) * 1000)
 """
 
 
-def _env(code: Path | None) -> dict[str, str]:
-    env = dict(os.environ)
-    if code is not None:
-        env["PYTHONPATH"] = str(code)
-    return env
-
-
-def _run(args: list[str], root: Path, code: Path | None) -> tuple[float, float, str]:
-    """Wall seconds, CPU seconds (the process and its children) and stdout of one command."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, env=_env(code), cwd=root.parent
-    )
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"{args} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, proc.stdout
-
-
-def _one_side(root: Path, code: Path | None) -> dict[str, float]:
+def _one_side(root: Path, code: Path) -> dict[str, float]:
     knowl = ["-m", "knowl_build"]
     shutil.rmtree(root / ".knowl", ignore_errors=True)
-    wall, cpu, _ = _run([*knowl, "build", "--full", "--repo", str(root), "-q"], root, code)
-    searches = [_run([*knowl, "search", q, "--repo", str(root)], root, code)[0] for q in QUERIES]
-    _, _, printed = _run(["-c", IN_PROCESS, str(root), *QUERIES], root, code)
+    wall, cpu, _ = timed([*knowl, "build", "--full", "--repo", str(root), "-q"], code, root.parent)
+    searches = [
+        timed([*knowl, "search", q, "--repo", str(root)], code, root.parent)[0] for q in QUERIES
+    ]
+    _, _, printed = timed(["-c", IN_PROCESS, str(root), *QUERIES], code, root.parent)
     return {
         "build_s": wall,
         "build_cpu_s": cpu,
@@ -107,7 +83,7 @@ def bench_search(
             b_runs: list[dict[str, float]] = []
             for _ in range(repeats):  # A, then B, in turn
                 a_runs.append(_one_side(a_root, code))
-                b_runs.append(_one_side(b_root, None))
+                b_runs.append(_one_side(b_root, REPO))
             rows.append((pages, summary(a_runs, FIGURES), summary(b_runs, FIGURES)))
     return rows
 
