@@ -153,8 +153,9 @@ def test_keys_in_term_order_are_the_stored_keys_and_rank_ties_alike(
     tmp_path: Path, seed: int
 ) -> None:
     """A segment's `key` terms walked in order name each document as its stored key does
-    (deleted ones too), and the documents tied at a cut are taken by smallest key alike
-    whether their stored keys are read or the terms walked (`Searcher.first_by_key`)."""
+    (deleted ones too), and the documents tied at a cut are taken first by (id, scope, key)
+    alike whether their stored fields are read or the id terms walked
+    (`Searcher.first_in_order`)."""
     folder = tmp_path / "index"
     _build(folder, seed, updates=True)
     with Searcher(folder) as searcher:
@@ -172,5 +173,5 @@ def test_keys_in_term_order_are_the_stored_keys_and_rank_ties_alike(
         rng = random.Random(seed)
         for count in (1, 3, len(live)):
             docs = rng.sample(live, k=len(live) * 3 // 4)
-            taken = searcher.first_by_key(docs, count)  # before any stored key is read
-            assert taken == sorted(docs, key=searcher.key)[:count]
+            taken = searcher.first_in_order(docs, count)  # before any stored field is read
+            assert taken == sorted(docs, key=searcher.order_of)[:count]

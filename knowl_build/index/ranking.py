@@ -32,6 +32,14 @@ class Hit(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to import (star
     score: float
 
 
+class Order(NamedTuple):
+    """What orders documents of equal rank and score (`Searcher.order_of`)."""
+
+    page_id: str
+    scope: str
+    key: str
+
+
 # Tuned on the quality benchmark (bench/quality_bench.py), with the boosts of core/config.py.
 K1 = 1.6
 B = 0.9
@@ -142,7 +150,7 @@ class Searcher:
         self._validated = validated is not None
         self._views: dict[frozenset[str] | None, _View] = {}
         self._lengths: dict[tuple[int, str], bytes] = {}
-        self._keys: dict[int, str] = {}
+        self._orders: dict[int, Order] = {}
         self._whoosh: Any = None
 
     def _scope_terms(self) -> frozenset[str]:
@@ -323,42 +331,47 @@ class Searcher:
                 matches.note(offset, pairs, lengths)
 
     def key(self, docnum: int) -> str:
-        if docnum not in self._keys:
+        return self.order_of(docnum)[2]
+
+    def order_of(self, docnum: int) -> Order:
+        """What orders a document among those of its rank and score: (page id, scope, page
+        key), from its stored fields. Every front end orders ties so (docs/reading.md)."""
+        if docnum not in self._orders:
             with self._reading():
                 position = bisect_right(self.offsets, docnum) - 1
                 if not 0 <= position < len(self.segments):
                     raise BadIndex("a document number beyond the index")
                 stored = self.segments[position].stored_fields(docnum - self.offsets[position])
-                self._keys[docnum] = str(stored["key"])
-        return self._keys[docnum]
+                self._orders[docnum] = Order(
+                    str(stored["page_id"]), str(stored["scope"]), str(stored["key"])
+                )
+        return self._orders[docnum]
 
-    def first_by_key(self, docs: list[int], count: int) -> list[int]:
-        """The `count` documents of `docs` (live ones) with the smallest keys, in key order.
+    def first_in_order(self, docs: list[int], count: int) -> list[int]:
+        """The `count` documents of `docs` (live ones) first in `order_of`'s order, in it.
 
-        Few documents: their stored keys are read. Many (a query that ties thousands of
-        documents at the cut): each segment's `key` terms are walked in order (the order of
-        their UTF-8 bytes, which is that of the strings) until `count` of `docs` are met,
-        about `count` divided by the share of the index `docs` are, and no stored field is
-        read. Either way the same documents, in the same order."""
+        Few documents: their stored fields are read. Many (a query that ties thousands of
+        documents at the cut): each segment's `page_id` terms are walked in order (the order
+        of their UTF-8 bytes, which is that of the strings) until `count` of `docs` and every
+        other of the last id are met, about `count` divided by the share of the index `docs`
+        are, and only those are read. Either way the same documents, in the same order."""
         if count <= 0:
             return []
         if count * self.offsets[-1] > len(docs) * len(docs):
-            return sorted(docs, key=self.key)[:count]
+            return sorted(docs, key=self.order_of)[:count]
         wanted = set(docs)
-        found: list[tuple[str, int]] = []
+        found: list[int] = []
         with self._reading():
             for segment, offset in zip(self.segments, self.offsets, strict=False):
-                taken = 0
-                for key, doc in segment.in_term_order("key"):
-                    if offset + doc in wanted:
-                        found.append((key, offset + doc))
-                        taken += 1
-                        if taken == count:
-                            break
-        found.sort()
-        for key, doc in found:
-            self._keys.setdefault(doc, key)
-        return [doc for _key, doc in found[:count]]
+                taken, last = 0, None
+                for page_id, doc in segment.in_term_order("page_id"):
+                    if offset + doc not in wanted:
+                        continue
+                    if taken >= count and page_id != last:
+                        break
+                    found.append(offset + doc)
+                    taken, last = taken + 1, page_id
+        return sorted(found, key=self.order_of)[:count]
 
     def docnum(self, key: str) -> int | None:
         """The live document of a page key, looked up through the `key` field."""
@@ -439,21 +452,23 @@ class Scored:
         return before + better, tied
 
     def top(self, limit: int | None = None) -> list[Hit]:
-        """Best first (named as the query, then score, then key). With a `limit`, every
-        document tied with the last one is considered before cutting, so the answer never
-        depends on index order."""
+        """Best first: named as the query, then score, then page id, scope and key (`order_of`).
+        With a `limit`, every document tied with the last one is considered before cutting,
+        by that same order, so the answer never depends on index order and the top `n` is the
+        first `n` of any longer top."""
         items = self.scores.items()
+        searcher = self.searcher
         if limit is not None and len(self.scores) > limit:
             better, tied = self._cut(limit)
-            docs = better + self.searcher.first_by_key(tied, limit - len(better))
+            docs = better + searcher.first_in_order(tied, limit - len(better))
             items = [(doc, self.scores[doc]) for doc in docs]  # type: ignore[assignment]
-        folder = self.searcher.folder
+        folder = searcher.folder
         ranked = [
-            (doc in self.named, Hit(self.searcher.key(doc), _finite(score, folder)))
+            (doc not in self.named, -_finite(score, folder), searcher.order_of(doc))
             for doc, score in items
         ]
-        ranked.sort(key=lambda nh: (not nh[0], -nh[1].score, nh[1].key))
-        hits = [hit for _named, hit in ranked]
+        ranked.sort()
+        hits = [Hit(order.key, -negated) for _unnamed, negated, order in ranked]
         return hits if limit is None else hits[:limit]
 
     def is_named(self, key: str) -> bool:

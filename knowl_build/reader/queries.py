@@ -107,17 +107,33 @@ def _scope_of(view: ArtifactView, key: str) -> str | None:
     return None if page is None else str(page.scope)
 
 
-def _vectors(similarities: dict[str, float]) -> _Arm:
+def _by_order(view: ArtifactView, scores: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Pages (key, score) of a ranking that names none, in `order` (pages the catalog lacks
+    left out: no answer can show them)."""
+    found = [(view.by_key.get(key), score) for key, score in scores]
+    ranked = sorted((order(page, score, False), score) for page, score in found if page)
+    return [(rank[4], score) for rank, score in ranked]
+
+
+def _vectors(view: ArtifactView, similarities: dict[str, float]) -> _Arm:
     # Vector hits count only when the cosine is above 0 (SPEC 6.5).
-    ranked = sorted(
-        ((k, s) for k, s in similarities.items() if s > 0), key=lambda ks: (-ks[1], ks[0])
-    )
+    ranked = _by_order(view, ((k, s) for k, s in similarities.items() if s > 0))
 
     def of(key: str) -> float | None:
         score = similarities.get(key)
         return score if score is not None and score > 0 else None
 
     return _Arm(lambda n: ranked if n is None else ranked[:n], of, len(ranked))
+
+
+# How a ranking orders pages: named as the query first, then score, then page id, scope and
+# key (the page's path). Index.ranking's `Scored.top` cuts by this order and every answer is
+# in it, so that the top `n` of a search is the first `n` of any longer one.
+Rank = tuple[bool, float, str, str, str]
+
+
+def order(page: CatalogEntry, score: float, named: bool) -> Rank:
+    return (not named, -score, page.id, page.scope, page.key)
 
 
 def _merge(
@@ -128,40 +144,53 @@ def _merge(
     limit: int,
     peer: bool = False,
 ) -> list[tuple[float, CatalogEntry]]:
-    """An arm's pages, merged by the strict-additive rule, filtered, best first.
+    """An arm's pages, merged by the strict-additive rule, filtered, best first (`order`).
 
     A user page with a global page's id is never a hit of its own: the global page is ranked
-    by its own score, or by the user page's when the global page itself did not match.
-    A peer serves only its global pages with `visibility: workspace`."""
+    by its own score, or by the user page's when the global page itself did not match (then
+    in the user page's place). A peer serves only its global pages with
+    `visibility: workspace`. Only the pages ranked no later than the last page read from the
+    arm are certain (another may come in a user page's place); more are read until `limit`
+    are."""
     scopes = scopes_of(user, peer)
     want = limit * 2 + 8
     while True:
         raw = arm.top(want)
-        best: dict[str, tuple[float, CatalogEntry, bool]] = {}
+        last = _last(view, arm, raw)
+        best: dict[str, tuple[Rank, float, CatalogEntry]] = {}
         for key, score in raw:
             page = view.by_key.get(key)
             if page is None or page.scope not in scopes:
                 continue
             named = arm.named(key)
-            if page.scope != GLOBAL:
-                shadowed = view.page(GLOBAL, page.id)
-                if shadowed is not None:
-                    own = arm.of(shadowed.key)
-                    if own is not None:
-                        score, named = own, arm.named(shadowed.key)
-                    page = shadowed
-            if peer and page.visibility != "workspace":
+            ranked = order(page, score, named)
+            shown = view.page(GLOBAL, page.id) if page.scope != GLOBAL else None
+            if shown is None:
+                shown = page
+            elif (own := arm.of(shown.key)) is not None:
+                score, named = own, arm.named(shown.key)
+                ranked = order(shown, score, named)
+            if peer and shown.visibility != "workspace":
                 continue
-            if page.key in best or not filters.admit(page):
+            if shown.key in best or not filters.admit(shown):
                 continue
-            best[page.key] = (score, page, named)
-        ranked = sorted(
-            best.values(), key=lambda spn: (not spn[2], -spn[0], spn[1].id, spn[1].scope)
-        )
-        hits = [(score, page) for score, page, _named in ranked]
-        if len(hits) >= limit or len(raw) < want or want >= arm.size:
+            best[shown.key] = (ranked, score, shown)
+        complete = len(raw) < want or want >= arm.size
+        hits = [
+            (score, page)
+            for ranked, score, page in sorted(best.values(), key=lambda rsp: rsp[0])
+            if complete or last is None or ranked <= last
+        ]
+        if len(hits) >= limit or complete:
             return hits[:limit]
         want *= 4
+
+
+def _last(view: ArtifactView, arm: _Arm, raw: list[tuple[str, float]]) -> Rank | None:
+    """Where the pages read from an arm end, in `order` (None: nothing read, or a page the
+    catalog lacks)."""
+    page = view.by_key.get(raw[-1][0]) if raw else None
+    return None if page is None else order(page, raw[-1][1], arm.named(page.key))
 
 
 def rank(
@@ -197,7 +226,7 @@ def fuse_arms(
             scores[page.key] = scores.get(page.key, 0.0) + 1.0 / (RRF_K + rank_no)
             pages[page.key] = page
             arms.setdefault(page.key, []).append(arm)
-    ordered = sorted(scores, key=lambda k: (-scores[k], pages[k].id, pages[k].scope))
+    ordered = sorted(scores, key=lambda k: (-scores[k], pages[k].id, pages[k].scope, k))
     hits = []
     for key in ordered[:limit]:
         hit = page_hit(view, pages[key], scores[key], user)
@@ -264,7 +293,7 @@ def search(
         scopes = scopes_of(user)
         lexical = _merge(view, _lexical(view, terms, scopes, name), user, filters, depth)
         visible = {k: s for k, s in similarities.items() if _scope_of(view, k) in scopes}
-        vector = _merge(view, _vectors(visible), user, filters, depth)
+        vector = _merge(view, _vectors(view, visible), user, filters, depth)
         hits = fuse_arms(view, lexical, vector, user, limit)
     if peers:
         lists = [hits] + [
@@ -422,7 +451,7 @@ def _syntax_arm(
         if all(syntax.has_phrase(texts, phrase) for phrase in parsed.phrases):
             kept[hit.key] = hit.score
     names = {key for key in kept if scored.is_named(key)}
-    ranked = sorted(kept.items(), key=lambda ks: (ks[0] not in names, -ks[1], ks[0]))
+    ranked = list(kept.items())  # in `scored.top`'s order, which is `order`
     arm = _Arm(
         lambda n: ranked if n is None else ranked[:n], kept.get, len(ranked), names.__contains__
     )
@@ -452,9 +481,9 @@ def _syntax_search(
     else:
         depth = max(limit * 4, 20)
         lexical = _merge(view, arm, user, filters, depth)
-        ordered = sorted(
+        ordered = _by_order(
+            view,
             ((k, s) for k, s in similarities.items() if s > 0 and _scope_of(view, k) in scopes),
-            key=lambda ks: (-ks[1], ks[0]),
         )
         admitted: dict[str, float] = {}
         for key, score in ordered:
@@ -462,7 +491,7 @@ def _syntax_search(
                 admitted[key] = score
                 if len(admitted) >= depth * 4:
                     break
-        vector = _merge(view, _vectors(admitted), user, filters, depth)
+        vector = _merge(view, _vectors(view, admitted), user, filters, depth)
         hits = fuse_arms(view, lexical, vector, user, limit)
     if peers:
         lists = [hits]
