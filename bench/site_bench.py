@@ -37,7 +37,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 from corpus import WORDS, page_path
 
 from knowl_build.index.analysis import query_terms
-from knowl_build.site.search import fnv1a32, read_shard
+from knowl_build.site.search import lookup
 
 CHROMIUM = os.environ.get("KNOWL_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("KNOWL_CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -96,22 +96,23 @@ def initial_download(out: Path) -> dict[str, int]:
     return sizes
 
 
-def query_fetches(out: Path, text: str) -> int:
-    """Bytes of the shards one query fetches, of the chunks of its first results and of their
-    files (the ranking of search.js, in short; the passages come from the result files)."""
+def query_files(out: Path, text: str) -> list[Path]:
+    """The files one query fetches: the term files of its terms (a shard, and a large term's
+    own file), the chunks of its first results and their files (the ranking of search.js, in
+    short; the passages come from the result files), and the entities' file."""
     folder = out / "search"
     meta = json.loads((folder / "meta.json").read_text())
     terms = query_terms(text)
-    names = {meta["shards"][fnv1a32(t) % len(meta["shards"])] for t in terms}
-    fetched = sum((folder / "terms" / f"{n}.bin").stat().st_size for n in names)
-    shards = {
-        n: read_shard((folder / "terms" / f"{n}.bin").read_bytes(), meta["lengths"]) for n in names
-    }
+    files: dict[Path, None] = {}
+    entries = {}
+    for term in terms:
+        entries[term], paths = lookup(folder, meta, term)
+        files.update(dict.fromkeys(paths))
     acc: dict[int, float] = {}
     n_docs = max(meta["doc_count"], 1)
     for f in range(len(meta["fields"])):
         for term in terms:
-            entry = shards[meta["shards"][fnv1a32(term) % len(meta["shards"])]].get(term)
+            entry = entries[term]
             if not entry or not entry[0][f]:
                 continue
             df = entry[0][f]
@@ -125,13 +126,18 @@ def query_fetches(out: Path, text: str) -> int:
                 acc[doc] = acc.get(doc, 0.0) + weight * tf / (tf + norm)
     top = sorted(acc, key=lambda d: (-acc[d], d))[:SHOWN]
     chunks = {meta["chunks"][d // meta["chunk"]] for d in top}
-    fetched += sum((folder / "docs" / f"{c}.json").stat().st_size for c in chunks)
-    files = {c: json.loads((folder / "docs" / f"{c}.json").read_text()) for c in chunks}
-    results = {files[meta["chunks"][d // meta["chunk"]]][d % meta["chunk"]] for d in top}
-    fetched += sum((folder / "results" / f"{r}.json").stat().st_size for r in results)
+    names = {c: json.loads((folder / "docs" / f"{c}.json").read_text()) for c in chunks}
+    files.update(dict.fromkeys(folder / "docs" / f"{c}.json" for c in sorted(chunks)))
+    results = {names[meta["chunks"][d // meta["chunk"]]][d % meta["chunk"]] for d in top}
+    files.update(dict.fromkeys(folder / "results" / f"{r}.json" for r in sorted(results)))
     if meta.get("entities"):  # every query ranks the entities too
-        fetched += (folder / "entities" / f"{meta['entities']}.json").stat().st_size
-    return fetched
+        files[folder / "entities" / f"{meta['entities']}.json"] = None
+    return list(files)
+
+
+def query_fetches(out: Path, text: str) -> int:
+    """Bytes of the files one query fetches (`query_files`)."""
+    return sum(path.stat().st_size for path in query_files(out, text))
 
 
 def queries(count: int = 100) -> list[str]:

@@ -120,6 +120,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path,
     monkey = pytest.MonkeyPatch()
     monkey.setenv("SOURCE_DATE_EPOCH", "1780000000")
     monkey.setenv("KNOWL_EMBEDDINGS", "off")
+    # Terms in more than two pages get files of their own (as common words do in a large
+    # base): search.js follows its shards to them, and reads the rest in the shards.
+    monkey.setattr(search, "LARGE", 2)
     root = tmp_path_factory.mktemp("browser") / "proj"
     proj = make_site_project(root)
     proj.write(PASSAGE_PAGES)

@@ -21,6 +21,7 @@ from knowl_build.index.fields import name_key, search_terms
 from knowl_build.reader import Reader
 from knowl_build.reader.view import ArtifactView, find_artifact, visible
 from knowl_build.site import datafiles, graph, search, urls
+from knowl_build.site.shards import pack_file, read_file
 from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, invoke
 
 ORDERS = "semantics/shop/orders.yaml"
@@ -152,13 +153,8 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
     meta = json.loads((folder / search.META).read_text())
     acc: dict[int, float] = {}
     terms = search_terms(text)
-    shards = {}
     key = name_key(text)
-    # A name's entry is in the shard of its first term.
-    for term in [*terms, *query_terms(key)[:1]]:
-        name = meta["shards"][search.fnv1a32(term) % len(meta["shards"])]
-        data = (folder / search.TERMS / f"{name}.bin").read_bytes()
-        shards[term] = search.read_shard(data, meta["lengths"])
+    entries = {term: search.lookup(folder, meta, term)[0] for term in terms}
     k1, b, n = meta["k1"], meta["b"], max(meta["doc_count"], 1)
     # The names and the headings count by what they cover, after the other fields.
     # scores, covered, matched
@@ -169,7 +165,7 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
     for f, field in enumerate(meta["fields"]):
         sums, covered, matched = short.get(field, (acc, {}, {}))
         for term in terms:
-            entry = shards[term].get(term)
+            entry = entries[term]
             if entry is None or not entry[0][f]:
                 continue
             idf = math.log(1 + (n - entry[0][f] + 0.5) / (entry[0][f] + 0.5))
@@ -188,9 +184,9 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
     headings, _covered, matched = short["headings"]
     for doc, score in headings.items():
         acc[doc] = acc.get(doc, 0.0) + score * (matched[doc] / max(len(terms), 1))
-    named = (
-        set(accumulate(shards[query_terms(key)[0]].get(search.NAMED + key, []))) if key else set()
-    )
+    # A name's entry is in the shard of its first term.
+    gaps = search.lookup(folder, meta, search.NAMED + key, query_terms(key)[0])[0] if key else []
+    named = set(accumulate(gaps or []))
     for doc in named:
         acc.setdefault(doc, 0.0)
     hits = sorted(acc.items(), key=lambda item: (item[0] not in named, -item[1], item[0]))
@@ -294,13 +290,19 @@ def test_meta_names_its_files_by_content(built: tuple[Path, Path]) -> None:
         f for n in meta["chunks"] for f in json.loads((folder / "docs" / f"{n}.json").read_text())
     ]
     rows = [json.loads((folder / search.RESULTS / f"{f}.json").read_text()) for f in files]
-    # Every result's file is named by its chunk, every other file by meta.json.
+    # The term files: the shards, and the files of their large terms, which the shards name.
+    shards = [(folder / search.TERMS / f"{n}.bin").read_bytes() for n in meta["shards"]]
+    own = {
+        v for data in shards for v in read_file(data, meta["docs"]).values() if isinstance(v, str)
+    }
+    assert {p.name for p in (folder / search.TERMS).iterdir()} == {
+        f"{n}.bin" for n in [*meta["shards"], *own]
+    }
+    # Every result's file is named by its chunk, a large term's by its shard, every other
+    # file by meta.json.
     on_disk = {p.stem for p in folder.glob("*/*") if p.is_file()}
     assert meta["entities"] is not None  # the project has a semantic layer
-    assert on_disk == {*meta["shards"], *meta["chunks"], *files, meta["entities"]}
-    assert {p.name for p in (folder / search.TERMS).iterdir()} == {
-        f"{n}.bin" for n in meta["shards"]
-    }
+    assert on_disk == {*meta["shards"], *own, *meta["chunks"], *files, meta["entities"]}
     for kind in (search.TERMS, search.DOCS, search.RESULTS, search.ENTITIES):
         for path in (folder / kind).iterdir():
             assert path.stem == datafiles.digest(path.read_bytes())
@@ -314,7 +316,7 @@ def test_meta_names_its_files_by_content(built: tuple[Path, Path]) -> None:
 def test_one_edit_rewrites_only_the_shards_of_its_terms(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(search, "POSTINGS_PER_SHARD", 8)  # many shards for a small base
+    monkeypatch.setattr(search, "BYTES_PER_SHARD", 64)  # many shards for a small base
     proj = make_site_project(tmp_path / "proj")
     out = tmp_path / "out"
     first, _ = write_data(build(proj.root), out)
@@ -330,9 +332,10 @@ def test_one_edit_rewrites_only_the_shards_of_its_terms(
 
     # Only the shards of the page's terms change (its lengths and the new word), each
     # written under its new content name, the old file removed.
+    # (A large term's own file may change with its shard.)
     touched = {search.fnv1a32(t) % shards for t in query_terms(site_files()[page] + " heptagonal")}
     written = of(found.written, "terms")
-    assert 1 <= len(written) <= len(touched) < shards
+    assert 1 <= len(written) <= 2 * len(touched) and len(touched) < shards
     assert len(of(found.removed, "terms")) == len(written)
     assert len(of(found.removed, "docs")) == len(of(found.written, "docs")) <= 1
     # The page's own result file (its text changed), and no other.
@@ -356,22 +359,26 @@ def test_summaries_are_cut_at_a_word() -> None:
     assert len(cut) <= search.SUMMARY_CHARS + 1 and cut.endswith("word…")
 
 
-def test_a_shard_packs_its_postings_as_varints() -> None:
-    shard = {
+def test_a_term_file_packs_its_postings_in_bytes() -> None:
+    terms = {
         "revenu": [[2, 0, 1, 3, 0], [0, 1, 5, 127, 1, 128], [], [9, 2, 3], [1, 300, 2**40], []],
         "weigh": [[1, 0, 0, 0, 0], [4, 1.5, 7], [], [], [], []],  # a fractional tf stays JSON
+        "order": [[3, 0, 0, 0, 0], [0, 1, 5, 2, 2, 5, 7, 1, 7], [], [], [], []],
+        "margin": "0123456789abcdef",  # a large term: the name of its own file
         search.NAMED + "revenue": [0, 3],
     }
-    lengths = search.length_table([shard])
-    assert lengths == [3, 5, 7, 128, 2**40]  # most frequent first: here each once, by length
-    data = search.pack_shard(shard, lengths)
-    assert search.read_shard(data, lengths) == shard
+    data = pack_file(terms, 20)
+    assert read_file(data, 20) == terms
     size = int.from_bytes(data[:4], "little")
-    head = json.loads(data[4 : 4 + size])
-    assert head["revenu"][1] == [0, 2] and head["revenu"][2] == []
-    assert head["weigh"][1] == [4, 1.5, 7]
-    # 0, 1, [5] / 127, 1, [128] / 9, 2, [3] / 1, 300 (two bytes), [2**40]: one byte a length
-    assert len(data) - 4 - size == 3 + 3 + 3 + 1 + 2 + 1
+    lengths, head = json.loads(data[4 : 4 + size])
+    assert lengths == [5, 7, 3, 128, 2**40]  # most frequent first, ties by length
+    # order: 3 of 20 documents, a bitmap of 3 bytes, then one byte a posting, (tf - 1) * 5 +
+    # the place of its length; revenu: gaps 0, 127 and 2, 3 / gap 9 then 1 * 5 + 2 / gap 1
+    # then 299 * 5 + 4 (two bytes)
+    assert head["order"][1] == [0, 3, 1]
+    assert head["revenu"][1:4] == [[6, 2], [], [10, 1]] and head["revenu"][4] == [12, 1]
+    assert head["weigh"][1] == [[4, 1.5, 7]]
+    assert len(data) - 4 - size == 3 + 3 + 4 + 2 + 3
 
 
 def test_fnv1a32_is_the_published_function() -> None:

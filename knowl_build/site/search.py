@@ -7,16 +7,18 @@ frequencies and the (stored, quantised) field lengths, and writes them under `<s
 
     search/meta.json            what a query needs first (a few kB at 10,000 pages): the
                                 statistics, the boosts, and the names of every shard and chunk
-    search/terms/<hash>.bin     one shard of the terms (`pack_shard`): {term: [[df per field],
-                                postings per field]}, the postings (doc gap, tf, length's
-                                place in meta's `lengths`) as varints after the JSON
+    search/terms/<hash>.bin     one shard of the terms, or one large term's own file (the
+                                shard names it): {term: [[df per field], postings per
+                                field]}, the postings in bytes after the JSON (shards.py)
     search/docs/<hash>.json     one chunk of DOCS_PER_CHUNK results: the names of their files
     search/results/<hash>.json  one result: [href, title, summary, freshness, drift, its text
                                 by section (`sections`), from which its passage is picked]
     search/entities/<hash>.json the entities of the semantic layer, analysed as
                                 reader/entity_search.py analyses them (`entity_rows`)
 
-A term lives in shard `fnv1a32(term) mod len(shards)`; assets/search.js analyses the query as
+A term lives in shard `fnv1a32(term) mod len(shards)`, or, when it has more than LARGE
+postings, in a file of its own that this shard names (so a shard stays small, and a query
+for a common word fetches that word's postings and a small shard, not its neighbours'); assets/search.js analyses the query as
 index/analysis.py does (the same tokens and the same Porter stemmer, checked word for word
 against Whoosh's by the browser tests), fetches only the shards of its terms (without English stop words, as `fields.search_terms`),
 adds up `boost * idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg_length))` field by
@@ -46,8 +48,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from knowl_build.artifacts import memo
 from knowl_build.artifacts.schema import CatalogEntry, PageRecord
 from knowl_build.index.analysis import NAMES_FIELD, TEXT_FIELDS, query_terms
@@ -59,20 +59,21 @@ from knowl_build.reader.passages import anchors
 from knowl_build.reader.view import CAVEAT, GLOBAL, ArtifactView, visible
 from knowl_build.site import urls
 from knowl_build.site.datafiles import Folder, Written, digest, encode
+from knowl_build.site.shards import NAMED, pack_file, read_file, varint
 
 FOLDER = "search"
 META = "meta.json"
 TERMS, DOCS, RESULTS, ENTITIES = "terms", "docs", "results", "entities"
-FORMAT = 2
+FORMAT = 3
 DOCS_PER_CHUNK = 32
-# About this many postings per shard (~25-50 kB of JSON); the number of shards is a power of
-# two, so that it changes only when the base doubles or halves.
-POSTINGS_PER_SHARD = 4096
+# About this many bytes per shard (a term's name and entry, about 30 bytes, and two bytes a
+# posting); the number of shards is a power of two, so that it changes only when the base
+# doubles or halves. A term with more than LARGE postings has a file of its own, which its
+# shard names: a query fetches no other term's postings beside it.
+BYTES_PER_SHARD = 2048
+LARGE = 128
 MAX_SHARDS = 4096
 SUMMARY_CHARS = 240
-# The key of a name's entry in the shard of its first term: "=" + name_key (no term holds a
-# "=").
-NAMED = "="
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +99,10 @@ def fnv1a32(text: str) -> int:
     return value
 
 
-def shard_count(postings: int) -> int:
+def shard_count(size: int) -> int:
+    """The number of shards for about `size` bytes of terms."""
     count = 1
-    while count < MAX_SHARDS and count * POSTINGS_PER_SHARD < postings:
+    while count < MAX_SHARDS and count * BYTES_PER_SHARD < size:
         count *= 2
     return count
 
@@ -145,7 +147,7 @@ def _varints64(numbers: list[int]) -> str:
     """Numbers as unsigned LEB128 varints, in base64 (a list of gaps in a third of the JSON)."""
     out = bytearray()
     for number in numbers:
-        _varint(out, number)
+        varint(out, number)
     return base64.b64encode(bytes(out)).decode("ascii")
 
 
@@ -306,94 +308,56 @@ def _gaps(postings: list[int | float]) -> list[int | float]:
     return out
 
 
-def _varint(out: bytearray, value: int) -> None:
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
+def _shards(export: _Export) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The terms by shard (`fnv1a32(term) mod` their number) and the large terms apart."""
+    small = {t: e for t, e in export.terms.items() if sum(map(len, e.postings)) <= 3 * LARGE}
+    size = sum(30 + len(t) + sum(len(p) for p in e.postings) * 2 // 3 for t, e in small.items())
+    count = shard_count(size)
+    shards: list[dict[str, Any]] = [{} for _ in range(count)]
+    large: dict[str, Any] = {}
+    for term, entry in export.terms.items():
+        value = [entry.df, *(_gaps(p) for p in entry.postings)]
+        if term in small:
+            shards[fnv1a32(term) % count][term] = value
+        else:
+            large[term] = value
+    for name, numbers in export.names.items():
+        # "=" + name: the documents named so, as gaps (search.js ranks them first), in the
+        # shard of the name's first term: the shard a query equal to it fetches anyway.
+        shards[fnv1a32(query_terms(name)[0]) % count][NAMED + name] = _gaps_of(numbers)
+    return shards, large
 
 
-def length_table(shards: list[dict[str, Any]]) -> list[int]:
-    """Every field length the postings hold, the most frequent first (ties by length): a
-    posting holds its length's place in this table (meta.json's `lengths`), one byte for the
-    128 most frequent (the index quantises lengths to a byte: at most 256 of them)."""
-    counts: dict[int, int] = {}
+def _write_terms(folder: Folder, export: _Export, docs: int) -> list[str]:
+    """The term files (shards.py's format): each large term's own, then the shards, which
+    name them. Returns the shards' names."""
+    shards, large = _shards(export)
+    for term, value in large.items():
+        data = pack_file({term: value}, docs)
+        name = digest(data)
+        folder.put(f"{TERMS}/{name}.bin", data)
+        shards[fnv1a32(term) % len(shards)][term] = name
+    names = []
     for shard in shards:
-        for term, value in shard.items():
-            if term.startswith(NAMED):
-                continue
-            for postings in value[1:]:
-                for length in postings[2::3]:
-                    if isinstance(length, int):
-                        counts[length] = counts.get(length, 0) + 1
-    return sorted(counts, key=lambda n: (-counts[n], n))
+        data = pack_file(shard, docs)
+        name = digest(data)
+        folder.put(f"{TERMS}/{name}.bin", data)
+        names.append(name)
+    return names
 
 
-def pack_shard(shard: dict[str, Any], lengths: list[int]) -> bytes:
-    """A shard's bytes: the length of its JSON part (4 bytes, little-endian), the JSON, then
-    the postings. In the JSON each term's postings of a field are `[offset, count]`: `count`
-    (doc gap, tf, place of the length in `lengths`) triples of unsigned LEB128 varints at
-    `offset` of the postings part (`[]`: none). A field whose frequencies are not all whole
-    numbers keeps its triples in the JSON (their count, a multiple of 3, is never 2). Names
-    ("=" + name) are JSON."""
-    place = {n: i for i, n in enumerate(lengths)}
-    blob = bytearray()
-    head: dict[str, Any] = {}
-    for term in sorted(shard):
-        value = shard[term]
-        if term.startswith(NAMED):
-            head[term] = value
-            continue
-        fields: list[Any] = [value[0]]
-        for postings in value[1:]:
-            if not postings:
-                fields.append([])
-            elif all(isinstance(x, int) for x in postings):
-                start = len(blob)
-                for gap, tf, length in zip(
-                    postings[0::3], postings[1::3], postings[2::3], strict=True
-                ):
-                    _varint(blob, int(gap))
-                    _varint(blob, int(tf))
-                    _varint(blob, place[int(length)])
-                fields.append([start, len(postings) // 3])
-            else:
-                fields.append(postings)
-        head[term] = fields
-    data = encode(head)
-    return len(data).to_bytes(4, "little") + data + bytes(blob)
-
-
-def read_shard(data: bytes, lengths: list[int]) -> dict[str, Any]:
-    """`pack_shard`'s input again: {term: [[df per field], [gap, tf, length, ...] per field]}
-    (what search.js decodes; the tests and the benchmark read shards with it)."""
-    size = int.from_bytes(data[:4], "little")
-    head: dict[str, Any] = msgspec.json.decode(data[4 : 4 + size])
-    blob = data[4 + size :]
-    out: dict[str, Any] = {}
-    for term, value in head.items():
-        if term.startswith(NAMED):
-            out[term] = value
-            continue
-        fields: list[Any] = [value[0]]
-        for field in value[1:]:
-            if len(field) != 2:
-                fields.append(field)
-                continue
-            at, numbers = field[0], []
-            for n in range(field[1] * 3):
-                number, shift = 0, 0
-                while True:
-                    byte = blob[at]
-                    at += 1
-                    number |= (byte & 0x7F) << shift
-                    shift += 7
-                    if byte < 0x80:
-                        break
-                numbers.append(lengths[number] if n % 3 == 2 else number)
-            fields.append(numbers)
-        out[term] = fields
-    return out
+def lookup(folder: Path, meta: dict[str, Any], key: str, term: str | None = None) -> Any:
+    """`key`'s entry in the term files under `folder` (`search/`), decoded as `read_file`
+    gives it (None: no such key), found as search.js finds it: in the shard of `term` (by
+    default `key` itself), then in the file of its own that shard names; and the files read."""
+    shards = meta["shards"]
+    path = folder / TERMS / f"{shards[fnv1a32(term or key) % len(shards)]}.bin"
+    paths = [path]
+    value = read_file(path.read_bytes(), meta["docs"]).get(key)
+    if isinstance(value, str):
+        paths.append(folder / TERMS / f"{value}.bin")
+        value = read_file(paths[-1].read_bytes(), meta["docs"]).get(key)
+    return value, paths
 
 
 def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry]]) -> Written:
@@ -403,23 +367,7 @@ def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry
     export = _export(view, docs)
     folder = Folder(out_dir / FOLDER, out_dir)
 
-    total = sum(len(p) // 3 for entry in export.terms.values() for p in entry.postings)
-    count = shard_count(total)
-    shards: list[dict[str, Any]] = [{} for _ in range(count)]
-    for term, entry in export.terms.items():
-        postings = [_gaps(p) for p in entry.postings]
-        shards[fnv1a32(term) % count][term] = [entry.df, *postings]
-    for name, numbers in export.names.items():
-        # "=" + name: the documents named so, as gaps (search.js ranks them first), in the
-        # shard of the name's first term: the shard a query equal to it fetches anyway.
-        shards[fnv1a32(query_terms(name)[0]) % count][NAMED + name] = _gaps_of(numbers)
-    lengths = length_table(shards)
-    shard_names = []
-    for shard in shards:
-        data = pack_shard(shard, lengths)
-        name = digest(data)
-        folder.put(f"{TERMS}/{name}.bin", data)
-        shard_names.append(name)
+    shard_names = _write_terms(folder, export, len(docs))
 
     results = []
     for d in docs:
@@ -464,7 +412,6 @@ def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry
         "chunk": DOCS_PER_CHUNK,
         "chunks": chunk_names,
         "shards": shard_names,
-        "lengths": lengths,
         "entities": entities,
     }
     # meta.json last: until it is replaced, it names only files that still exist.

@@ -176,7 +176,7 @@
     return "terms/" + m.shards[fnv1a32(term) % m.shards.length] + ".bin";
   }
 
-  /* A shard (search.py's pack_shard): {head: its JSON part, blob: the postings' varints}. */
+  /* A term file (site/shards.py): {lengths, terms: its JSON part, blob: the postings' bytes}. */
   function getShard(path) {
     if (!cache[path]) {
       cache[path] = fetch(new URL(path, DATA)).then(function (response) {
@@ -186,26 +186,61 @@
         var bytes = new Uint8Array(buffer);
         var size = new DataView(buffer).getUint32(0, true);
         var head = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + size)));
-        return { head: head, blob: bytes.subarray(4 + size) };
+        return { lengths: head[0], terms: head[1], blob: bytes.subarray(4 + size) };
       });
       cache[path].catch(function () { delete cache[path]; });
     }
     return cache[path];
   }
 
-  /* One field's postings of a term: [gap, tf, length, ...], decoded from the shard's varints
-   * ([offset, count]; a length is its place in meta's `lengths`) or as the JSON holds them. */
-  function postingsOf(m, shard, field) {
-    if (!Array.isArray(field) || field.length !== 2) return Array.isArray(field) ? field : [];
-    var blob = shard.blob, at = field[0], out = new Array(field[1] * 3);
-    for (var i = 0; i < out.length; i++) {
-      var value = 0, scale = 1, byte;
-      do {
-        byte = blob[at++];
-        value += (byte & 0x7f) * scale;
-        scale *= 128;
-      } while (byte >= 0x80);
-      out[i] = i % 3 === 2 ? m.lengths[value] : value; // a length: its place in meta's table
+  function own(object, key) {
+    return Object.prototype.hasOwnProperty.call(object, key) ? object[key] : null;
+  }
+
+  /* A term's entry and the file that holds its postings: in its shard, or in the file of its
+   * own the shard names (a large term). null: no page written holds it. */
+  function entryOf(m, term) {
+    return getShard(shardOf(m, term)).then(function (shard) {
+      var entry = own(shard.terms, term);
+      if (typeof entry !== "string") return entry ? { entry: entry, file: shard } : null;
+      if (!/^[0-9a-f]{16}$/.test(entry)) throw new Error("a term without its file");
+      return getShard("terms/" + entry + ".bin").then(function (file) {
+        var found = own(file.terms, term);
+        return found && typeof found !== "string" ? { entry: found, file: file } : null;
+      });
+    });
+  }
+
+  /* One field's postings of a term: [gap, tf, length, ...], decoded from its file's bytes
+   * ([offset, count]: the documents as gaps, [offset, count, 1]: as a bitmap of meta's `docs`
+   * bits; then a varint (tf - 1) * lengths + the place of its length in the file's table) or
+   * as the JSON holds them ([[...]]). */
+  function postingsOf(m, file, field) {
+    if (!Array.isArray(field) || !field.length) return [];
+    if (field.length === 1) return Array.isArray(field[0]) ? field[0] : [];
+    var blob = file.blob, at = field[0], count = field[1], out = new Array(count * 3);
+    var lengths = file.lengths, size = lengths.length, i, value, scale, byte;
+    if (field.length === 3) {
+      var bytes = Math.ceil(m.docs / 8), previous = 0, k = 0;
+      for (i = 0; i < bytes && k < count; i++) {
+        byte = blob[at + i];
+        for (var bit = 0; bit < 8 && byte; bit++, byte >>= 1) {
+          if (byte & 1) { out[3 * k++] = i * 8 + bit - previous; previous = i * 8 + bit; }
+        }
+      }
+      at += bytes;
+    } else {
+      for (i = 0; i < count; i++) {
+        value = 0; scale = 1;
+        do { byte = blob[at++]; value += (byte & 0x7f) * scale; scale *= 128; } while (byte >= 0x80);
+        out[3 * i] = value;
+      }
+    }
+    for (i = 0; i < count; i++) {
+      value = 0; scale = 1;
+      do { byte = blob[at++]; value += (byte & 0x7f) * scale; scale *= 128; } while (byte >= 0x80);
+      out[3 * i + 1] = Math.floor(value / size) + 1;
+      out[3 * i + 2] = lengths[value % size];
     }
     return out;
   }
@@ -213,14 +248,10 @@
   /* Every matching result's score, best first: the documents named as the query first, then by
    * score (ties by document number: by page id). */
   function rank(m, queryTerms, name) {
-    var needed = {};
-    queryTerms.forEach(function (t) { needed[shardOf(m, t)] = true; });
-    if (name) needed[nameShard(m, name)] = true;
-    return Promise.all(Object.keys(needed).map(function (p) {
-      return getShard(p).then(function (shard) { return [p, shard]; });
-    })).then(function (loaded) {
-      var shards = {};
-      loaded.forEach(function (pair) { shards[pair[0]] = pair[1]; });
+    var nameShardOf = name ? getShard(nameShard(m, name)) : Promise.resolve(null);
+    return Promise.all([Promise.all(queryTerms.map(function (t) { return entryOf(m, t); })),
+      nameShardOf]).then(function (loaded) {
+      var entries = loaded[0];
       var acc = new Map();
       // index/ranking.py's Searcher: a match in the names counts by the share of the names'
       // length the query's terms cover, one in the headings by the share of the query's terms
@@ -233,15 +264,13 @@
         var into = m.fields[f] === "title" ? names : m.fields[f] === "headings" ? heads : null;
         var sums = into ? into.scores : acc;
         for (var q = 0; q < queryTerms.length; q++) {
-          var shard = shards[shardOf(m, queryTerms[q])];
-          var entry = Object.prototype.hasOwnProperty.call(shard.head, queryTerms[q]) ?
-            shard.head[queryTerms[q]] : null;
-          if (!entry) continue;
+          if (!entries[q]) continue;
+          var entry = entries[q].entry;
           var df = entry[0][f];
           if (!df) continue;
           var idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
           var weight = m.boosts[f] * idf * (k1 + 1);
-          var postings = postingsOf(m, shard, entry[1 + f]);
+          var postings = postingsOf(m, entries[q].file, entry[1 + f]);
           var doc = 0;
           for (var i = 0; i < postings.length; i += 3) {
             doc += postings[i];
@@ -263,7 +292,8 @@
         acc.set(doc, (acc.get(doc) || 0) + score * (heads.matched.get(doc) / size));
       });
       var named = new Set();
-      var docs = name ? shards[nameShard(m, name)].head[NAMED + name] : null;
+      var docs = loaded[1] ? own(loaded[1].terms, NAMED + name) : null;
+      if (!Array.isArray(docs)) docs = null;
       if (docs) {
         var at = 0;
         for (var j = 0; j < docs.length; j++) {
