@@ -158,7 +158,7 @@ def test_the_fast_path_needs_the_very_files_that_were_validated(
     with ranking.Searcher(folder / "index", validated=validated) as searcher:
         assert searcher._validated
         assert searcher.query(["revenu"], {"body": 1.0}).top()
-    other = {name: (size, 0, 0) for name, (size, *_rest) in validated.items()}
+    other = {name: (size, 0, 0, 0) for name, (size, *_rest) in validated.items()}
     with pytest.raises(ArtifactError, match="changed after it was validated"):
         ranking.Searcher(folder / "index", validated=other)
     # Without a memo (no cache, or a changed folder) nothing is trusted.

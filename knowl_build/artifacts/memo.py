@@ -36,17 +36,19 @@ MEMO_VERSION = 4
 MAX_MEMOS = 256  # the newest are kept; a pruned build's memo goes with it
 MEMO_SEAL = "validation-memo"
 
-# A file as the index identifies it when it opens it: size, mtime_ns, inode.
-Identity = tuple[int, int, int]
+# A file as the index identifies it when it opens it: size, mtime_ns, inode, ctime_ns. The
+# change time too: a reader checks each file against it when it reads the file, after this
+# memo was checked, so a rewrite in place in between (mtime set back) is refused there too.
+Identity = tuple[int, int, int, int]
 
 
 def validated_files(folder: Path) -> dict[str, Identity] | None:
-    """Each file's (size, mtime_ns, inode) as this machine's full validation saw it, when
-    the folder is still in that state; None otherwise."""
+    """Each file's (size, mtime_ns, inode, ctime_ns) as this machine's full validation saw
+    it, when the folder is still in that state; None otherwise."""
     state = folder_state(folder)
     if state is None or not was_validated(folder, state):
         return None
-    return {name: (s, m, i) for name, (s, m, i, _c) in state["files"].items()}
+    return {name: (s, m, i, c) for name, (s, m, i, c) in state["files"].items()}
 
 
 def _cache_folder() -> Path:

@@ -59,8 +59,9 @@ _CODEC_KEYS = frozenset({"_blocklimit", "_compression", "_inlinelimit"})
 MAX_SEGMENTS = 4096
 MAX_DOCS = 1 << 31
 
-# How each index file is identified (artifacts' validation memo): size, mtime_ns, inode.
-Identity = tuple[int, int, int]
+# How each index file is identified (artifacts' validation memo): size, mtime_ns, inode and
+# ctime_ns (a file rewritten in place with its mtime set back has another change time).
+Identity = tuple[int, int, int, int]
 
 _INT = struct.Struct("!i")
 _LONG = struct.Struct("!q")
@@ -194,19 +195,24 @@ def read_toc(data: bytes, generation: int, fields: frozenset[str]) -> list[Segme
 
 
 def _identity(info: os.stat_result) -> Identity:
-    return (info.st_size, info.st_mtime_ns, info.st_ino)
+    return (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
 
 
 class IndexFolder:
     """The files of an index folder, opened (never through a link) and mapped once each.
 
     With `expected` (file name -> Identity, as the full validation saw each file), every file
-    opened must be that very file: one that changed since is refused."""
+    opened must be that very file: one of another size, modification time or inode is
+    refused. One that differs only by its change time may be that very file linked into
+    another build, or one rewritten in place with its modification time set back: it is
+    read, but not as validated (`validated`), so its pickles are decoded and checked as if
+    no validation had seen it."""
 
     def __init__(self, folder: Path, expected: Mapping[str, Identity] | None = None) -> None:
         self.folder = folder
         self.expected = expected
         self._maps: list[mmap.mmap] = []
+        self._changed: set[str] = set()  # read, but with another change time
 
     def read(self, name: str) -> memoryview | bytes:
         fd = os.open(self.folder / name, _OPEN_FLAGS)
@@ -214,10 +220,8 @@ class IndexFolder:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise BadIndex(f"{shown_name(name)} is not a regular file")
-            if self.expected is not None and self.expected.get(name) != _identity(info):
-                raise BadIndex(
-                    f"{shown_name(name)} changed after it was validated; run the command again"
-                )
+            if self.expected is not None:
+                self._compare(name, _identity(info))
             if info.st_size == 0:
                 return b""
             mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
@@ -225,6 +229,19 @@ class IndexFolder:
             os.close(fd)
         self._maps.append(mapped)
         return memoryview(mapped)
+
+    def _compare(self, name: str, found: Identity) -> None:
+        known = self.expected.get(name) if self.expected is not None else None
+        if known is None or known[:3] != found[:3]:
+            raise BadIndex(
+                f"{shown_name(name)} changed after it was validated; run the command again"
+            )
+        if known[3] != found[3]:
+            self._changed.add(name)
+
+    def validated(self, name: str) -> bool:
+        """Whether the file `name`, as read, is the very one the full validation decoded."""
+        return self.expected is not None and name not in self._changed
 
     def latest_toc(self) -> tuple[str, int]:
         newest = -1
@@ -392,7 +409,9 @@ class Terms:
 
 
 class Segment:
-    """One segment of the index, read through `IndexFolder`."""
+    """One segment of the index, read through `IndexFolder`: with `unpickle` when its file is
+    the one the full validation decoded (`IndexFolder.validated`), else with the bounded
+    unpickler (always for a segment of separate files, which knowl never writes)."""
 
     def __init__(
         self,
@@ -401,13 +420,14 @@ class Segment:
         unpickle: _Unpickle,
     ) -> None:
         self.facts = facts
-        self.unpickle = unpickle
         self.doc_count = facts.doc_count
         self.deleted = facts.deleted or frozenset()
         prefix = f"{INDEX_NAME}_{facts.segid}"
         self._file: Callable[[str], memoryview | bytes | None]
         if facts.compound:
             data = files.read(prefix + ".seg")
+            if not files.validated(prefix + ".seg"):
+                unpickle = _Unpickle(False)
             at, size = _LONG.unpack_from(data, 0)[0], _INT.unpack_from(data, 8)[0]
             directory, _ = unpickle.at(_slice(data, at, size))
             if type(directory) is not dict:
@@ -424,6 +444,7 @@ class Segment:
                 self._parts[name] = _slice(data, info["offset"], info["length"])
             self._file = self._parts.get
         else:
+            unpickle = _Unpickle(False)
 
             def separate(name: str) -> memoryview | bytes | None:
                 try:
@@ -432,6 +453,7 @@ class Segment:
                     return None
 
             self._file = separate
+        self.unpickle = unpickle
         self.prefix = prefix
         terms = self._file(prefix + ".trm")
         postings = self._file(prefix + ".pst")

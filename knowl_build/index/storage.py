@@ -90,6 +90,9 @@ class _Files:
             raise FileNotFoundError(name)
         return self.data
 
+    def validated(self, name: str) -> bool:
+        return False  # bytes being checked, so decoded by the bounded unpickler
+
 
 def _checked_compound(name: str, data: bytes, facts: SegmentFacts, walk: bool) -> None:
     """A compound segment's bytes, checked as Whoosh will read them: its directory and the
@@ -107,7 +110,8 @@ class CheckedStorage(FileStorage):  # type: ignore[misc]
 
     With `expected` (file name -> Identity, as the full validation saw each file), every file
     read must be that very file (one that changed since is refused), and its segments are not
-    walked again."""
+    walked again; a segment whose change time differs (linked by a build, or rewritten in
+    place with its modification time set back: `IndexFolder`) is walked."""
 
     def __init__(
         self,
@@ -166,10 +170,11 @@ class CheckedStorage(FileStorage):  # type: ignore[misc]
                 handle.close()
         self.opened.clear()
 
-    def _read(self, name: str) -> bytes:
+    def _read(self, name: str) -> tuple[bytes, bool]:
+        """A file's bytes, and whether they are the ones the full validation decoded."""
         files = IndexFolder(Path(self.folder), self.expected)
         try:
-            return bytes(files.read(name))
+            return bytes(files.read(name)), files.validated(name)
         finally:
             files.close()
 
@@ -178,7 +183,7 @@ class CheckedStorage(FileStorage):  # type: ignore[misc]
         if name not in self._served:
             toc = TOC_NAME.match(name)
             if toc:
-                data, facts = rebuilt_toc(self._read(name), int(toc.group(1)))
+                data, facts = rebuilt_toc(self._read(name)[0], int(toc.group(1)))
                 self._segments.update({f"{INDEX_NAME}_{f.segid}.seg": f for f in facts})
             else:
                 data = self._read_segment(name)
@@ -190,8 +195,8 @@ class CheckedStorage(FileStorage):  # type: ignore[misc]
         if facts is None or not facts.compound:
             # knowl writes compound segments only; Whoosh reads a segment's parts from it.
             raise BadIndex(f"{shown_name(name)} is no segment of the index's table of contents")
-        data = self._read(name)
-        _checked_compound(name, data, facts, walk=self.expected is None)
+        data, validated = self._read(name)
+        _checked_compound(name, data, facts, walk=not validated)
         return data
 
 
