@@ -58,7 +58,7 @@ input.dispatchEvent(new Event("input", {bubbles: true}));
 """
 
 
-def queries(count: int = 12) -> list[str]:
+def queries(count: int = 30) -> list[str]:
     """A fixed set of one- to three-word queries of the corpus' vocabulary (bench/corpus.py)."""
     rng = random.Random(25)
     return [" ".join(rng.sample(WORDS, rng.randint(1, 3))) for _ in range(count)]

@@ -96,12 +96,15 @@ OTHERS = [
     ("bare Whoosh (the floor)", "floor_s", "floor_cpu_s"),
 ]
 
-_LINE = "{:>6} {:<40} {:>25} {:>25} {:>6}  {}"
+_LINE = "{:>6} {:<44} {:>23} {:>23} {:>6}  {}"
 
 
 def _spread(value: Spread, unit: str) -> str:
-    digits = 1 if unit == "ms" else 2 if unit == "x" else 3
+    """Median [least-greatest], three significant places or so (seconds to the ms)."""
     median, least, greatest = value
+    digits = (
+        2 if unit == "x" else 1 if unit == "ms" or greatest >= 100 else 3 if greatest < 10 else 2
+    )
     return f"{median:.{digits}f} [{least:.{digits}f}-{greatest:.{digits}f}]"
 
 
