@@ -17,6 +17,7 @@ import gzip
 import os
 import random
 import statistics
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -158,3 +159,18 @@ def worst_and_median(totals: list[tuple[int, int]]) -> dict[str, float]:
         "first_result_raw_p50_kb": statistics.median(raw) / 1000,
         "first_result_gz_p50_kb": statistics.median(packed) / 1000,
     }
+
+
+def measured(site: Path) -> dict[str, float]:
+    """`worst_and_median` over `queries()`; nothing where the browser is missing or the site's
+    search fails in it (said on stderr): the goals table then says the row was not measured."""
+    if not available():
+        print("site-search bytes: no chromium, chromedriver or selenium here", file=sys.stderr)
+        return {}
+    from selenium.common.exceptions import WebDriverException
+
+    try:
+        return worst_and_median(first_result_bytes(site, queries()))
+    except WebDriverException as error:
+        print(f"site-search bytes not measured: {error.msg}", file=sys.stderr)
+        return {}

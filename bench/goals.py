@@ -18,6 +18,7 @@ Row = tuple[int, dict[str, Spread], dict[str, Spread]]
 
 PAGEFIND_KB = (184, 102)  # Pagefind's bytes before a first result (raw, gzip), issue 25
 WORSE_BY = 1.10  # no other figure more than 10% above A's
+NOT_MEASURED = "(not measured: no chromium, or its search failed; see stderr)"
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ def _bytes_lines(row: Row) -> list[str]:
     pages, a, b = row
     name = "site-search bytes (raw / gzip)"
     if "first_result_raw_max_kb" not in b:
-        return [_LINE.format(pages, name, "", "", "", "(no chromium: not measured)")]
+        return [_LINE.format(pages, name, "", "", "", NOT_MEASURED)]
     lines = []
     for which, label in (("max", "worst"), ("p50", "median")):
         raw, gz = f"first_result_raw_{which}_kb", f"first_result_gz_{which}_kb"

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ab import REPO, Spread, revision, second_copy, summary, timed
 from build_bench import edit_and_commit
 from corpus import make_corpus, page_path
-from first_result import available, first_result_bytes, queries, worst_and_median
+from first_result import measured
 from goals import Row
 from search_bench import IN_PROCESS as READER
 from search_bench import QUERIES as SEARCHES
@@ -123,10 +123,8 @@ def one_run(side: Side, run: int) -> dict[str, float]:
     _cold_build(side)
     _edits(side, run)
     _searches(side)
-    if run == 0 and available():
-        side.found.update(
-            worst_and_median(first_result_bytes(side.root / ".knowl" / "site", queries()))
-        )
+    if run == 0:
+        side.found.update(measured(side.root / ".knowl" / "site"))
     return side.found
 
 

@@ -121,7 +121,7 @@ def test_other_figures_worse_beyond_ten_percent() -> None:
 def test_bytes_without_a_browser() -> None:
     without = {k: v for k, v in B.items() if not k.startswith("first_result")}
     table = goals.goal_table([(1000, A, without)], "", "A")
-    assert lines_of("site-search bytes", table)[0].endswith("(no chromium: not measured)")
+    assert lines_of("site-search bytes", table)[0].endswith(goals.NOT_MEASURED)
 
 
 def test_sizes() -> None:
