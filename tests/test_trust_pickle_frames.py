@@ -174,7 +174,7 @@ def test_the_premise_cpython_reads_on_at_the_end_of_the_frame() -> None:
     """What made the attacks work, and what the fix relies on: CPython's unpicklers leave the
     file at the end of the frame that holds STOP."""
     data = framed(pickle.dumps("first", 2), pickle.dumps("second", 2)) + pickle.dumps("third", 2)
-    for load in (pickle.load, lambda f: pickle._Unpickler(f).load()):
+    for load in (pickle.load, _python):
         handle = io.BytesIO(data)
         assert load(handle) == "first"
         assert load(handle) == "third"
@@ -231,14 +231,18 @@ VALUES = st.recursive(
 )
 
 
+def _fast(handle: io.BytesIO) -> Any:
+    return unpickler._FastUnpickler(handle, unpickler._DATA_GLOBALS).load()
+
+
+def _python(handle: io.BytesIO) -> Any:
+    return pickle._Unpickler(handle).load()
+
+
 def _ends(data: bytes) -> tuple[int, int, int]:
     """Where the bounded, the C and the pure-Python unpicklers leave a file holding `data`."""
     ends = []
-    for load in (
-        unpickler.safe_load,
-        lambda f: unpickler._FastUnpickler(f, unpickler._DATA_GLOBALS).load(),
-        lambda f: pickle._Unpickler(f).load(),
-    ):
+    for load in (unpickler.safe_load, _fast, _python):
         handle = io.BytesIO(data)
         load(handle)
         ends.append(handle.tell())
@@ -288,10 +292,7 @@ def test_what_the_bounded_unpickler_accepts_every_reader_ends_alike(
     except (unpickler.BadIndex, pickle.UnpicklingError, EOFError, IndexError):
         return
     end = handle.tell()
-    for load in (
-        lambda f: unpickler._FastUnpickler(f, unpickler._DATA_GLOBALS).load(),
-        lambda f: pickle._Unpickler(f).load(),
-    ):
+    for load in (_fast, _python):
         handle = io.BytesIO(data)
         assert repr(load(handle)) == repr(accepted)
         assert handle.tell() == end
