@@ -108,6 +108,9 @@ def test_cpu_beside_wall() -> None:
     at = table.index(lines_of("one-edit build", table)[0])
     assert table[at + 1].split()[:1] == ["CPU"]
     assert "1.100 [1.100-1.100]" in table[at + 1]
+    assert table[at + 1].endswith("(on CPU) MISSED")  # 1.1 s of CPU: the goal is not met
+    cold = table.index(lines_of("cold build / bare Whoosh", table)[0])
+    assert table[cold + 1].endswith("(on CPU) MISSED")  # 1.7x
 
 
 def test_other_figures_worse_beyond_ten_percent() -> None:
