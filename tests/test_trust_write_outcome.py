@@ -266,11 +266,11 @@ def test_a_commit_that_cannot_be_made_stops_the_write_before_it_writes(
         assert _tree(proj.root) == before
 
 
-def _full_disk(root: Path, config: Any) -> Any:
+def _full_disk(root: Path, config: Any, *rest: Any) -> Any:
     raise OSError(errno.ENOSPC, "No space left on device", str(root / ".knowl/build/x.tmp"))
 
 
-def _bug(root: Path, config: Any) -> Any:
+def _bug(root: Path, config: Any, *rest: Any) -> Any:
     raise RuntimeError("a build that broke")
 
 
@@ -530,7 +530,7 @@ FAULTY_SERVER = """
 import errno, sys
 from pathlib import Path
 from knowl_build.pipeline.stages import discovery
-def full_disk(root, config):
+def full_disk(root, config, *rest):
     raise OSError(errno.ENOSPC, "No space left on device", str(Path(root) / ".knowl/build/x"))
 discovery.read_inputs = full_disk
 from knowl_build.cli import main

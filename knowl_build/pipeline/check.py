@@ -18,6 +18,7 @@ from knowl_build.pipeline.cache import cache_place
 from knowl_build.pipeline.discover import shown_path
 from knowl_build.pipeline.inputs import read_inputs
 from knowl_build.pipeline.linked import answers
+from knowl_build.pipeline.stats import stat_cache
 from knowl_build.support import clock, process
 from knowl_build.support.files import atomic_write
 from knowl_build.support.trust import Sealer, read_sealed
@@ -126,7 +127,7 @@ def check(
     sealer = caches.sealer(MEMO_SEAL)
     remember = use_cache and sealer is not None and not check_urls
     memo_file = caches.file(MEMO_CACHE) if remember else None
-    inputs = read_inputs(root, config)
+    inputs = read_inputs(root, config, stat_cache(caches, root) if use_cache else None)
     key = inputs.fingerprint(config, today)
     git = inputs.discovery.git
     toplevel = git.toplevel if git is not None else None
@@ -170,6 +171,8 @@ def check(
             }
             outside = _outside_files(toplevel, affected) if git else {}
             linked = analysis.index.link_settings.asked
+            if inputs.changed:  # a page read after the key was taken was not what it said
+                key = inputs.fingerprint(config, today)
             _save_memo(memo_file, key, result, outside, sealer, linked)
     if changed_only and git is not None:
         changed = git.changed_files()

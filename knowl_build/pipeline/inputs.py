@@ -1,5 +1,7 @@
 """The project's inputs, read once per run: every page and semantic file with its content
-hash (files come from discovery, SPEC 1)."""
+hash (files come from discovery, SPEC 1). With a stat cache (`stats`), a page whose stat
+data is unchanged is not read: its digest is known, and its bytes are read only if a stage
+needs them (`Inputs.read`)."""
 
 from __future__ import annotations
 
@@ -13,15 +15,35 @@ from pathlib import Path
 from knowl_build import __version__
 from knowl_build.core.config import Config
 from knowl_build.pipeline.discover import Discovery, discover
+from knowl_build.pipeline.stats import StatCache, stamp_of
+
+UNREADABLE = "unreadable"  # the digest of a file that cannot be read
 
 
 @dataclass(slots=True)
 class Inputs:
-    """Every input file's bytes and content hash, read once per run."""
+    """Every input file's bytes and content hash, read once per run.
+
+    A page's bytes are None when it cannot be read (its digest is `UNREADABLE`) or when the
+    stat cache vouched for its digest and it was not read (`read` reads it then)."""
 
     discovery: Discovery
     pages: dict[str, tuple[bytes | None, str]] = field(default_factory=dict)
     semantics: dict[str, tuple[bytes | None, str]] = field(default_factory=dict)
+    # Pages read after the fingerprint was taken whose digest was not the one vouched for
+    # (changed meanwhile): what the fingerprint said no longer holds.
+    changed: set[str] = field(default_factory=set)
+
+    def read(self, path: str) -> tuple[bytes | None, str]:
+        """A page's bytes and digest, reading the page when the stat cache spared it."""
+        data, digest = self.pages[path]
+        if data is not None or digest == UNREADABLE:
+            return data, digest
+        data, now = read_file(str(self.discovery.root), path)
+        if now != digest:
+            self.changed.add(path)
+        self.pages[path] = (data, now)
+        return data, now
 
     def fingerprint(self, config: Config, today: dt.date) -> str:
         """Everything a check's result depends on, hashed."""
@@ -62,22 +84,41 @@ def read_file(root: str, path: str) -> tuple[bytes | None, str]:
         finally:
             os.close(fd)
     except OSError:
-        return None, "unreadable"
+        return None, UNREADABLE
     data = b"".join(chunks)
     return data, hashlib.sha256(data).hexdigest()
 
 
-def read_inputs(root: Path, config: Config) -> Inputs:
+def read_inputs(root: Path, config: Config, stats: StatCache | None = None) -> Inputs:
+    """Discovery, then every input file read and hashed; with `stats`, pages it vouches
+    for are not read, and what this run read is saved in it."""
     discovery = discover(root, config)
     base = str(root)
     inputs = Inputs(discovery)
-    inputs.pages = {path: read_file(base, path) for path in discovery.pages}
+    if stats is None:
+        inputs.pages = {path: read_file(base, path) for path in discovery.pages}
+    else:
+        inputs.pages = {path: _read_page(base, path, stats) for path in discovery.pages}
+        stats.save()
     semantic = list(discovery.semantic_files)
     if discovery.dbt_project_file is not None:
         semantic.append(discovery.dbt_project_file)
     semantic += discovery.dbt_files
     inputs.semantics = {path: read_file(base, path) for path in semantic}
     return inputs
+
+
+def _read_page(root: str, path: str, stats: StatCache) -> tuple[bytes | None, str]:
+    """The page's digest from the stat cache (no bytes), or the page read (stat'ed first,
+    so that a change while it is read leaves a stamp the next run does not match)."""
+    stamp = stamp_of(os.path.join(root, path))
+    digest = stats.digest(path, stamp)
+    if digest is not None:
+        return None, digest
+    data, digest = read_file(root, path)
+    if data is not None:
+        stats.remember(path, stamp, digest)
+    return data, digest
 
 
 def inputs_sha256(root: Path, inputs: Inputs, config: Config) -> str:

@@ -25,7 +25,7 @@ from knowl_build.parse.frontmatter import split
 from knowl_build.parse.text import decode
 from knowl_build.parse.yamlnodes import YamlProblem, YMap, compose, json_safe, plain
 from knowl_build.pipeline.cache import ParseCache, decode_page, encode_page
-from knowl_build.pipeline.inputs import Inputs
+from knowl_build.pipeline.inputs import UNREADABLE, Inputs
 from knowl_build.rules import fields as field_rules
 from knowl_build.rules import security
 from knowl_build.secrets.scanner import SecretScanner
@@ -267,14 +267,16 @@ def parse_pages(
     parsed_by_digest: dict[str, ParsedPage] = {}
     todo: dict[str, bytes] = {}
     for path in order:
-        data, digest = inputs.pages[path]
-        if data is None or digest in parsed_by_digest or digest in todo:
+        digest = inputs.pages[path][1]
+        if digest == UNREADABLE or digest in parsed_by_digest or digest in todo:
             continue
         cached = cache.get(digest)
-        if cached is None:
-            todo[digest] = data
-        else:
+        if cached is not None:
             parsed_by_digest[digest] = cached
+            continue
+        data, digest = inputs.read(path)  # not read when the stat cache vouched for it
+        if data is not None:
+            todo[digest] = data
 
     placed: dict[str, Page] = {}
     found: dict[str, list[Finding]] = {}
@@ -287,10 +289,11 @@ def parse_pages(
         batch = []
         while done < len(order):
             path = order[done]
-            data, digest = inputs.pages[path]
-            if data is not None and digest not in parsed_by_digest:
+            digest = inputs.pages[path][1]
+            unreadable = digest == UNREADABLE
+            if not unreadable and digest not in parsed_by_digest:
                 break  # not parsed yet
-            parsed = not_text("page") if data is None else parsed_by_digest[digest]
+            parsed = not_text("page") if unreadable else parsed_by_digest[digest]
             if dendron:  # `[[label|note]]`: read after the cache, as the allowed keys are
                 parsed = label_first(parsed)
             found[path] = [f for f in parsed.findings if not _allowed(f, allowed, dendron)]

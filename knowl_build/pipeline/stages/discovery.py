@@ -14,6 +14,7 @@ from knowl_build.history.gitdir import git_folders
 from knowl_build.pipeline.cache import CachePlace, cache_place
 from knowl_build.pipeline.inputs import inputs_sha256, read_inputs
 from knowl_build.pipeline.stages.state import BuildRequest, BuildResult, BuildState, Stopwatch
+from knowl_build.pipeline.stats import stat_cache
 from knowl_build.support.trust import Sealer
 
 
@@ -48,7 +49,9 @@ def discover(state: BuildState) -> None:
     """The inputs read and hashed, the commit, and the current build when this machine
     sealed it and it is whole (nothing of any other is reused)."""
     state.clock.start("discover")
-    state.inputs = read_inputs(state.root, state.config)
+    # A full build reads every page (and so refreshes the stat cache).
+    stats = None if state.request.full else stat_cache(state.caches, state.root)
+    state.inputs = read_inputs(state.root, state.config, stats)
     state.git = git = state.inputs.discovery.git
     state.head = git.head() if git is not None else None
     state.input_hash = inputs_sha256(state.root, state.inputs, state.config)

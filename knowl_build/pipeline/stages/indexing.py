@@ -28,13 +28,13 @@ def write_apart(state: BuildState) -> Parsed | None:
     state.apart = apart = writer.write_apart(state.staging / "index", state.config.index_memory_mb)
     if apart is None:
         return None
-    pages = state.inputs.pages
+    inputs = state.inputs
 
     def send(placed: list[Page], layer: SemanticLayer) -> None:
         found = []
         for page in placed:
-            data = pages[page.path][0]
-            if page.parsed.text_ok and data is not None:
+            data = inputs.read(page.path)[0] if page.parsed.text_ok else None
+            if data is not None:
                 found.append(records.page_document(page, decode(data) or "", layer))
         apart.send(found)
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from knowl_build.core.config import Config
+from knowl_build.core.errors import UsageError
 from knowl_build.pipeline.cache import CachePlace, ParseCache
-from knowl_build.pipeline.inputs import Inputs
+from knowl_build.pipeline.inputs import UNREADABLE, Inputs
 from knowl_build.pipeline.pages import parse_cache_key, parse_pages
 from knowl_build.pipeline.stages.state import BuildState
 from knowl_build.pipeline.stages.values import Parsed, ParsedProject
@@ -63,9 +64,12 @@ def parse(state: BuildState) -> None:
     state.clock.start("parse")
     sent = write_apart(state)
     state.parsed = parse_project(state.config, state.inputs, state.caches, parsed=sent)
+    if state.inputs.changed:  # the input hash and the documents sent hold what it was
+        changed = min(state.inputs.changed)
+        raise UsageError(f"{changed} changed while the build ran; run the build again")
     if state.apart is not None:
         state.apart.finish()
     pages = state.inputs.pages
     state.content = {path: digest for path, (_, digest) in pages.items()}
-    state.readable = {path: d for path, (data, d) in pages.items() if data is not None}
+    state.readable = {path: d for path, (_, d) in pages.items() if d != UNREADABLE}
     state.inputs.pages = {}
