@@ -373,7 +373,7 @@ class ArtifactView:
         except Exception as exc:  # a damaged index: a reason, never a traceback
             raise ArtifactError(f"{self.folder}: the index cannot be opened ({exc})") from None
 
-    def _validated_index(self) -> dict[str, tuple[int, int, int]] | None:
+    def _validated_index(self) -> dict[str, tuple[int, int, int, int]] | None:
         """Each index file's identity as this machine's full validation decoded it (the
         validation memo of `artifacts`), when the folder is still in that state; else None,
         and the index is read with the bounded unpickler only."""
