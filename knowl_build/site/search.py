@@ -45,13 +45,15 @@ import base64
 import contextlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import compress
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from knowl_build.artifacts import memo
 from knowl_build.artifacts.schema import CatalogEntry, PageRecord
 from knowl_build.index.analysis import NAMES_FIELD, TEXT_FIELDS, query_terms
-from knowl_build.index.postings import deleted_docs, live_mask, live_postings
+from knowl_build.index.postings import Mask, deleted_docs, live_mask, live_postings
 from knowl_build.index.ranking import K1, B
 from knowl_build.index.storage import open_index, reading
 from knowl_build.reader.entity_search import BOOST_OF, FIELDS, EntityIndex
@@ -247,53 +249,77 @@ def _export(view: ArtifactView, docs: list[_Doc]) -> _Export:
         return _export_from(leaves, docs)
 
 
+def _walk(leaf: Any, fields: list[str], visible: Mask | None) -> Iterator[tuple[str, str, Any]]:
+    """(field, term, postings) of every term of `fields` in one segment: one walk of its terms
+    table (no lookup of each term again, as `live_postings` makes), each term's postings read
+    block by block as there, of the documents `visible` lets through."""
+    table = leaf._terms
+    formats = {name: leaf.schema[name].format for name in fields if name in leaf.schema}
+    for (field, text), info in table.items():
+        form = formats.get(field)
+        if form is None:
+            continue
+        matcher = table._codec.postings_reader(table._postfile, info, form, term=(field, text))
+        pairs: list[tuple[int, float]] = []
+        while not matcher._atend:
+            matcher._read_ids()
+            matcher._read_weights()
+            ids = matcher._ids
+            block = zip(ids, matcher._weights, strict=False)
+            if visible is None or not visible.hides(ids[0], ids[-1]):
+                pairs.extend(block)
+            elif len(ids) == 1:
+                pairs.extend(block if visible.mask[ids[0]] else ())
+            else:
+                pairs.extend(compress(block, itemgetter(*ids)(visible.mask)))
+            matcher._next_block()
+        if pairs:
+            yield field, text.decode("utf-8"), pairs
+
+
 def _export_from(leaves: list[Any], docs: list[_Doc]) -> _Export:
     number = {doc.entry.key: n for n, doc in enumerate(docs)}
+    field_of = {name: i for i, name in enumerate(TEXT_FIELDS)}
     terms: dict[str, _Postings] = {}
     names: dict[str, list[int]] = {}
     doc_count = 0
     sums = [0] * len(TEXT_FIELDS)
     for leaf in leaves:
         size = leaf.doc_count_all()
-        live = live_mask(size, deleted_docs(leaf))
-        mine = [d for d, _w in live_postings(leaf, "scope", GLOBAL, live)]
-        hidden = frozenset(range(size)).difference(mine)
-        mask = live_mask(size, hidden)
+        mine = [
+            d for d, _w in live_postings(leaf, "scope", GLOBAL, live_mask(size, deleted_docs(leaf)))
+        ]
+        mask = live_mask(size, frozenset(range(size)).difference(mine))
         doc_count += len(mine)
-        ours: dict[int, int] = {}
+        # Per document of the segment: its number among `docs`, and its lengths.
+        ours = [-2] * size  # -2: not a global document, -1: not written
         for d in mine:
-            found = number.get(str(leaf.stored_fields(d)["key"]))
-            if found is not None:
-                ours[d] = found
-        if NAMES_FIELD in leaf.indexed_field_names():  # not in an index written before 2.2
-            for key in leaf.field_terms(NAMES_FIELD):
-                for d, _w in live_postings(leaf, NAMES_FIELD, key, mask):
-                    if d in ours:
-                        names.setdefault(key, []).append(ours[d])
+            ours[d] = number.get(str(leaf.stored_fields(d)["key"]), -1)
+        lengths = []
         for i, name in enumerate(TEXT_FIELDS):
             length = leaf._perdoc.doc_field_length_reader(name, 0)
-            lengths = {d: int(length(d) or 0) for d in mine}
-            sums[i] += sum(lengths.values())
-            for term in leaf.field_terms(name):
-                pairs = live_postings(leaf, name, term, mask)
-                if not pairs:
-                    continue
-                entry = terms.get(term)
-                if entry is None:
-                    entry = terms[term] = _Postings(
-                        [0] * len(TEXT_FIELDS), [[] for _ in TEXT_FIELDS]
-                    )
-                entry.df[i] += len(pairs)
-                out = entry.postings[i]
-                for d, weight in pairs:
-                    n = ours.get(d)
-                    if n is not None:
-                        tf = int(weight) if weight == int(weight) else weight
-                        out += (n, tf, lengths[d])
+            lengths.append([int(length(d) or 0) if ours[d] != -2 else 0 for d in range(size)])
+            sums[i] += sum(lengths[i])
+        for field, term, pairs in _walk(leaf, [*TEXT_FIELDS, NAMES_FIELD], mask):
+            if field == NAMES_FIELD:  # not in an index written before 2.2
+                names.setdefault(term, []).extend(ours[d] for d, _w in pairs if ours[d] >= 0)
+                continue
+            i = field_of[field]
+            entry = terms.get(term)
+            if entry is None:
+                entry = terms[term] = _Postings([0] * len(TEXT_FIELDS), [[] for _ in TEXT_FIELDS])
+            entry.df[i] += len(pairs)
+            of = lengths[i]
+            entry.postings[i] += [
+                x
+                for d, weight in pairs
+                if ours[d] >= 0
+                for x in (ours[d], int(weight) if weight == int(weight) else weight, of[d])
+            ]
     # A term of no written page says nothing about a result, and may come from a page that
     # must not reach the site (a draft, say): only the df of global pages is kept with it.
     kept = {term: p for term, p in terms.items() if any(p.postings)}
-    return _Export(doc_count, sums, kept, {k: sorted(v) for k, v in names.items()})
+    return _Export(doc_count, sums, kept, {k: sorted(v) for k, v in names.items() if v})
 
 
 def _gaps(postings: list[int | float]) -> list[int | float]:
