@@ -14,7 +14,7 @@ import pytest
 from knowl_build.core.config import Config
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
-from tests.helpers import Project
+from tests.helpers import SEMANTICS, Project
 
 # Mostly one body, so that most pages tie.
 BODIES = ["Tie", "Tie", "Tie", "Tie word", "Word churn", "Churn"]
@@ -40,6 +40,11 @@ def _ids(reader: Reader, query: str, user: str | None, limit: int) -> list[tuple
     return [(h["page"], h["scope"]) for h in hits]
 
 
+def _mixed(reader: Reader, query: str, user: str | None, limit: int) -> list[tuple[str, str]]:
+    hits = reader.search(query, user=user, limit=limit, kind="all")["hits"]
+    return [(h["page"], h["scope"]) if h["kind"] == "page" else (h["entity"], "") for h in hits]
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_a_short_search_is_the_start_of_a_longer_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
@@ -59,3 +64,30 @@ def test_a_short_search_is_the_start_of_a_longer_one(
                 full = _ids(reader, query, user, 1000)
                 for limit in (1, 2, 3, 5, 8, 13, 30):
                     assert _ids(reader, query, user, limit) == full[:limit], (query, user)
+
+
+ENTITIES = ["shop_pg.orders.total_revenue", "shop_pg.orders.status", "shop_pg.orders.amount"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_short_mixed_search_is_the_start_of_a_longer_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """Pages and entities merged (`--kind all`, the CLI's default): pages found through the
+    entities they bind, ranked deep in the page search or not at all."""
+    monkeypatch.setenv("KNOWL_EMBEDDINGS", "off")
+    rng = random.Random(seed)
+    files = {**SEMANTICS, **_corpus(rng)}
+    for path in sorted(files):
+        if path.endswith(".md") and rng.random() < 0.3:
+            refs = ", ".join(rng.sample(ENTITIES, k=rng.randint(1, 2)))
+            files[path] = files[path].replace("---\nsummary", f"---\nsl_refs: [{refs}]\nsummary")
+    project = Project(tmp_path / "kb").write(files)
+    project.commit("corpus")
+    assert build(project.root, CONFIG).status == "published"
+    with Reader.open(project.root) as reader:
+        for query in ["tie", "tie status", "total revenue", "amount word", "orders"]:
+            for user in (None, "alice"):
+                full = _mixed(reader, query, user, 1000)
+                for limit in (1, 2, 3, 5, 8, 13, 30):
+                    assert _mixed(reader, query, user, limit) == full[:limit], (query, user)

@@ -1,17 +1,20 @@
 """Entity hits, and mixed hits of pages and entities (`knowl search --kind entity|all`).
 
 Mixed hits merge three rankings by rank (Reciprocal Rank Fusion, as federated search merges
-repositories): the pages (the page search's own order), the entities (`entity_search`), and the
-pages binding an entity found (`sl_refs`), by the best rank of the entity they bind; so a page
-that uses the measure a query names ranks for the query. Pages and entities named as the query
-come first. Entities are the artifact's own (a peer's are not searched) and global.
+repositories): the first PAGE_RANKS pages (the page search's own order), the entities
+(`entity_search`), and the pages binding an entity found (`sl_refs`), by the best rank of the
+entity they bind; so a page that uses the measure a query names ranks for the query. Pages and
+entities named as the query come first; pages of equal fused score by their page rank. The
+pages' ranks count to a depth that is not the limit's, so that the first `n` hits are the
+first `n` of any longer answer. Entities are the artifact's own (a peer's are not searched)
+and global.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from knowl_build.artifacts.schema import (
     EntityHit,
@@ -36,6 +39,8 @@ from knowl_build.reader.entity_search import description_of, label_of
 
 KINDS = ("page", "entity", "all")
 RRF_K = 60
+# The pages whose rank counts in the merge (site/static/search.js has the same number).
+PAGE_RANKS = 20
 # Pages an entity hit lists as binding it (`pages`), by id.
 MAX_BOUND_PAGES = 20
 
@@ -99,7 +104,9 @@ def search(
         return entity_answer(view, query, parsed, user, filters, limit)
     if not view.entities or filtered(filters):  # no entity can be a hit: the page search
         return queries.search(view, query, user=user, limit=limit, filters=filters, peers=peers)
-    depth = max(limit * 4, 20)  # enough pages for the merged top `limit`
+    # Pages past PAGE_RANKS count only by the entities they bind, or by their page rank
+    # among equals: those past `limit` are never among the first `limit` hits.
+    depth = max(limit, PAGE_RANKS)
     answer = queries.search(view, query, user=user, limit=depth, filters=filters, peers=peers)
     return mix(view, answer, parsed, user, filters, limit, named_pages(view, parsed, user))
 
@@ -146,10 +153,11 @@ def mix(
     limit: int,
     named_pages: frozenset[tuple[str, str]],
 ) -> MixedSearchAnswer:
-    """The page answer `answer` (hits to some depth) with entity hits merged in (see the
-    module's docstring): named pages and entities first, then by the sum of 1 / (60 + rank)
-    over the rankings an item is in (0-based ranks), then pages before entities, then by
-    repository, id (or name) and scope."""
+    """The page answer `answer` (hits to max(limit, PAGE_RANKS)) with entity hits merged in
+    (see the module's docstring): named pages and entities first, then by the sum of
+    1 / (60 + rank) over the rankings an item is in (0-based ranks, pages to PAGE_RANKS),
+    then pages by their page rank (found through an entity alone: after every page of the
+    answer), then pages before entities, then by repository, id (or name) and scope."""
     ranked = [] if filtered(filters) else view.entity_index.rank(parsed, view.boosts)
     pages = answer["hits"]
     mixed: MixedSearchAnswer = {
@@ -167,29 +175,20 @@ def mix(
         if not mixed["hits"] and "suggestions" in answer:
             mixed["suggestions"] = answer["suggestions"]
         return mixed
-    # A page found through its entity alone is its catalog position until it makes the answer.
-    found: dict[tuple[str, str, str], tuple[float, bool, SearchHit | int]] = {}
-    for number, hit in enumerate(pages):
-        key = (hit["repo"], hit["page"], hit["scope"])
-        named = hit["repo"] == view.repo and (hit["scope"], hit["page"]) in named_pages
-        found[key] = (1.0 / (RRF_K + number), named, hit)
-    heads = view.catalog.heads
-    for number, i in enumerate(_bound_pages(view, ranked, user, filters)):
-        key = (view.repo, heads[i].id, heads[i].scope)
-        score, named, item = found.get(key, (0.0, False, i))
-        if isinstance(item, dict) and "entity" not in item["matched_on"]:
-            item["matched_on"] = [*item["matched_on"], "entity"]
-        found[key] = (score + 1.0 / (RRF_K + number), named, item)
-    # (not named, -fused score, pages before entities, repository, id or name, scope)
-    # An entity's hit is built only when it makes the answer (it lists the pages binding it).
-    order: list[tuple[tuple[bool, float, bool, str, str, str], SearchHit | Ranked | int]] = []
-    for (repo, page_id, scope), (fused, named, item) in found.items():
+    # (not named, -fused score, page rank, pages before entities, repository, id or name,
+    # scope, path). An entity's hit is built only when it makes the answer (it lists the
+    # pages binding it).
+    unranked = len(pages)  # a page found through an entity alone: after the answer's pages
+    order: list[tuple[tuple[bool, float, int, bool, str, str, str, str], Item]] = []
+    for (repo, path), (fused, named, item, rank, page_id, scope) in _pages(
+        view, pages, ranked, user, filters, named_pages
+    ).items():
         if isinstance(item, dict):
             item["score"] = fused
-        order.append(((not named, -fused, False, repo, page_id, scope), item))
+        order.append(((not named, -fused, rank, False, repo, page_id, scope, path), item))
     for number, (doc, _score, named) in enumerate(ranked):
         fused = 1.0 / (RRF_K + number)
-        order.append(((not named, -fused, True, view.repo, doc.name, ""), doc))
+        order.append(((not named, -fused, unranked, True, view.repo, doc.name, "", ""), doc))
     best = heapq.nsmallest(limit, order, key=lambda kh: kh[0])  # as sorted(...)[:limit]
     hits: list[SearchHit | EntityHit] = [_made(view, key[1], item, user) for key, item in best]
     mixed["hits"] = hits
@@ -197,6 +196,42 @@ def mix(
     entities = [h["entity"] for h in hits if h["kind"] == "entity"]
     mixed["caveats"] = caveats(view, found_pages, user, entities)
     return mixed
+
+
+Item: TypeAlias = (
+    "SearchHit | Ranked | int"  # a page's hit, an entity, a page found through an entity alone
+)
+Found = tuple[float, bool, SearchHit | int, int, str, str]  # fused, named, item, rank, id, scope
+
+
+def _pages(
+    view: ArtifactView,
+    pages: list[SearchHit],
+    ranked: list[tuple[Ranked, float, bool]],
+    user: str | None,
+    filters: Filters,
+    named_pages: frozenset[tuple[str, str]],
+) -> dict[tuple[str, str], Found]:
+    """The pages of the merge by repository and path (pages may share an id): those of the
+    page search, by their rank (to PAGE_RANKS), and those binding an entity found, by the
+    best rank of the entities they bind. A page found through its entity alone is its
+    catalog position until it makes the answer."""
+    found: dict[tuple[str, str], Found] = {}
+    for number, hit in enumerate(pages):
+        entry = view.entry_of_hit(hit) if hit["repo"] == view.repo else None
+        key = (hit["repo"], f"#{number}" if entry is None else entry.key)  # a peer's: no path
+        named = entry is not None and (hit["scope"], hit["page"]) in named_pages
+        fused = 1.0 / (RRF_K + number) if number < PAGE_RANKS else 0.0
+        found[key] = (fused, named, hit, number, hit["page"], hit["scope"])
+    heads = view.catalog.heads
+    for number, i in enumerate(_bound_pages(view, ranked, user, filters)):
+        key = (view.repo, heads[i].key)
+        default: Found = (0.0, False, i, len(pages), heads[i].id, heads[i].scope)
+        score, named, item, rank, page_id, scope = found.get(key, default)
+        if isinstance(item, dict) and "entity" not in item["matched_on"]:
+            item["matched_on"] = [*item["matched_on"], "entity"]
+        found[key] = (score + 1.0 / (RRF_K + number), named, item, rank, page_id, scope)
+    return found
 
 
 def _made(

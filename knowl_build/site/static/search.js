@@ -428,6 +428,7 @@
   // --- entities, and mixed hits (reader/entity_search.py, reader/mixed.py) -------------------
 
   var RRF_K = 60;
+  var PAGE_RANKS = 20; // reader/mixed.py's: the pages whose rank counts in the merge
   var entityCache = Object.create(null);
 
   /* Unsigned LEB128 varints in base64 (search.py's _varints64), as numbers. */
@@ -532,14 +533,21 @@
 
   /* Pages (`hits`, ranked) and entities merged as reader/mixed.py merges them for `limit`
    * hits: named first, then by the sum of 1 / (60 + rank) over the rankings an item is in
-   * (the pages to a depth of max(4 * limit, 20), the entities, the pages binding an entity
-   * found, by the best rank of the entities they bind), pages before entities, then by page
-   * id (the document number) or entity name. */
+   * (the first PAGE_RANKS pages, the entities, the pages binding an entity found, by the best
+   * rank of the entities they bind), then pages by their page rank (a page found through an
+   * entity alone after the first max(limit, PAGE_RANKS)), pages before entities, then by
+   * page id (the document number) or entity name. The pages' ranks count to a depth that is
+   * not the limit's: the first n results are the first n of any longer search. */
   function mixed(hits, entities, limit) {
     if (!entities.length) return hits.slice(0, limit);
     var items = new Map();
-    hits.slice(0, Math.max(limit * 4, 20)).forEach(function (h, r) {
-      items.set("p" + h.doc, { kind: "page", doc: h.doc, named: h.named, fused: 1 / (RRF_K + r) });
+    var pages = hits.slice(0, Math.max(limit, PAGE_RANKS));
+    var unranked = pages.length;
+    pages.forEach(function (h, r) {
+      items.set("p" + h.doc, {
+        kind: "page", doc: h.doc, named: h.named, rank: r,
+        fused: r < PAGE_RANKS ? 1 / (RRF_K + r) : 0
+      });
     });
     var best = new Map();
     entities.forEach(function (e, position) {
@@ -549,18 +557,21 @@
       .forEach(function (pair, r) {
         var item = items.get("p" + pair[0]);
         if (!item) {
-          item = { kind: "page", doc: pair[0], named: false, fused: 0 };
+          item = { kind: "page", doc: pair[0], named: false, rank: unranked, fused: 0 };
           items.set("p" + pair[0], item);
         }
         item.fused = item.fused + 1 / (RRF_K + r);
       });
     entities.forEach(function (e, r) {
-      items.set("e" + e.row[0], { kind: "entity", entity: e, named: e.named, fused: 1 / (RRF_K + r) });
+      items.set("e" + e.row[0], {
+        kind: "entity", entity: e, named: e.named, rank: unranked, fused: 1 / (RRF_K + r)
+      });
     });
     var order = Array.from(items.values());
     order.sort(function (x, y) {
       if (x.named !== y.named) return x.named ? -1 : 1;
       if (x.fused !== y.fused) return y.fused - x.fused;
+      if (x.rank !== y.rank) return x.rank - y.rank;
       if (x.kind !== y.kind) return x.kind === "page" ? -1 : 1;
       if (x.kind === "page") return x.doc - y.doc;
       return x.entity.row[0] < y.entity.row[0] ? -1 : x.entity.row[0] > y.entity.row[0] ? 1 : 0;
