@@ -78,6 +78,30 @@ def summary(runs: list[dict[str, float]], figures: Iterable[str]) -> dict[str, S
     }
 
 
+PLAIN = REPO / "bench" / ".cache" / "python-plain"
+
+
+def interpreter() -> str:
+    """A Python that sees this environment's packages but not its editable install of
+    knowl-build, as a user's installed `knowl` starts: the editable install's finder (a .pth
+    file run at every start, about 20 ms here) is no cost of knowl's. A virtual environment
+    whose one .pth file names this one's site-packages: a folder named in a .pth is put on
+    the path, and its own .pth files are not run. Each side's package comes from PYTHONPATH."""
+    python = PLAIN / "bin" / "python"
+    if not python.exists():
+        base = getattr(sys, "_base_executable", sys.executable)
+        subprocess.run([base, "-m", "venv", "--without-pip", str(PLAIN)], check=True)
+        site = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        paths = sorted({sysconfig.get_paths()[key] for key in ("purelib", "platlib")})
+        (Path(site) / "knowl-bench-packages.pth").write_text("\n".join(paths) + "\n")
+    return str(python)
+
+
 def side_env(code: Path) -> dict[str, str]:
     """The environment of a process of one side: its code first on the path, so `python -m
     knowl_build` runs that side's package (the editable install is this tree's)."""
@@ -87,11 +111,11 @@ def side_env(code: Path) -> dict[str, str]:
 def timed(args: list[str], code: Path, cwd: Path) -> tuple[float, float, str]:
     """Wall seconds, CPU seconds (user and system, of the process and the processes it waited
     for: its parse workers and index writer) and stdout of `python *args` with `code`'s
-    package. Exit 1 (findings) is an answer; anything else stops the benchmark."""
+    package, started as an installed `knowl` starts (`interpreter`). Exit 1 (findings) is an answer; anything else stops the benchmark."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, env=side_env(code), cwd=cwd
+        [interpreter(), *args], capture_output=True, text=True, env=side_env(code), cwd=cwd
     )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -43,7 +43,8 @@ from search_bench import QUERIES as SEARCHES
 BASELINE = "3039afa"  # the commit before issue 25's work
 LARGE = 50_000
 BENCH = Path(__file__).resolve().parent
-KNOWL = ["-m", "knowl_build"]
+# The `knowl` program as its console script starts it (not `python -m`, which loads runpy).
+KNOWL = ["-c", "from knowl_build.cli import main; main()"]
 # The floor in a process of the side's code: its schema, analyzer and writer settings.
 FLOOR = (
     "import sys\nfrom pathlib import Path\nsys.path.insert(0, sys.argv[2])\n"
