@@ -314,6 +314,8 @@ def excluded_by(globs: tuple[str, ...]) -> Callable[[str], bool]:
     path or one of its folders (`templates`, `templates/**` and `**/drafts` each leave out
     everything below the folder)."""
     patterns = [glob_regex(glob.rstrip("/")) for glob in globs]
+    if not patterns:  # the usual case: no path's folders need listing
+        return lambda rel: False
 
     def excluded(rel: str) -> bool:
         parts = rel.split("/")
