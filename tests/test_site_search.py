@@ -371,7 +371,8 @@ def test_a_term_file_packs_its_postings_in_bytes() -> None:
     assert read_file(data, 20) == terms
     size = int.from_bytes(data[:4], "little")
     lengths, head = json.loads(data[4 : 4 + size])
-    assert lengths == [5, 7, 3, 128, 2**40]  # most frequent first, ties by length
+    # Most frequent first, ties by length (a field kept in the JSON needs none).
+    assert lengths == [5, 3, 7, 128, 2**40]
     # order: 3 of 20 documents, a bitmap of 3 bytes, then one byte a posting, (tf - 1) * 5 +
     # the place of its length; revenu: gaps 0, 127 and 2, 3 / gap 9 then 1 * 5 + 2 / gap 1
     # then 299 * 5 + 4 (two bytes)

@@ -53,7 +53,7 @@ from typing import Any
 from knowl_build.artifacts import memo
 from knowl_build.artifacts.schema import CatalogEntry, PageRecord
 from knowl_build.index.analysis import NAMES_FIELD, TEXT_FIELDS, query_terms
-from knowl_build.index.postings import Mask, deleted_docs, live_mask, live_postings
+from knowl_build.index.postings import deleted_docs, live_mask, live_postings
 from knowl_build.index.ranking import K1, B
 from knowl_build.index.storage import open_index, reading
 from knowl_build.reader.entity_search import BOOST_OF, FIELDS, EntityIndex
@@ -249,10 +249,14 @@ def _export(view: ArtifactView, docs: list[_Doc]) -> _Export:
         return _export_from(leaves, docs)
 
 
-def _walk(leaf: Any, fields: list[str], visible: Mask | None) -> Iterator[tuple[str, str, Any]]:
-    """(field, term, postings) of every term of `fields` in one segment: one walk of its terms
-    table (no lookup of each term again, as `live_postings` makes), each term's postings read
-    block by block as there, of the documents `visible` lets through."""
+# A segment's document in `_export_from`: deleted or not global, or global but not written.
+HIDDEN, UNWRITTEN = -2, -1
+
+
+def _walk(leaf: Any, fields: list[str]) -> Iterator[tuple[str, str, list[int], list[float]]]:
+    """(field, term, documents, frequencies) of every term of `fields` in one segment, deleted
+    documents and all: one walk of its terms table (no lookup of each term again, as
+    `live_postings` makes), each term's postings read block by block as there."""
     table = leaf._terms
     formats = {name: leaf.schema[name].format for name in fields if name in leaf.schema}
     for (field, text), info in table.items():
@@ -260,21 +264,34 @@ def _walk(leaf: Any, fields: list[str], visible: Mask | None) -> Iterator[tuple[
         if form is None:
             continue
         matcher = table._codec.postings_reader(table._postfile, info, form, term=(field, text))
-        pairs: list[tuple[int, float]] = []
+        ids: list[int] = []
+        weights: list[float] = []
         while not matcher._atend:
             matcher._read_ids()
             matcher._read_weights()
-            ids = matcher._ids
-            block = zip(ids, matcher._weights, strict=False)
-            if visible is None or not visible.hides(ids[0], ids[-1]):
-                pairs.extend(block)
-            elif len(ids) == 1:
-                pairs.extend(block if visible.mask[ids[0]] else ())
-            else:
-                pairs.extend(compress(block, itemgetter(*ids)(visible.mask)))
+            ids += matcher._ids
+            weights += matcher._weights
             matcher._next_block()
-        if pairs:
-            yield field, text.decode("utf-8"), pairs
+        yield field, text.decode("utf-8"), ids, weights
+
+
+def _triples(numbers: list[int], weights: list[float], lengths: list[int]) -> list[Any]:
+    """(number, tf, length) of each posting of a written document (its number, at least 0),
+    a whole tf as an int; built by maps and slices, not a Python step per posting (10k pages
+    have two million)."""
+    if min(numbers) < 0:
+        kept = list(map((-1).__lt__, numbers))
+        numbers = list(compress(numbers, kept))
+        weights = list(compress(weights, kept))
+        lengths = list(compress(lengths, kept))
+    tfs: list[Any] = list(map(int, weights))
+    if tfs != weights:
+        tfs = [int(w) if w == int(w) else w for w in weights]
+    out: list[Any] = [0] * (3 * len(numbers))
+    out[0::3] = numbers
+    out[1::3] = tfs
+    out[2::3] = lengths
+    return out
 
 
 def _export_from(leaves: list[Any], docs: list[_Doc]) -> _Export:
@@ -289,33 +306,31 @@ def _export_from(leaves: list[Any], docs: list[_Doc]) -> _Export:
         mine = [
             d for d, _w in live_postings(leaf, "scope", GLOBAL, live_mask(size, deleted_docs(leaf)))
         ]
-        mask = live_mask(size, frozenset(range(size)).difference(mine))
         doc_count += len(mine)
         # Per document of the segment: its number among `docs`, and its lengths.
-        ours = [-2] * size  # -2: not a global document, -1: not written
+        ours = [HIDDEN] * size
         for d in mine:
-            ours[d] = number.get(str(leaf.stored_fields(d)["key"]), -1)
+            ours[d] = number.get(str(leaf.stored_fields(d)["key"]), UNWRITTEN)
         lengths = []
         for i, name in enumerate(TEXT_FIELDS):
             length = leaf._perdoc.doc_field_length_reader(name, 0)
-            lengths.append([int(length(d) or 0) if ours[d] != -2 else 0 for d in range(size)])
+            lengths.append([int(length(d) or 0) if ours[d] != HIDDEN else 0 for d in range(size)])
             sums[i] += sum(lengths[i])
-        for field, term, pairs in _walk(leaf, [*TEXT_FIELDS, NAMES_FIELD], mask):
+        for field, term, ids, weights in _walk(leaf, [*TEXT_FIELDS, NAMES_FIELD]):
+            numbers = list(map(ours.__getitem__, ids))
+            df = len(numbers) - numbers.count(HIDDEN)
+            if not df:
+                continue
             if field == NAMES_FIELD:  # not in an index written before 2.2
-                names.setdefault(term, []).extend(ours[d] for d, _w in pairs if ours[d] >= 0)
+                names.setdefault(term, []).extend(n for n in numbers if n >= 0)
                 continue
             i = field_of[field]
             entry = terms.get(term)
             if entry is None:
                 entry = terms[term] = _Postings([0] * len(TEXT_FIELDS), [[] for _ in TEXT_FIELDS])
-            entry.df[i] += len(pairs)
+            entry.df[i] += df
             of = lengths[i]
-            entry.postings[i] += [
-                x
-                for d, weight in pairs
-                if ours[d] >= 0
-                for x in (ours[d], int(weight) if weight == int(weight) else weight, of[d])
-            ]
+            entry.postings[i] += _triples(numbers, weights, list(map(of.__getitem__, ids)))
     # A term of no written page says nothing about a result, and may come from a page that
     # must not reach the site (a draft, say): only the df of global pages is kept with it.
     kept = {term: p for term, p in terms.items() if any(p.postings)}
@@ -324,13 +339,17 @@ def _export_from(leaves: list[Any], docs: list[_Doc]) -> _Export:
 
 def _gaps(postings: list[int | float]) -> list[int | float]:
     """(doc, tf, length) triples in document order, each doc as the gap from the one before
-    (a quarter fewer bytes than document numbers at 10,000 pages)."""
-    triples = sorted(zip(postings[0::3], postings[1::3], postings[2::3], strict=True))
-    out: list[int | float] = []
-    previous = 0
-    for doc, tf, length in triples:
-        out += (int(doc) - previous, tf, length)
-        previous = int(doc)
+    (a quarter fewer bytes than document numbers at 10,000 pages). A document is in a term's
+    postings once: sorting the documents orders the triples."""
+    docs, tfs, lengths = postings[0::3], postings[1::3], postings[2::3]
+    ordered = sorted(docs)
+    if docs != ordered:  # more than one, from a segment in path order, not page id order
+        pick = itemgetter(*sorted(range(len(docs)), key=docs.__getitem__))
+        docs, tfs, lengths = ordered, list(pick(tfs)), list(pick(lengths))
+    out: list[int | float] = [0] * len(postings)
+    out[0::3] = [b - a for a, b in zip([0, *docs], docs, strict=False)]
+    out[1::3] = tfs
+    out[2::3] = lengths
     return out
 
 

@@ -21,6 +21,7 @@ entry ("=" + name) is the list of its documents, as gaps. `read_file` gives back
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import msgspec
@@ -39,16 +40,23 @@ def varint(out: bytearray, value: int) -> None:
     out.append(value)
 
 
+def _varints(out: bytearray, values: list[int]) -> None:
+    if not values or max(values) < 0x80:
+        out += bytes(values)  # each its one byte (the common case, at C speed)
+        return
+    for value in values:
+        varint(out, value)
+
+
 def length_table(terms: dict[str, Any]) -> list[int]:
     """Every field length the entries' postings hold, the most frequent first (ties by length)."""
-    counts: dict[int, int] = {}
+    counts: Counter[int] = Counter()
     for term, value in terms.items():
         if term.startswith(NAMED) or isinstance(value, str):
             continue
         for postings in value[1:]:
-            for length in postings[2::3]:
-                if isinstance(length, int):
-                    counts[length] = counts.get(length, 0) + 1
+            if float not in map(type, postings[1::3]):
+                counts.update(postings[2::3])
     return sorted(counts, key=lambda n: (-counts[n], n))
 
 
@@ -56,7 +64,7 @@ def _pack_field(blob: bytearray, postings: list[Any], place: dict[int, int], doc
     """One field's postings into `blob`: their entry in the JSON (see the module's docstring)."""
     if not postings:
         return []
-    if not all(isinstance(x, int) for x in postings):
+    if float in map(type, postings[1::3]):  # gaps and lengths are whole, a tf may not be
         return [postings]
     start, count = len(blob), len(postings) // 3
     gaps = postings[0::3]
@@ -69,11 +77,12 @@ def _pack_field(blob: bytearray, postings: list[Any], place: dict[int, int], doc
             bits[doc >> 3] |= 1 << (doc & 7)
         blob += bits
     else:
-        for gap in gaps:
-            varint(blob, gap)
+        _varints(blob, gaps)
     size = len(place)
-    for tf, length in zip(postings[1::3], postings[2::3], strict=True):
-        varint(blob, (tf - 1) * size + place[length])
+    _varints(
+        blob,
+        [(tf - 1) * size + place[n] for tf, n in zip(postings[1::3], postings[2::3], strict=True)],
+    )
     return [start, count, 1] if dense else [start, count]
 
 
