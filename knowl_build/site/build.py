@@ -250,6 +250,7 @@ def _collisions(data: model.SiteData) -> list[str]:
 def _data_files(view: ArtifactView, out: Path, data: model.SiteData, result: SiteResult) -> None:
     """The search shards and the graph data (search.py and artifacts/graph.py), of the same pages."""
     pages = [(page.href, page.entry) for page in data.pages]
-    written = search.write(view, out, pages).merge(graph.write(view, out, data.withheld))
+    records = {page.entry.key: page.record for page in data.pages}
+    written = search.write(view, out, pages, records).merge(graph.write(view, out, data.withheld))
     result.data_written = len(written.written)
     result.data_removed = len(written.removed)

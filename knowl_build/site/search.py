@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import compress
 from operator import itemgetter
@@ -405,9 +405,17 @@ def lookup(folder: Path, meta: dict[str, Any], key: str, term: str | None = None
     return value, paths
 
 
-def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry]]) -> Written:
+def write(
+    view: ArtifactView,
+    out_dir: Path,
+    pages: list[tuple[str, CatalogEntry]],
+    records: Mapping[str, PageRecord] | None = None,
+) -> Written:
     """Write `<out_dir>/search/` for `pages` ((href relative to the site's root, entry) pairs:
-    the global pages of the site; any other is ignored)."""
+    the global pages of the site; any other is ignored). `records` holds their records by key
+    where the caller has decoded them already (the core build has: decoding 10k records again
+    takes about a second); the others are read from the artifact."""
+    decoded = records or {}
     docs = documents(pages)
     export = _export(view, docs)
     folder = Folder(out_dir / FOLDER, out_dir)
@@ -422,7 +430,7 @@ def write(view: ArtifactView, out_dir: Path, pages: list[tuple[str, CatalogEntry
             summary(d.entry.summary),
             d.entry.freshness,
             d.entry.drift_flag,
-            sections(view.record(d.entry)),
+            sections(decoded.get(d.entry.key) or view.record(d.entry)),
         ]
         data = encode(row)
         name = digest(data)
