@@ -83,13 +83,11 @@ def whoosh_floor(root: Path) -> float:
 
 
 def whoosh_floor_times(root: Path) -> tuple[float, float]:
-    """A bare Whoosh writer with knowl's writer settings (schema and analyzer, the memory
-    limit of `[index] memory_mb`, pickles framed as knowl's writer frames them), the
-    documents already in memory: wall and CPU seconds of this process (the writer runs in
+    """A bare Whoosh writer (Whoosh's own codec) with knowl's schema, analyzer and memory
+    limit (`[index] memory_mb`), the documents already in memory: wall and CPU seconds of this process (the writer runs in
     it) from creating the index to its commit."""
     from whoosh import index
 
-    import knowl_build.index.storage  # noqa: F401 (frames Whoosh's pickles, as a build does)
     from knowl_build.artifacts.layout import RECORDS
     from knowl_build.core.config_loader import load_config
     from knowl_build.index.analysis import schema
