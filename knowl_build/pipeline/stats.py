@@ -109,6 +109,7 @@ class StatCache:
         files = dict(sorted(self.seen.items()))
         with contextlib.suppress(OSError, msgspec.EncodeError, UnicodeEncodeError):
             data = _ENCODER.encode(_File(STAT_FORMAT, self.root, files))
+            self.path.parent.mkdir(parents=True, exist_ok=True)  # `<out>/.cache/`, say
             atomic_write(self.path, self.sealer.wrap(data))
 
 
