@@ -20,7 +20,7 @@ from knowl_build.index.analysis import query_terms
 from knowl_build.index.fields import name_key, search_terms
 from knowl_build.reader import Reader
 from knowl_build.reader.view import ArtifactView, find_artifact, visible
-from knowl_build.site import datafiles, graph, search, urls
+from knowl_build.site import datafiles, graph, search, shards, urls
 from knowl_build.site.shards import pack_file, read_file
 from tests.helpers import FP_SUM_AMOUNT, SEMANTICS, Project, invoke
 
@@ -185,7 +185,7 @@ def ranked(out: Path, text: str) -> list[tuple[str, float]]:
     for doc, score in headings.items():
         acc[doc] = acc.get(doc, 0.0) + score * (matched[doc] / max(len(terms), 1))
     # A name's entry is in the shard of its first term.
-    gaps = search.lookup(folder, meta, search.NAMED + key, query_terms(key)[0])[0] if key else []
+    gaps = search.lookup(folder, meta, shards.NAMED + key, query_terms(key)[0])[0] if key else []
     named = set(accumulate(gaps or []))
     for doc in named:
         acc.setdefault(doc, 0.0)
@@ -365,7 +365,7 @@ def test_a_term_file_packs_its_postings_in_bytes() -> None:
         "weigh": [[1, 0, 0, 0, 0], [4, 1.5, 7], [], [], [], []],  # a fractional tf stays JSON
         "order": [[3, 0, 0, 0, 0], [0, 1, 5, 2, 2, 5, 7, 1, 7], [], [], [], []],
         "margin": "0123456789abcdef",  # a large term: the name of its own file
-        search.NAMED + "revenue": [0, 3],
+        shards.NAMED + "revenue": [0, 3],
     }
     data = pack_file(terms, 20)
     assert read_file(data, 20) == terms
