@@ -4,6 +4,7 @@ runs made in turn."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import resource
 import shutil
@@ -105,7 +106,10 @@ def interpreter() -> str:
 def side_env(code: Path) -> dict[str, str]:
     """The environment of a process of one side: its code first on the path, so `python -m
     knowl_build` runs that side's package (the editable install is this tree's)."""
-    return {**os.environ, "PYTHONPATH": str(code)}
+    # Each side its own user cache (the validated-artifact memo): the two revisions may
+    # write it in formats the other discards, so sharing it would make each re-validate.
+    cache = REPO / "bench" / ".cache" / "xdg" / hashlib.sha256(str(code).encode()).hexdigest()[:12]
+    return {**os.environ, "PYTHONPATH": str(code), "XDG_CACHE_HOME": str(cache)}
 
 
 def timed(args: list[str], code: Path, cwd: Path) -> tuple[float, float, str]:
