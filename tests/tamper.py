@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
 from knowl_build.artifacts.layout import BUILD_MARKER, MANIFEST, RECORDS, file_table
@@ -41,6 +42,16 @@ def build_corpus(root: Path) -> Path:
     invoke(["build", "--repo", str(root)])
     out = root / ".knowl" / "build"
     return out / (out / "CURRENT").read_text().strip()
+
+
+def module_corpus(factory: pytest.TempPathFactory, name: str) -> Path:
+    """`build_corpus` for a module's tests: in a folder of its own, with its own user cache,
+    a fixed date and no vectors, whatever the test that first asks for it sets."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(factory.mktemp("cache")))
+        patch.setenv("SOURCE_DATE_EPOCH", "1780000000")
+        patch.setenv("KNOWL_EMBEDDINGS", "off")
+        return build_corpus(factory.mktemp(name) / "kb")
 
 
 def rehash(folder: Path) -> None:

@@ -13,17 +13,14 @@ from knowl_build.artifacts.layout import RECORDS
 from knowl_build.artifacts.schema import FILES, PageRecord, decode, encode
 from knowl_build.core.errors import ArtifactError
 from tests.helpers import record_lines
-from tests.tamper import build_corpus
+from tests.tamper import module_corpus
 
 SECRET = "AKIAIOSFODNN7EXAMPLE"
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-        patch.setenv("KNOWL_EMBEDDINGS", "off")
-        return build_corpus(tmp_path_factory.mktemp("schema") / "kb")
+    return module_corpus(tmp_path_factory, "schema")
 
 
 def test_every_file_of_a_build_round_trips_byte_for_byte(folder: Path) -> None:

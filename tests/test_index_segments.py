@@ -18,15 +18,12 @@ from knowl_build.index.postings import deleted_docs, live_postings
 from knowl_build.index.ranking import Searcher
 from knowl_build.index.stats import collection_stats, segment_stats
 from knowl_build.index.storage import open_index
-from tests.tamper import build_corpus
+from tests.tamper import module_corpus
 
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-        patch.setenv("KNOWL_EMBEDDINGS", "off")
-        return build_corpus(tmp_path_factory.mktemp("segments") / "kb") / "index"
+    return module_corpus(tmp_path_factory, "segments") / "index"
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from tests.helpers import Project, dump_json, invoke, record_lines
 from tests.tamper import (
     assert_clean,
     assert_refused,
-    build_corpus,
+    module_corpus,
     reader_runs,
     rewrite_records,
     run_cli,
@@ -46,11 +46,7 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-        patch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-        patch.setenv("KNOWL_EMBEDDINGS", "off")
-        return build_corpus(tmp_path_factory.mktemp("records") / "kb")
+    return module_corpus(tmp_path_factory, "records")
 
 
 # --- the shapes SPEC 6.1 gives each file (the oracle) ----------------------------------------------

@@ -21,7 +21,7 @@ from knowl_build.core.config import MAX_BOOST
 from knowl_build.core.errors import ArtifactError
 from knowl_build.index import analysis, ranking, unpickler, verify
 from tests.helpers import dump_json
-from tests.tamper import assert_refused, build_corpus, reader_runs, run_cli, tampered
+from tests.tamper import assert_refused, module_corpus, reader_runs, run_cli, tampered
 
 
 @pytest.fixture(autouse=True)
@@ -32,11 +32,7 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-        patch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-        patch.setenv("KNOWL_EMBEDDINGS", "off")
-        return build_corpus(tmp_path_factory.mktemp("finite") / "kb")
+    return module_corpus(tmp_path_factory, "finite")
 
 
 def edit_json(name: str, change: Callable[[Any], None]) -> Callable[[Path], None]:

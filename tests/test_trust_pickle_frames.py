@@ -31,7 +31,7 @@ from knowl_build.core.errors import ArtifactError
 from knowl_build.index import unpickler
 from knowl_build.index.segments import _TERM_INFO, Terms, _Unpickle
 from knowl_build.reader import Reader
-from tests.tamper import build_corpus, reader_runs, run_cli, tampered
+from tests.tamper import module_corpus, reader_runs, run_cli, tampered
 from tests.test_trust_pickles import payloads
 
 BOUND = 32 << 20  # what reading a hostile index may allocate, at most, in these tests
@@ -49,11 +49,7 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-        patch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-        patch.setenv("KNOWL_EMBEDDINGS", "off")
-        return build_corpus(tmp_path_factory.mktemp("frames") / "kb")
+    return module_corpus(tmp_path_factory, "frames")
 
 
 # --- crafting: the red team's artifacts ----------------------------------------------------------

@@ -33,7 +33,7 @@ from knowl_build.reader import Reader
 from knowl_build.reader.view import ArtifactView
 from tests.tamper import (
     assert_refused,
-    build_corpus,
+    module_corpus,
     pickle_spans,
     reader_runs,
     rehash,
@@ -54,11 +54,7 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-        patch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-        patch.setenv("KNOWL_EMBEDDINGS", "off")
-        return build_corpus(tmp_path_factory.mktemp("limits") / "kb")
+    return module_corpus(tmp_path_factory, "limits")
 
 
 def peak(action: Callable[[], Any]) -> int:

@@ -28,6 +28,7 @@ from tests.tamper import (
     assert_refused,
     build_corpus,
     mcp_answers,
+    module_corpus,
     pickle_spans,
     reader_runs,
     tampered,
@@ -43,11 +44,7 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-        patch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-        patch.setenv("KNOWL_EMBEDDINGS", "off")
-        return build_corpus(tmp_path_factory.mktemp("pickles") / "kb")
+    return module_corpus(tmp_path_factory, "pickles")
 
 
 # --- hostile pickles, written opcode by opcode ----------------------------------------------------

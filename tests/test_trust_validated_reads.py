@@ -24,7 +24,7 @@ from knowl_build.artifacts import memo, opening
 from knowl_build.core.errors import ArtifactError
 from knowl_build.index import ranking
 from knowl_build.index.storage import open_index, reading
-from tests.tamper import build_corpus, pickle_spans, run_cli, tampered
+from tests.tamper import module_corpus, pickle_spans, run_cli, tampered
 from tests.test_trust_pickles import payloads
 
 
@@ -37,11 +37,7 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-        patch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-        patch.setenv("KNOWL_EMBEDDINGS", "off")
-        return build_corpus(tmp_path_factory.mktemp("validated") / "kb")
+    return module_corpus(tmp_path_factory, "validated")
 
 
 def rewrite_in_place(folder: Path, payload: bytes, *, directory: bool = False) -> Path:
