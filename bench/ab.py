@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from corpus import make_corpus
+
 REPO = Path(__file__).resolve().parent.parent
 
 # A figure over the runs: (median, least, greatest).
@@ -65,6 +67,19 @@ def second_copy(a_root: Path, b_root: Path) -> None:
     b_root.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "clone", "-q", str(a_root), str(b_root)], check=True)
     shutil.copy(a_root / "knowl.toml", b_root / "knowl.toml")
+
+
+def corpora(
+    workdir: Path, suite: str, pages: int, commits: int, markdown_links: bool = False
+) -> tuple[Path, Path]:
+    """A's and B's corpus of `pages` pages for `suite` under `workdir`: A's made once (kept
+    with --keep), B's a clone of it (`second_copy`)."""
+    a_root = workdir / f"{suite}-{pages}-a" / "corpus"
+    b_root = workdir / f"{suite}-{pages}-b" / "corpus"
+    if not a_root.exists():
+        make_corpus(a_root, pages, commits=commits, markdown_links=markdown_links)
+    second_copy(a_root, b_root)
+    return a_root, b_root
 
 
 def summary(runs: list[dict[str, float]], figures: Iterable[str]) -> dict[str, Spread]:

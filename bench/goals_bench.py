@@ -32,9 +32,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ab import REPO, Spread, revision, second_copy, summary, timed
+from ab import REPO, Spread, corpora, revision, summary, timed
 from build_bench import edit_and_commit
-from corpus import make_corpus, page_path
+from corpus import page_path
 from first_result import measured
 from goals import Row
 from search_bench import IN_PROCESS as READER
@@ -147,11 +147,7 @@ def bench_goals(
     rows = []
     with revision(baseline, workdir / "goals-baseline") as code:
         for pages in sizes:
-            a_root = workdir / f"goals-{pages}-a" / "corpus"
-            b_root = workdir / f"goals-{pages}-b" / "corpus"
-            if not a_root.exists():
-                make_corpus(a_root, pages, commits=commits)
-            second_copy(a_root, b_root)
+            a_root, b_root = corpora(workdir, "goals", pages, commits)
             a, b = Side(code, a_root), Side(REPO, b_root)
             a_runs, b_runs = [], []
             for run in range(repeats):

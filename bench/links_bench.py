@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ab import Spread, revision, second_copy, summary
-from corpus import make_corpus, page_path
+from ab import Spread, corpora, revision, summary
+from corpus import page_path
 
 # The last commit before Markdown links were checked (issue 22).
 BASELINE = "e0435fe"
@@ -74,11 +74,7 @@ def bench_links(
     rows = []
     with revision(baseline, workdir / "baseline") as code:
         for pages in sizes:
-            a_root = workdir / f"links-{pages}-a" / "corpus"
-            b_root = workdir / f"links-{pages}-b" / "corpus"
-            if not a_root.exists():
-                make_corpus(a_root, pages, commits=commits, markdown_links=True)
-            second_copy(a_root, b_root)
+            a_root, b_root = corpora(workdir, "links", pages, commits, markdown_links=True)
             sides: list[tuple[Path, Path | None, list[dict[str, float]]]] = [
                 (a_root, code, []),
                 (b_root, None, []),

@@ -24,8 +24,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ab import REPO, Spread, revision, second_copy, summary, timed
-from corpus import make_corpus
+from ab import REPO, Spread, corpora, revision, summary, timed
 
 # The last commit before the search-quality work (issue 23) changed the index or the ranking.
 BASELINE = "93a9d16"
@@ -74,11 +73,7 @@ def bench_search(
     rows = []
     with revision(baseline, workdir / "search-baseline") as code:
         for pages in sizes:
-            a_root = workdir / f"search-{pages}-a" / "corpus"
-            b_root = workdir / f"search-{pages}-b" / "corpus"
-            if not a_root.exists():
-                make_corpus(a_root, pages, commits=commits)
-            second_copy(a_root, b_root)
+            a_root, b_root = corpora(workdir, "search", pages, commits)
             a_runs: list[dict[str, float]] = []
             b_runs: list[dict[str, float]] = []
             for _ in range(repeats):  # A, then B, in turn
