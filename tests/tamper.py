@@ -11,6 +11,7 @@ import os
 import pickletools
 import shutil
 import sys
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -199,3 +200,16 @@ def toc_segments_offset(toc: bytes) -> int:
     stream.read_int()
     stream.read_int()
     return int(stream.tell())
+
+
+def peak(action: Callable[[], Any]) -> int:
+    """The most memory `action` had allocated at once (bytes), whatever it raised."""
+    tracemalloc.start()
+    try:
+        action()
+    except Exception:  # the caller checks what it raised; here only the memory counts
+        pass
+    finally:
+        _size, most = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    return most

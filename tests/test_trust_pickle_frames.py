@@ -16,7 +16,6 @@ from __future__ import annotations
 import io
 import pickle
 import struct
-import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,7 +30,7 @@ from knowl_build.core.errors import ArtifactError
 from knowl_build.index import unpickler
 from knowl_build.index.segments import _TERM_INFO, Terms, _Unpickle
 from knowl_build.reader import Reader
-from tests.tamper import module_corpus, reader_runs, run_cli, tampered
+from tests.tamper import module_corpus, peak, reader_runs, run_cli, tampered
 from tests.test_trust_pickles import payloads
 
 BOUND = 32 << 20  # what reading a hostile index may allocate, at most, in these tests
@@ -148,19 +147,6 @@ def hostile_block(payload: bytes) -> Callable[[Path], None]:
 
 def memo_bomb() -> bytes:
     return b"\x80\x05]r" + struct.pack("<I", IDX) + b"."
-
-
-def peak(action: Callable[[], Any]) -> int:
-    """The most memory `action` had allocated at once (bytes), whatever it raised."""
-    tracemalloc.start()
-    try:
-        action()
-    except Exception:  # the caller checks what it raised; here only the memory counts
-        pass
-    finally:
-        _size, most = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-    return most
 
 
 # --- the attacks -----------------------------------------------------------------------------

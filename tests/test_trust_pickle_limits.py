@@ -16,8 +16,7 @@ import io
 import json
 import pickle
 import struct
-import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from knowl_build.reader.view import ArtifactView
 from tests.tamper import (
     assert_refused,
     module_corpus,
+    peak,
     pickle_spans,
     reader_runs,
     rehash,
@@ -55,19 +55,6 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture(scope="module")
 def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return module_corpus(tmp_path_factory, "limits")
-
-
-def peak(action: Callable[[], Any]) -> int:
-    """The most memory `action` had allocated at once (bytes), whatever it raised."""
-    tracemalloc.start()
-    try:
-        action()
-    except Exception:  # the caller checks what it raised; here only the memory counts
-        pass
-    finally:
-        _size, most = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-    return most
 
 
 def _memo_toc(folder: Path) -> None:
