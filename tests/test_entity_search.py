@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 
-from knowl_build.artifacts.schema import MixedSearchAnswer
+from knowl_build.artifacts.schema import Entity, MixedSearchAnswer
 from knowl_build.core.config import Config
 from knowl_build.core.errors import UsageError
+from knowl_build.index.fields import name_key
+from knowl_build.index.query import parse
 from knowl_build.pipeline.publish import build
 from knowl_build.reader import Reader
-from knowl_build.reader.entity_search import analyse, split_camel
+from knowl_build.reader.entity_search import EntityIndex, analyse, split_camel
 from tests.helpers import Project, invoke
 
 TOTAL = "shop_pg.orders.total_revenue"
@@ -105,6 +107,83 @@ def test_entity_analysis_splits_names() -> None:
         "order",
         "statu",
     ]
+
+
+def entity(name: str, member: str | None, **definition: object) -> Entity:
+    connection, source = name.split(".")[:2]
+    kind = "measure" if member else "source"
+    return Entity(name, kind, connection, source, member, definition, "s.yaml", 1, "f", None, None)
+
+
+def reference_index(entities: dict[str, Entity]) -> dict[str, Any]:
+    """The index as the rules say, done the plain way: each field's text analysed whole."""
+    docs = []
+    for name in sorted(entities):
+        definition = entities[name].definition
+        label, description = (definition.get(k) for k in ("label", "description"))
+        label = label if isinstance(label, str) else ""
+        description = description if isinstance(description, str) else ""
+        fields = [analyse(f"{name} {label}"), analyse(description)]
+        freqs = []
+        for terms in fields:
+            counts: dict[str, int] = {}
+            for term in terms:
+                counts[term] = counts.get(term, 0) + 1
+            freqs.append(list(counts.items()))  # in order: the site lists them so
+        last = entities[name].member or name.rpartition(".")[2]
+        keys = {name_key(text) for text in (name, last, split_camel(last), label)}
+        texts = (split_camel(name.replace(".", " ")), label, description)
+        docs.append((name, freqs, [len(f) for f in fields], texts, keys - {""}))
+    postings: list[dict[str, list[int]]] = [{}, {}]
+    for number, (_name, freqs, _lengths, _texts, _keys) in enumerate(docs):
+        for i, counted in enumerate(freqs):
+            for term, _ in counted:
+                postings[i].setdefault(term, []).append(number)
+    avg = [sum(doc[2][i] for doc in docs) / len(docs) or 1.0 for i in range(2)]
+    return {"docs": docs, "avg": avg, "postings": postings}
+
+
+def test_entity_index_equals_the_plain_analysis() -> None:
+    entities = {
+        e.name: e
+        for e in [
+            entity("shopPg.orders", None, description="Orders of the shöp, one per order."),
+            entity(
+                "shopPg.orders.totalRevenue",
+                "totalRevenue",
+                label="Total Révenue",
+                description="Money from HTTPServer orders, net of discounts; orders' money.",
+            ),
+            entity("shopPg.orders.HTTPStatus", "HTTPStatus", label="Ordér status"),
+            entity("shopPg.orders.amount", "amount", label=3, description=None),
+            entity("café.crème.prix_TTC", "prix_TTC", label="Prix TTC", description="Le prix."),
+            entity("shop_pg.customersByRegion", None, description="Customers, by region"),
+            entity("shopPg.orders.state", "orderState", label="", description="État"),
+            entity("conn0.src10.total2Net", "total2Net", description="Total net 2 net"),
+        ]
+    }
+    index = EntityIndex(entities)
+    reference = reference_index(entities)
+    got = [
+        (
+            doc.name,
+            [list(f.items()) for f in doc.freqs],
+            list(doc.lengths),
+            doc.texts,
+            set(doc.names),
+        )
+        for doc in index.docs
+    ]
+    assert got == reference["docs"]
+    assert list(index.avg) == reference["avg"]
+    assert list(index.postings) == reference["postings"]
+    assert list(index.df) == [{t: len(n) for t, n in f.items()} for f in reference["postings"]]
+    # The lazily made texts serve phrases; names, the names-first rule.
+    boosts = {"title": 2.0, "summary": 1.0}
+    ranked = index.rank(parse('"total revenue"'), boosts)
+    assert [doc.name for doc, _score, _named in ranked] == ["shopPg.orders.totalRevenue"]
+    ranked = index.rank(parse("order status"), boosts)
+    assert ranked[0][0].name == "shopPg.orders.HTTPStatus" and ranked[0][2]
 
 
 def test_kind_entity_returns_entities_by_name_and_description(built: Path) -> None:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import cache
 from typing import TYPE_CHECKING, NamedTuple
 
 from knowl_build.index.fields import _TOKEN, _stem, name_key
@@ -41,13 +42,26 @@ BOOST_OF = {"names": "title", "description": "summary"}
 
 
 def split_camel(text: str) -> str:
-    return _CAMEL.sub(" ", text)
+    # Text without a capital (most names) has no camelCase to split: the pattern is not run.
+    return text if text.islower() else _CAMEL.sub(" ", text)
 
 
 def analyse(text: str) -> list[str]:
     """An entity field's terms: camelCase split, then the pages' analyzer (runs of letters
     and digits, lowercased, English-stemmed), duplicates kept (they are frequencies)."""
     return [_stem(token.lower()) for token in _TOKEN.findall(split_camel(text))]
+
+
+def _terms(text: str) -> tuple[str, ...]:
+    return tuple(analyse(text))
+
+
+def _counted(terms: Iterable[str]) -> dict[str, int]:
+    """Term -> its frequency, in the order the terms first occur."""
+    counts: dict[str, int] = {}
+    for term in terms:
+        counts[term] = counts.get(term, 0) + 1
+    return counts
 
 
 def label_of(entity: Entity) -> str:
@@ -60,11 +74,11 @@ def description_of(entity: Entity) -> str:
     return description if isinstance(description, str) else ""
 
 
-def names_of(entity: Entity) -> frozenset[str]:
-    """The `name_key`s a query equal to which puts the entity first."""
+def names_of(entity: Entity, key: Callable[[str], str] = name_key) -> frozenset[str]:
+    """The `name_key`s (`key` computes them) a query equal to which puts the entity first."""
     last = entity.member or entity.name.rpartition(".")[2]
     found = {entity.name, last, split_camel(last), label_of(entity)}
-    return frozenset(key for key in map(name_key, found) if key)
+    return frozenset(name for name in map(key, found) if name)
 
 
 class Ranked(NamedTuple):
@@ -74,48 +88,47 @@ class Ranked(NamedTuple):
     entity: Entity
     freqs: tuple[dict[str, int], dict[str, int]]  # per field: term -> frequency
     lengths: tuple[int, int]
-    texts: tuple[str, ...]  # for phrases: the names (camelCase split), the label, description
     names: frozenset[str]
+
+    @property
+    def texts(self) -> tuple[str, str, str]:
+        """For phrases: the names (camelCase split), the label, the description. Only the
+        entities a phrase query scores need them, so they are made when asked for."""
+        name = split_camel(self.name.replace(".", " "))
+        return (name, label_of(self.entity), description_of(self.entity))
 
 
 class EntityIndex:
     """The entities of one artifact, analysed once per opened artifact."""
 
     def __init__(self, entities: Mapping[str, Entity]) -> None:
+        # The entities share most of their texts (a source's name is a part of each of its
+        # members', a member's name or a label recurs across sources): each distinct one is
+        # analysed, and made a `name_key`, once.
+        terms_of = cache(_terms)
+        key_of = cache(name_key)
         self.docs: list[Ranked] = []
-        for name in sorted(entities):
+        # Per field: term -> the numbers of the entities holding it, ascending.
+        self.postings: tuple[dict[str, list[int]], ...] = tuple({} for _ in FIELDS)
+        for number, name in enumerate(sorted(entities)):
             entity = entities[name]
-            fields = (f"{name} {label_of(entity)}", description_of(entity))
-            freqs: list[dict[str, int]] = []
-            lengths: list[int] = []
-            for text in fields:
-                terms = analyse(text)
-                counts: dict[str, int] = {}
-                for term in terms:
-                    counts[term] = counts.get(term, 0) + 1
-                freqs.append(counts)
-                lengths.append(len(terms))
-            texts = (split_camel(name.replace(".", " ")), label_of(entity), fields[1])
-            self.docs.append(
-                Ranked(
-                    name,
-                    entity,
-                    (freqs[0], freqs[1]),
-                    (lengths[0], lengths[1]),
-                    texts,
-                    names_of(entity),
-                )
+            # The names field, f"{name} {label}", analysed by parts: no word (nor camelCase
+            # join) runs across a dot.
+            parts = (*name.split("."), label_of(entity))
+            terms = (
+                [term for part in parts for term in terms_of(part)],
+                terms_of(description_of(entity)),
             )
+            freqs = (_counted(terms[0]), _counted(terms[1]))
+            lengths = (len(terms[0]), len(terms[1]))
+            self.docs.append(Ranked(name, entity, freqs, lengths, names_of(entity, key_of)))
+            for i, counts in enumerate(freqs):
+                for term in counts:
+                    self.postings[i].setdefault(term, []).append(number)
         count = len(self.docs) or 1
         self.avg = tuple(
             (sum(doc.lengths[i] for doc in self.docs) / count) or 1.0 for i in range(len(FIELDS))
         )
-        # Per field: term -> the numbers of the entities holding it, ascending.
-        self.postings: tuple[dict[str, list[int]], ...] = tuple({} for _ in FIELDS)
-        for number, doc in enumerate(self.docs):
-            for i, counted in enumerate(doc.freqs):
-                for term in counted:
-                    self.postings[i].setdefault(term, []).append(number)
         self.df = tuple({t: len(ns) for t, ns in field.items()} for field in self.postings)
 
     def scores(self, terms: list[str], boosts: Mapping[str, float]) -> dict[int, float]:
