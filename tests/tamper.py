@@ -16,12 +16,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from click.testing import CliRunner, Result
 
-from knowl_build.artifacts.layout import BUILD_MARKER, MANIFEST, RECORDS, file_table
+from knowl_build.artifacts import schema
+from knowl_build.artifacts.layout import BUILD_MARKER, CATALOG_HEADS, MANIFEST, RECORDS, file_table
 from knowl_build.artifacts.records import pack
 from knowl_build.cli import cli
+from knowl_build.core.errors import ArtifactError
 from tests.helpers import Project, dump_json, invoke
 from tests.test_reader import CORPUS
 
@@ -83,14 +86,62 @@ def rewrite_records(folder: Path, lines: list[bytes]) -> None:
     for entry in catalog["pages"]:
         entry["offset"] = starts.get(entry["key"], entry["offset"])
     (folder / "catalog.json").write_bytes(dump_json(catalog))
+    if (folder / CATALOG_HEADS).exists():
+        heads_agree(folder)
 
 
 def tampered(source: Path, target: Path, change: Callable[[Path], None]) -> Path:
-    """A copy of the artifact `source` at `target`, changed by `change(copy)`, manifest redone."""
+    """A copy of the artifact `source` at `target`, changed by `change(copy)`, manifest redone
+    (and catalog-heads.json, when `change` rewrote catalog.json but not it)."""
     shutil.copytree(source, target, ignore=shutil.ignore_patterns(BUILD_MARKER))
+    catalog, heads = target / "catalog.json", target / CATALOG_HEADS
+    before = (catalog.read_bytes(), heads.read_bytes() if heads.exists() else None)
     change(target)
+    after = (
+        catalog.read_bytes() if catalog.exists() else None,
+        heads.read_bytes() if heads.exists() else None,
+    )
+    if before[1] is not None and after[1] == before[1] and after[0] not in (None, before[0]):
+        heads_agree(target)
     rehash(target)
     return target
+
+
+class _Raws(msgspec.Struct):
+    pages: list[msgspec.Raw]
+
+
+def heads_agree(folder: Path) -> None:
+    """Make catalog-heads.json agree with catalog.json again, however it is laid out, as an
+    attacker who changed the catalog would (left alone when the catalog does not decode)."""
+    data = (folder / "catalog.json").read_bytes()
+    try:
+        catalog = schema.decode("catalog.json", data, schema.Catalog)
+        raws = msgspec.json.decode(data, type=_Raws).pages
+    except (ArtifactError, msgspec.DecodeError):
+        return
+    starts, ends, end = [], [], 0
+    for raw in raws:
+        start = data.index(bytes(raw), end)
+        end = start + len(bytes(raw))
+        starts.append(start)
+        ends.append(end)
+    pages = catalog.pages
+    caveats = catalog.caveats
+    heads = schema.CatalogHeads(
+        keys=[page.key for page in pages],
+        ids=[page.id for page in pages],
+        scopes=[page.scope for page in pages],
+        statuses=[page.status for page in pages],
+        usage_modes=[page.usage_mode for page in pages],
+        starts=starts,
+        ends=ends,
+        caveats=schema.catalog_caveats(pages)
+        if isinstance(caveats, msgspec.UnsetType)
+        else caveats,
+        binding=schema.catalog_binding(pages),
+    )
+    (folder / CATALOG_HEADS).write_bytes(schema.encode(heads))
 
 
 def reader_runs(folder: Path) -> dict[str, Result]:

@@ -61,7 +61,7 @@ def test_artifact_layout_and_contents(project: Callable[..., Project]) -> None:
     assert folder.name == head[:12]
     assert (proj.root / ".knowl" / ".gitignore").read_text() == "*\n"
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["format"] == "knowl-build" and manifest["schema_version"] == "2.2"
+    assert manifest["format"] == "knowl-build" and manifest["schema_version"] == "2.3"
     assert manifest["commit"] == head and manifest["dirty"] is False
     assert manifest["build_id"] == head[:12]
     assert manifest["repo"] == "proj"

@@ -26,7 +26,7 @@ def test_memo_trim_closes_its_listing_when_an_entry_vanishes(
     (cache / "0000-gone.json").symlink_to(cache / "vanished.json")
     with warnings.catch_warnings():
         warnings.simplefilter("error", ResourceWarning)
-        memo._trim(cache)
+        memo.trim(cache, memo.MAX_MEMOS)
         gc.collect()
     left = sorted(p.name for p in cache.iterdir() if not p.is_symlink())
     # The oldest went, the newest MAX_MEMOS stayed: the vanished entry stopped nothing.

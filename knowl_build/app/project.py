@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import tomllib
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from knowl_build.core.config import Config
-from knowl_build.core.config_loader import load_config as read_config
+from knowl_build.app import config_memo
 from knowl_build.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from knowl_build.core.config import Config
 
 PROJECT_MARKERS = "knowl.toml, [tool.knowl] in pyproject.toml or a knowledge/ folder"
 
@@ -18,6 +21,9 @@ def _declares_knowl(pyproject: Path) -> bool:
         text = pyproject.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return False
+    # Imported here: start-up time (a project with knowl.toml is found without TOML).
+    import tomllib
+
     try:
         tool = tomllib.loads(text).get("tool")
     except tomllib.TOMLDecodeError:
@@ -104,6 +110,20 @@ class Locator:
         root = self.root()
         return Project(root, read_config(root, self.config_file))
 
+    def reader_places(self) -> ReaderPlaces:
+        """What a command that answers from the project's build needs of its configuration,
+        recalled when its files are as this machine last read them (`config_memo`)."""
+        root = self.root()
+        remembered = config_memo.recall(root, self.config_file)
+        if remembered is None:
+            read_at = time.time_ns()
+            config = read_config(root, self.config_file)
+            remembered = (config.out_dir, tuple(config.peer_paths))
+            if not config.security.extra_patterns:
+                config_memo.keep(root, self.config_file, remembered, read_at)
+        out_dir, peers = remembered
+        return ReaderPlaces(root, root / out_dir, tuple(root / peer for peer in peers))
+
     def config_if_any(self) -> Config:
         """The project's configuration when there is a project, else --config, else the
         defaults: for commands that can run without a project (rules, mcp --artifact)."""
@@ -112,4 +132,24 @@ class Locator:
             return load_config(root, self.config_file)
         if self.config_file is not None:
             return load_config(self.cwd or Path.cwd(), self.config_file)
+        # Imported here: start-up time (as in read_config).
+        from knowl_build.core.config import Config
+
         return Config()
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderPlaces:
+    """A project as a reader of its build sees it: where its builds and its peers are."""
+
+    root: Path
+    out_dir: Path
+    peers: tuple[Path, ...]
+
+
+def read_config(root: Path, explicit: Path | None = None) -> Config:
+    """The configuration as written, its rule codes unchecked (a reader runs no rule)."""
+    # Imported here: start-up time (a reader that recalls its configuration reads no TOML).
+    from knowl_build.core.config_loader import load_config as read
+
+    return read(root, explicit)

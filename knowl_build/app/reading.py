@@ -35,7 +35,7 @@ def artifact_folder(locator: Locator, artifact: Path | None) -> Path:
     """`--artifact` as given, else the project's current build."""
     if artifact is not None:
         return artifact
-    return publication.resolve_artifact(locator.reader_project().out_dir)
+    return publication.resolve_artifact(locator.reader_places().out_dir)
 
 
 def open_reader(
@@ -45,10 +45,10 @@ def open_reader(
     else, for the project's own build, its configured `[peers] paths`."""
     peer_paths = list(peers)
     if artifact is None:  # the configuration read once, for both (start-up time)
-        project = locator.reader_project()
-        folder = publication.resolve_artifact(project.out_dir)
+        places = locator.reader_places()
+        folder = publication.resolve_artifact(places.out_dir)
         if not peers:
-            peer_paths = [project.root / p for p in project.config.peer_paths]
+            peer_paths = list(places.peers)
     else:
         folder = artifact
     store = ArtifactView.open(find_artifact(folder))
@@ -76,9 +76,9 @@ class CurrentReader:
         if self.artifact is not None:
             folders = (find_artifact(self.artifact),)
         else:
-            project = self.locator.reader_project()
-            current = find_artifact(publication.resolve_artifact(project.out_dir))
-            peers = [find_artifact(project.root / p) for p in project.config.peer_paths]
+            places = self.locator.reader_places()
+            current = find_artifact(publication.resolve_artifact(places.out_dir))
+            peers = [find_artifact(peer) for peer in places.peers]
             folders = (current, *peers)
         if self.reader is None or folders != self.folders:
             self.close()

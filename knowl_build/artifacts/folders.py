@@ -6,15 +6,16 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from knowl_build.artifacts.layout import BUILD_MARKER, MANIFEST, OUT_MARKER, TOKEN
-from knowl_build.core.config import Config
 from knowl_build.core.errors import KnowlError, UsageError
+
+if TYPE_CHECKING:
+    from knowl_build.core.config import Config
 
 # --- which output folders knowl may use, and which folders in them it made -------------------
 
@@ -218,6 +219,9 @@ def out_token(out_dir: Path, *, create: bool = False) -> str | None:
         return token
     if not create:
         return None
+    # Imported here: start-up time (a reader only reads markers).
+    import secrets
+
     token = secrets.token_hex(16)
     write_marker(out_dir / OUT_MARKER, token)
     return token
@@ -230,6 +234,9 @@ def write_marker(path: Path, token: str) -> None:
 def write_beside(path: Path, data: bytes, prefix: str) -> None:
     """`data` written to a temporary file named `prefix...` beside `path`, then renamed
     into place; a failed write (a full disk) leaves neither the file nor the temporary one."""
+    # Imported here: start-up time (a reader writes no marker).
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=prefix, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -10,8 +10,9 @@ from pathlib import Path
 FORMAT = "knowl-build"
 # 1.1: catalog.json lists the caveats by entity; 1.2: the index holds no positions;
 # 2.0: the records are pages.jsonl.gz, one gzip member per record (`artifacts.records`)
-# 2.1: a Markdown link's record has its form, end and text
-SCHEMA_VERSION = "2.2"
+# 2.1: a Markdown link's record has its form, end and text; 2.2: headings and names in the
+# index; 2.3: catalog-heads.json
+SCHEMA_VERSION = "2.3"
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 LOCK = ".knowl-lock"
@@ -24,6 +25,7 @@ BUILD_MARKER = ".knowl-build"
 RECORDS = "pages.jsonl.gz"
 JSON_FILES = (RECORDS, "entities.json", "graph.json", "diagnostics.json", "catalog.json")
 INDEX_JSON = ("index/stats.json", "index/docs.json")
+CATALOG_HEADS = "catalog-heads.json"  # since 2.3; a reader decodes the catalog whole without
 # A build folder's name (CURRENT holds one): a build id, maybe with a `.<n>` suffix.
 BUILD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 TOKEN = re.compile(r"[0-9a-f]{32}")

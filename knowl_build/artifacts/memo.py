@@ -6,7 +6,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +119,9 @@ def remember(folder: Path, state: dict[str, Any]) -> None:
     sealer = machine_key().sealer(MEMO_SEAL)
     if sealer is None:
         return  # nothing to seal it with: the next open validates again
+    # Imported here: start-up time (a reader of a remembered build writes no memo).
+    import tempfile
+
     path = _memo_path(state["folder"])
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -134,11 +136,11 @@ def remember(folder: Path, state: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         return
-    _trim(path.parent)
+    trim(path.parent, MAX_MEMOS)
 
 
-def _trim(cache: Path) -> None:
-    """Keep the cache small: the MAX_MEMOS newest memos (memos of folders that are gone or
+def trim(cache: Path, keep: int) -> None:
+    """Keep a cache folder small: its `keep` newest files (memos of folders that are gone or
     long unused go first)."""
     memos: list[tuple[float, str]] = []
     try:
@@ -150,9 +152,9 @@ def _trim(cache: Path) -> None:
                     memos.append((entry.stat().st_mtime, entry.path))
     except OSError:
         return
-    if len(memos) <= MAX_MEMOS:
+    if len(memos) <= keep:
         return
-    for _mtime, name in sorted(memos)[: len(memos) - MAX_MEMOS]:
+    for _mtime, name in sorted(memos)[: len(memos) - keep]:
         with contextlib.suppress(OSError):
             os.unlink(name)
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import weakref
 from pathlib import Path
 from typing import Any
@@ -161,6 +159,10 @@ def staging_folder(out_dir: Path) -> Path:
     """A fresh folder for a build to write, marked as knowl's before anything else."""
     token = out_token(out_dir, create=True)
     assert token is not None
+    # Imported here: start-up time (a reader never stages a build).
+    import shutil
+    import tempfile
+
     folder = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
     try:
         write_marker(folder / BUILD_MARKER, token)
@@ -275,6 +277,9 @@ def _remove_build(folder: Path) -> bool:
             except OSError:
                 pass  # a file system without locks: prune as without fcntl
         forget(folder)
+        # Imported here: start-up time (a reader never prunes).
+        import shutil
+
         shutil.rmtree(folder, ignore_errors=True)  # rmtree never follows symlinks
         return True
     finally:

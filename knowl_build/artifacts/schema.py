@@ -15,13 +15,14 @@ schema, never a value from the file (which could be huge, hold a secret, or span
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NotRequired, TypedDict, TypeVar
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from knowl_build.core.config import MAX_BOOST, MAX_CAVEATS
 from knowl_build.core.errors import ArtifactError
+from knowl_build.core.vocabulary import MAX_BOOST, MAX_CAVEATS
 
 Count = Annotated[int, Meta(ge=0, le=1 << 53)]
 Hex64 = Annotated[str, Meta(pattern="^[0-9a-f]{64}$")]
@@ -204,11 +205,85 @@ class CatalogEntry(Struct, frozen=True):
     node: str | UnsetType = UNSET  # as PageRecord.node
 
 
+class Bind(Struct, frozen=True):
+    """What entity search needs of a catalog entry binding an entity: the entities it binds,
+    and what decides whether it is a hit (its status, whether it is a caveat)."""
+
+    sl_refs: list[str]
+    status: str
+    usage_mode: str
+
+
 class Catalog(Struct, frozen=True):
     pages: list[CatalogEntry]
     # Since 1.1: `catalog_caveats(pages)`, so that a reader finds the caveats about a hit's
     # entities without decoding every entry.
     caveats: dict[str, list[Count]] | UnsetType = UNSET
+
+
+class CatalogHeads(Struct, frozen=True):
+    """catalog-heads.json (since schema 2.3): what a search needs of every catalog entry at
+    once, in the catalog's order (each entry's key, id, scope, status and usage mode, and
+    where its bytes are in catalog.json: `starts[i]` to `ends[i]`), the catalog's caveats,
+    and the entries binding each entity (`catalog_binding`). A reader decodes this small
+    file and each entry it answers with, never the whole catalog."""
+
+    keys: list[str]
+    ids: list[str]
+    scopes: list[str]
+    statuses: list[str]
+    usage_modes: list[str]
+    starts: list[Count]
+    ends: list[Count]
+    caveats: dict[str, list[Count]]
+    binding: dict[str, list[Count]]
+
+
+def catalog_file(pages: list[CatalogEntry]) -> tuple[bytes, CatalogHeads]:
+    """catalog.json's bytes (as `encode` writes the `Catalog`, caveats included) and its
+    heads, the span of every entry's bytes found as the file is put together."""
+    caveats = catalog_caveats(pages)
+    parts = [b'{"caveats":', _ENCODER.encode(caveats), b',"pages":[']
+    size = sum(map(len, parts))
+    starts: list[int] = []
+    ends: list[int] = []
+    for i, page in enumerate(pages):
+        if i:
+            parts.append(b",")
+            size += 1
+        data = _ENCODER.encode(page)
+        starts.append(size)
+        size += len(data)
+        ends.append(size)
+        parts.append(data)
+    parts.append(b"]}\n")
+    heads = CatalogHeads(
+        keys=[page.key for page in pages],
+        ids=[page.id for page in pages],
+        scopes=[page.scope for page in pages],
+        statuses=[page.status for page in pages],
+        usage_modes=[page.usage_mode for page in pages],
+        starts=starts,
+        ends=ends,
+        caveats=caveats,
+        binding=catalog_binding(pages),
+    )
+    return b"".join(parts), heads
+
+
+def catalog_binding(pages: Sequence[CatalogEntry | Bind]) -> dict[str, list[int]]:
+    """The positions of the entries binding each entity (in `sl_refs`), in catalog order,
+    each once."""
+    index: dict[str, list[int]] = {}
+    get = index.get
+    for i, page in enumerate(pages):
+        for ref in page.sl_refs:
+            found = get(ref)
+            if found is None:
+                index[ref] = [i]
+            elif found[-1] != i:
+                found.append(i)
+    return index
 
 
 def catalog_caveats(pages: list[CatalogEntry]) -> dict[str, list[int]]:
@@ -530,6 +605,7 @@ class StaleAnswer(TypedDict):
 FILES: dict[str, type[Any]] = {
     "manifest.json": Manifest,
     "catalog.json": Catalog,
+    "catalog-heads.json": CatalogHeads,
     "entities.json": Entities,
     "graph.json": GraphData,
     "diagnostics.json": DiagnosticsFile,

@@ -14,6 +14,7 @@ from msgspec import UnsetType
 from knowl_build.artifacts.folders import listing, safe_name, shown_name
 from knowl_build.artifacts.layout import (
     BUILD_MARKER,
+    CATALOG_HEADS,
     INDEX_JSON,
     JSON_FILES,
     MANIFEST,
@@ -25,9 +26,12 @@ from knowl_build.artifacts.records import members
 from knowl_build.artifacts.schema import (
     FILES,
     Catalog,
+    CatalogEntry,
+    CatalogHeads,
     Manifest,
     PageRecord,
     VectorsMeta,
+    catalog_binding,
     catalog_caveats,
     decode,
     decoder,
@@ -126,6 +130,8 @@ def _check_records(folder: Path, contents: dict[str, bytes]) -> list[str]:
         except ArtifactError as exc:
             return [*problems, str(exc)]
         problems += _check_catalog(catalog, found)
+        if CATALOG_HEADS in decoded:
+            problems += _check_heads(contents["catalog.json"], catalog, decoded[CATALOG_HEADS])
     if "vectors/meta.json" in decoded:
         problems += _check_vectors(folder, decoded["vectors/meta.json"])
     return problems
@@ -166,6 +172,43 @@ def _check_catalog(catalog: Catalog, found: dict[int, tuple[str, str, str]]) -> 
         catalog.pages
     ):
         return ["catalog.json: 'caveats' does not list the catalog's caveats"]
+    return []
+
+
+def _check_heads(data: bytes, catalog: Catalog, heads: CatalogHeads) -> list[str]:
+    """catalog-heads.json tells what catalog.json holds: every entry's key, id, scope, status
+    and usage mode, in order, each span holding exactly that entry's bytes, the same caveats
+    and the same bindings."""
+    pages = catalog.pages
+    columns = (heads.keys, heads.ids, heads.scopes, heads.statuses, heads.usage_modes)
+    if any(len(column) != len(pages) for column in (*columns, heads.starts, heads.ends)):
+        return [f"{CATALOG_HEADS}: does not list each entry of catalog.json once"]
+    read = decoder(CatalogEntry)
+    view = memoryview(data)
+    end = 0
+    for i, page in enumerate(pages):
+        if tuple(column[i] for column in columns) != (
+            page.key,
+            page.id,
+            page.scope,
+            page.status,
+            page.usage_mode,
+        ):
+            return [f"{CATALOG_HEADS}: entry {i} is not catalog.json's"]
+        start, stop = heads.starts[i], heads.ends[i]
+        if not end <= start < stop <= len(data):
+            return [f"{CATALOG_HEADS}: the span of entry {i} is out of order or out of the file"]
+        try:
+            found = read.decode(view[start:stop])
+        except (msgspec.DecodeError, RecursionError):
+            return [f"{CATALOG_HEADS}: the span of entry {i} holds no catalog entry"]
+        if found != page:
+            return [f"{CATALOG_HEADS}: the span of entry {i} holds another entry"]
+        end = stop
+    if heads.caveats != catalog_caveats(pages):
+        return [f"{CATALOG_HEADS}: 'caveats' does not list the catalog's caveats"]
+    if heads.binding != catalog_binding(pages):
+        return [f"{CATALOG_HEADS}: 'binding' does not list the entries binding each entity"]
     return []
 
 

@@ -37,6 +37,7 @@ from knowl_build.core.config_options import (
 )
 from knowl_build.core.layouts import LAYOUTS, SCOPED, Layout
 from knowl_build.core.linkpaths import MAX_EXCLUDE_PATTERNS, exclude_problem
+from knowl_build.core.vocabulary import MAX_BOOST, MAX_CAVEATS
 
 # `title` is the page's names (title, file name, aliases); the values are tuned on the quality
 # benchmark (bench/quality_bench.py) with index/ranking.py's K1 and B.
@@ -45,10 +46,6 @@ DEFAULT_BOOSTS = MappingProxyType(
 )
 BOOST_FIELDS = tuple(DEFAULT_BOOSTS)
 PER_PATH = "per-path"
-# Search boosts: a bound that keeps every score finite (also checked when an artifact is read).
-MAX_BOOST = 1000.0
-# Caveats riding along with one search: a bound every artifact is checked against too.
-MAX_CAVEATS = 10_000
 # [links] resolution: how a wiki-link names its page (core/resolve.py).
 EXACT = "exact"
 OBSIDIAN = "obsidian"

@@ -1,6 +1,6 @@
-"""The fixed words of knowl: page field values, severities and exit codes. Imports nothing,
-so a front end can offer them as choices without loading the model or the diagnostics
-(start-up time of every command)."""
+"""The fixed words of knowl: page field values, severities, exit codes, and the bounds the
+configuration and every artifact are held to. Imports nothing, so a front end can offer them
+as choices without loading the model or the diagnostics (start-up time of every command)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,11 @@ VISIBILITIES = ("repo", "workspace")
 # Finding severities, and what a rule may be set to.
 SEVERITIES = ("error", "warning", "info")
 SEVERITY_CHOICES = (*SEVERITIES, "off")
+
+# Search boosts: a bound that keeps every score finite (also checked when an artifact is read).
+MAX_BOOST = 1000.0
+# Caveats riding along with one search: a bound every artifact is checked against too.
+MAX_CAVEATS = 10_000
 
 # Exit codes (0 clean, 1 findings, 2 usage, configuration or internal error).
 EXIT_OK = 0

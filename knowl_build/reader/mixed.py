@@ -47,8 +47,9 @@ MAX_BOUND_PAGES = 20
 
 def entity_hit(view: ArtifactView, doc: Ranked, score: float, user: str | None) -> EntityHit:
     scopes = scopes_of(user)
-    heads = [view.catalog.heads[i] for i in view.bound(doc.name)]
-    pages = sorted((head.id, head.scope) for head in heads if head.scope in scopes)
+    ids, in_scope = view.catalog.heads.ids, view.catalog.heads.scopes
+    bound = view.bound(doc.name)
+    pages = sorted((ids[i], in_scope[i]) for i in bound if in_scope[i] in scopes)
     entity = doc.entity
     expr = entity.definition.get("expr")
     return {
@@ -130,18 +131,19 @@ def _bound_pages(
     for the global page, as in a page search. Only the light records are read: an entry is
     decoded when it makes the answer."""
     scopes = scopes_of(user)
-    heads, binds = view.catalog.heads, view.catalog.binds
+    ids, in_scope = view.catalog.heads.ids, view.catalog.heads.scopes
+    statuses, usage_modes = view.catalog.statuses, view.catalog.usage_modes
     best: dict[int, int] = {}  # position -> the best rank of an entity it binds
     for rank, (doc, _score, _named) in enumerate(ranked):  # best rank first: first seen wins
         for i in view.bound(doc.name):
-            head = heads[i]
-            if head.scope not in scopes or binds[i].usage_mode == CAVEAT:
+            scope = in_scope[i]
+            if scope not in scopes or usage_modes[i] == CAVEAT:
                 continue  # a caveat about an entity found rides along with the answer instead
-            if head.scope != GLOBAL:
-                i = next(iter(view.catalog.by_scope_id.get((GLOBAL, head.id), ())), i)
-            if i not in best and filters.admit_status(binds[i].status):
+            if scope != GLOBAL:
+                i = next(iter(view.catalog.by_scope_id.get((GLOBAL, ids[i]), ())), i)
+            if i not in best and filters.admit_status(statuses[i]):
                 best[i] = rank
-    return sorted(best, key=lambda i: (best[i], heads[i].id, heads[i].scope))
+    return sorted(best, key=lambda i: (best[i], ids[i], in_scope[i]))
 
 
 def mix(

@@ -243,23 +243,23 @@ def caveats(
     does; the caveats about most of them come first, then by id (Canonic orders by id alone)."""
     hit_keys = {(h["scope"], h["page"]) for h in hits}
     catalog = view.catalog
-    heads = catalog.heads
+    ids, scopes = catalog.heads.ids, catalog.heads.scopes
+    seen = scopes_of(user)
     triggers: dict[int, set[str]] = {}  # by position: only the caveats kept are decoded
     for entity in sorted({e for hit in hits for e in hit["sl_refs"]}.union(entities)):
         for i in catalog.caveats_by_entity.get(entity, ()):
-            head = heads[i]
-            if (head.scope, head.id) in hit_keys or not visible(head, user):
+            if scopes[i] not in seen or (scopes[i], ids[i]) in hit_keys:
                 continue
             triggers.setdefault(i, set()).add(entity)
     kept = heapq.nsmallest(
         view.max_caveats,
         triggers,
-        key=lambda i: (-len(triggers[i]), heads[i].id, heads[i].scope),
+        key=lambda i: (-len(triggers[i]), ids[i], scopes[i]),
     )
     return [
         {
-            "page": heads[i].id,
-            "scope": heads[i].scope,
+            "page": ids[i],
+            "scope": scopes[i],
             "summary": catalog.entry(i).summary,
             "triggered_by": sorted(triggers[i]),
         }

@@ -5,21 +5,23 @@ pipeline, GitPython or networkx."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from msgspec import UNSET, DecodeError, Raw, Struct, UnsetType
 
 from knowl_build.artifacts import memo, publication
-from knowl_build.artifacts.layout import MANIFEST, RECORDS
+from knowl_build.artifacts.layout import CATALOG_HEADS, MANIFEST, RECORDS
 from knowl_build.artifacts.opening import Artifact, open_artifact
 from knowl_build.artifacts.records import read_at
 from knowl_build.artifacts.schema import (
+    Bind,
     BuildRef,
     CatalogEntry,
+    CatalogHeads,
     Entities,
     Entity,
     EntityNode,
@@ -29,6 +31,7 @@ from knowl_build.artifacts.schema import (
     PageRecord,
     PageRef,
     SearchHit,
+    catalog_binding,
     catalog_caveats,
     decode,
     decoder,
@@ -61,6 +64,26 @@ class Head(Struct, frozen=True):
     scope: str
 
 
+class Heads(Sequence[Head]):
+    """Every entry's `Head`, in the catalog's order, kept as three lists (as
+    catalog-heads.json holds them)."""
+
+    def __init__(self, keys: list[str], ids: list[str], scopes: list[str]) -> None:
+        self.keys, self.ids, self.scopes = keys, ids, scopes
+
+    @overload
+    def __getitem__(self, i: int) -> Head: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Head]: ...
+    def __getitem__(self, i: int | slice) -> Head | list[Head]:
+        if isinstance(i, slice):
+            return [self[n] for n in range(*i.indices(len(self)))]
+        return Head(self.keys[i], self.ids[i], self.scopes[i])
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
 class _Heads(Struct, frozen=True):
     pages: list[Head]
     caveats: dict[str, list[int]] | UnsetType = UNSET
@@ -68,16 +91,6 @@ class _Heads(Struct, frozen=True):
 
 class _Raws(Struct, frozen=True):
     pages: list[Raw]
-
-
-class Bind(Struct, frozen=True):
-    """What entity search needs of every entry binding an entity: the entities it binds, and
-    what decides whether it is a hit (its status, whether it is a caveat); the entry itself
-    is decoded only when it makes the answer."""
-
-    sl_refs: list[str]
-    status: str
-    usage_mode: str
 
 
 class _Bindings(Struct, frozen=True):
@@ -91,27 +104,74 @@ class Catalog:
     """catalog.json, decoded as far as it is read: every entry's key, id and scope and the
     caveats by entity when opened, an entry's other fields when it is first asked for. Each
     decode checks the schema of what it reads (the full validation checked all of it once,
-    the caveats against the entries included)."""
+    the caveats against the entries included).
 
-    def __init__(self, folder: Path, data: bytes) -> None:
+    Since schema 2.3, catalog-heads.json gives what a search needs of every entry (`Heads`,
+    statuses, usage modes), the caveats, the bindings and where each entry's bytes are: an
+    entry is then read alone, and a search never reads catalog.json whole. Before 2.3, it is
+    decoded whole when opened."""
+
+    def __init__(self, folder: Path, heads: CatalogHeads | None = None) -> None:
         self.folder = folder
-        self._data = data  # its entries' raw slices point into it: no copy kept
-        heads = _read(folder, "catalog.json", _Heads, data)
-        self.heads = heads.pages
-        self.raws = _read(folder, "catalog.json", _Raws, data).pages
-        if len(self.raws) != len(self.heads):
-            raise ArtifactError(f"{folder}: catalog.json changed while it was read")
+        self.path = folder / "catalog.json"
+        self._spans: tuple[list[int], list[int]] | None = None
+        self._light: tuple[list[str], list[str], dict[str, list[int]]] | None = None
+        self.raws: list[Raw] = []
+        if heads is not None:
+            self.heads = Heads(heads.keys, heads.ids, heads.scopes)
+            self._spans = (heads.starts, heads.ends)
+            self._light = (heads.statuses, heads.usage_modes, heads.binding)
+            caveats: dict[str, list[int]] | UnsetType = heads.caveats
+            columns = (heads.ids, heads.scopes, heads.statuses, heads.usage_modes, heads.starts)
+            if {len(column) for column in (*columns, heads.ends)} != {len(heads.keys)}:
+                raise ArtifactError(f"{folder}: catalog-heads.json lists its entries unevenly")
+        else:
+            data = self._data
+            whole = _read(folder, "catalog.json", _Heads, data)
+            pages = whole.pages
+            self.heads = Heads(
+                [h.key for h in pages], [h.id for h in pages], [h.scope for h in pages]
+            )
+            self.raws = _read(folder, "catalog.json", _Raws, data).pages
+            if len(self.raws) != len(self.heads):
+                raise ArtifactError(f"{folder}: catalog.json changed while it was read")
+            caveats = whole.caveats
         self.entries: list[CatalogEntry | None] = [None] * len(self.heads)
-        self.position = {head.key: i for i, head in enumerate(self.heads)}
-        self._caveats = None if isinstance(heads.caveats, UnsetType) else heads.caveats
+        self.position = {key: i for i, key in enumerate(self.heads.keys)}
+        self._caveats = None if isinstance(caveats, UnsetType) else caveats
+
+    @cached_property
+    def _data(self) -> bytes:
+        try:
+            return self.path.read_bytes()
+        except OSError as exc:
+            raise ArtifactError(
+                f"{self.folder}: catalog.json is unreadable ({exc.strerror})"
+            ) from None
+
+    def _raw(self, i: int) -> bytes | Raw:
+        if self._spans is None:
+            return self.raws[i]
+        start, end = self._spans[0][i], self._spans[1][i]
+        if not 0 <= start < end:
+            raise ArtifactError(f"{self.folder}: catalog-heads.json gives entry {i} no bytes")
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(start)
+                return handle.read(end - start)
+        except OSError as exc:
+            raise ArtifactError(
+                f"{self.folder}: catalog.json is unreadable ({exc.strerror})"
+            ) from None
 
     def entry(self, i: int) -> CatalogEntry:
         found = self.entries[i]
         if found is None:
+            raw = self._raw(i)
             try:
-                found = _ENTRY.decode(self.raws[i])
+                found = _ENTRY.decode(raw)
             except (DecodeError, RecursionError):
-                found = _read(self.folder, f"catalog.json pages[{i}]", CatalogEntry, self.raws[i])
+                found = _read(self.folder, f"catalog.json pages[{i}]", CatalogEntry, raw)
             head = self.heads[i]
             if (found.key, found.id, found.scope) != (head.key, head.id, head.scope):
                 raise ArtifactError(f"{self.folder}: catalog.json changed while it was read")
@@ -124,8 +184,8 @@ class Catalog:
     @cached_property
     def by_scope_id(self) -> dict[tuple[str, str], list[int]]:
         index: dict[tuple[str, str], list[int]] = defaultdict(list)
-        for i, head in enumerate(self.heads):
-            index[(head.scope, head.id)].append(i)
+        for i, scope_id in enumerate(zip(self.heads.scopes, self.heads.ids, strict=True)):
+            index[scope_id].append(i)
         return dict(index)
 
     @cached_property
@@ -144,27 +204,32 @@ class Catalog:
         return sorted({i for found in self.caveats_by_entity.values() for i in found})
 
     @cached_property
-    def binds(self) -> list[Bind]:
-        """Every entry's `Bind`, by position."""
+    def _bound(self) -> tuple[list[str], list[str], dict[str, list[int]]]:
+        """Every entry's status and usage mode, and the entries binding each entity: from
+        catalog-heads.json, else decoded from the whole catalog (`Bind`)."""
+        if self._light is not None:
+            count = len(self.heads)
+            if not all(0 <= i < count for found in self._light[2].values() for i in found):
+                raise ArtifactError(f"{self.folder}: catalog-heads.json binds entries it lacks")
+            return self._light
         pages = _read(self.folder, "catalog.json", _Bindings, self._data).pages
         if len(pages) != len(self.heads):
             raise ArtifactError(f"{self.folder}: catalog.json changed while it was read")
-        return pages
+        return [p.status for p in pages], [p.usage_mode for p in pages], catalog_binding(pages)
 
-    @cached_property
+    @property
+    def statuses(self) -> list[str]:
+        return self._bound[0]
+
+    @property
+    def usage_modes(self) -> list[str]:
+        return self._bound[1]
+
+    @property
     def binding(self) -> dict[str, list[int]]:
         """The positions of the entries binding each entity (in `sl_refs`), in catalog order,
-        each once (an entry naming an entity twice appends its position twice in a row)."""
-        index: dict[str, list[int]] = {}
-        get = index.get
-        for i, page in enumerate(self.binds):
-            for ref in page.sl_refs:
-                found = get(ref)
-                if found is None:
-                    index[ref] = [i]
-                elif found[-1] != i:
-                    found.append(i)
-        return index
+        each once."""
+        return self._bound[2]
 
 
 class _ByKey(Mapping[str, CatalogEntry]):
@@ -245,13 +310,11 @@ class ArtifactView:
 
     @classmethod
     def _load(cls, artifact: Artifact) -> ArtifactView:
-        try:
-            data = (artifact.folder / "catalog.json").read_bytes()
-        except OSError as exc:
-            raise ArtifactError(
-                f"{artifact.folder}: catalog.json is unreadable ({exc.strerror})"
-            ) from None
-        return cls(artifact, Catalog(artifact.folder, data))
+        folder = artifact.folder
+        heads = None
+        if CATALOG_HEADS in artifact.manifest.files:
+            heads = _read(folder, CATALOG_HEADS, CatalogHeads)
+        return cls(artifact, Catalog(folder, heads))
 
     @cached_property
     def pages(self) -> list[CatalogEntry]:
@@ -296,7 +359,7 @@ class ArtifactView:
 
     def bound(self, entity: str) -> list[int]:
         """The positions of the pages whose `sl_refs` name `entity`, in catalog order (their
-        `catalog.heads` and `catalog.binds` say what a search needs; nothing is decoded)."""
+        `catalog.heads`, `statuses` and `usage_modes` say what a search needs; nothing is decoded)."""
         return self.catalog.binding.get(entity, [])
 
     def made_hit(self, hit: SearchHit, page: CatalogEntry) -> SearchHit:

@@ -22,9 +22,7 @@ import errno
 import hashlib
 import hmac
 import os
-import secrets
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,6 +116,10 @@ def _read_key(path: Path) -> bytes:
 def _create_key(path: Path) -> None:
     """Write a new key beside, then link it into place: two processes that race agree on
     the one that got there first, and nobody ever reads half a key."""
+    # Imported here: start-up time (the key is made once per machine).
+    import secrets
+    import tempfile
+
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".machine-key.", dir=path.parent)  # mode 0600
     try:

@@ -61,8 +61,9 @@ def write_files(state: BuildState, staging: Path) -> None:
     state.records_written = state.writer.submit(
         write_members, staging / layout.RECORDS, rows.members, rows.source
     )
-    catalog = schema.Catalog(pages=rows.catalog, caveats=schema.catalog_caveats(rows.catalog))
-    put(state, staging, "catalog.json", schema.encode(catalog))
+    catalog, heads = schema.catalog_file(rows.catalog)
+    put(state, staging, "catalog.json", catalog)
+    put(state, staging, layout.CATALOG_HEADS, schema.encode(heads))
     put(state, staging, "entities.json", schema.encode(state.entities))
     write_graph(state, staging)
     put(
