@@ -226,14 +226,6 @@ def test_removing_knowl_toml_is_seen(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert _places(proj.root).out_dir == root / "out/pz"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="config_memo.keep stamps the files after the read (config_memo.py, keep: "
-    "`state = _state(root, explicit)`) and skips the settling check for a file that is "
-    "absent then; a knowl.toml removed between read_config and keep is remembered as "
-    "absent with the out_dir read from it, and every later read without knowl.toml "
-    "recalls that out_dir instead of the default",
-)
 def test_a_file_removed_while_it_is_read_is_not_remembered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -572,13 +564,6 @@ def test_a_cache_that_cannot_be_written_only_costs_a_read(
     assert len(reads) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="config_memo.keep computes `path = _memo_path(state)` outside any try: with "
-    "KNOWL_CACHE_KEY set (a sealer without the cache folder) and no home folder to find "
-    "(HOME unset, a uid without a passwd entry, XDG_CACHE_HOME unset), cache_home() raises "
-    "RuntimeError out of reader_places; recall catches that case, keep does not",
-)
 def test_no_home_folder_only_costs_a_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Imported here: optional (POSIX only, as the uid without a passwd entry it stands for).
     import pwd

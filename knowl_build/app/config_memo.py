@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import stat
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from knowl_build import __version__
@@ -95,32 +95,51 @@ def recall(root: Path, explicit: Path | None) -> Remembered | None:
     out_dir, peers = memo.get("out_dir"), memo.get("peers")
     if not isinstance(out_dir, str) or not isinstance(peers, list):
         return None
-    if not all(isinstance(peer, str) for peer in peers):
+    if not all(isinstance(peer, str) for peer in peers) or not _inside(out_dir):
         return None
     return out_dir, tuple(peers)
 
 
-def keep(root: Path, explicit: Path | None, remembered: Remembered, read_at_ns: int) -> None:
-    """Remember what the configuration read at `read_at_ns` (before its files were opened)
-    gave, when every file's stamps had settled by then."""
+def _inside(out_dir: str) -> bool:
+    """An out_dir the configuration could have given: relative, never climbing (a memo is
+    sealed, and this keeps one from ever naming a folder outside the project all the same)."""
+    parts = PurePosixPath(out_dir).parts
+    return bool(parts) and not PurePosixPath(out_dir).is_absolute() and ".." not in parts
+
+
+def state(root: Path, explicit: Path | None) -> dict[str, Any] | None:
+    """What a memo of this configuration is keyed by, as it is now (None: it cannot be taken):
+    taken before the configuration is read, and given to `keep`."""
+    try:
+        return _state(root, explicit)
+    except (OSError, ValueError):
+        return None
+
+
+def keep(
+    root: Path,
+    explicit: Path | None,
+    before: dict[str, Any] | None,
+    remembered: Remembered,
+    read_at_ns: int,
+) -> None:
+    """Remember what the configuration gave, read at `read_at_ns` from files in the state
+    `before`: when they are still in that state and their stamps had settled by then (a file
+    created, removed or written while it was read is not remembered)."""
     # Imported here: start-up time (a reader that recalls its configuration writes nothing).
     from knowl_build.support.files import atomic_write
 
     sealer = machine_key().sealer(MEMO_SEAL)
-    if sealer is None:
-        return
-    try:
-        state = _state(root, explicit)
-    except (OSError, ValueError):
+    if sealer is None or before is None or state(root, explicit) != before:
         return
     settled = read_at_ns - SETTLE_NS
-    for _path, stamp in state["files"]:
+    for _path, stamp in before["files"]:
         if stamp is not None and max(stamp[2], stamp[3]) >= settled:
             return  # written too recently to tell a later change from it
     out_dir, peers = remembered
-    data = json.dumps({"state": state, "out_dir": out_dir, "peers": list(peers)}).encode()
-    path = _memo_path(state)
+    data = json.dumps({"state": before, "out_dir": out_dir, "peers": list(peers)}).encode()
     try:
+        path = _memo_path(before)
         atomic_write(path, sealer.wrap(data))
     except (OSError, RuntimeError):
         return  # no cache: the next reader reads the configuration, which is only slower

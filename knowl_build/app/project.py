@@ -117,10 +117,11 @@ class Locator:
         remembered = config_memo.recall(root, self.config_file)
         if remembered is None:
             read_at = time.time_ns()
+            before = config_memo.state(root, self.config_file)
             config = read_config(root, self.config_file)
             remembered = (config.out_dir, tuple(config.peer_paths))
             if not config.security.extra_patterns:
-                config_memo.keep(root, self.config_file, remembered, read_at)
+                config_memo.keep(root, self.config_file, before, remembered, read_at)
         out_dir, peers = remembered
         return ReaderPlaces(root, root / out_dir, tuple(root / peer for peer in peers))
 

@@ -195,7 +195,7 @@ class Catalog:
         if self._caveats is None:
             return catalog_caveats(self.all())
         count = len(self.heads)
-        if not all(0 <= i < count for found in self._caveats.values() for i in found):
+        if not _within(self._caveats, count):
             raise ArtifactError(f"{self.folder}: catalog.json lists caveats it does not hold")
         return self._caveats
 
@@ -209,7 +209,7 @@ class Catalog:
         catalog-heads.json, else decoded from the whole catalog (`Bind`)."""
         if self._light is not None:
             count = len(self.heads)
-            if not all(0 <= i < count for found in self._light[2].values() for i in found):
+            if not _within(self._light[2], count):
                 raise ArtifactError(f"{self.folder}: catalog-heads.json binds entries it lacks")
             return self._light
         pages = _read(self.folder, "catalog.json", _Bindings, self._data).pages
@@ -230,6 +230,13 @@ class Catalog:
         """The positions of the entries binding each entity (in `sl_refs`), in catalog order,
         each once."""
         return self._bound[2]
+
+
+def _within(positions: Mapping[str, list[int]], count: int) -> bool:
+    """Whether every position listed is one of `count` entries (two passes in C, not one
+    Python step per position: a binding lists every `sl_ref` of the catalog)."""
+    lists = [found for found in positions.values() if found]
+    return not lists or (min(map(min, lists)) >= 0 and max(map(max, lists)) < count)
 
 
 class _ByKey(Mapping[str, CatalogEntry]):
