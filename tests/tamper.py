@@ -126,21 +126,10 @@ def heads_agree(folder: Path) -> None:
         end = start + len(bytes(raw))
         starts.append(start)
         ends.append(end)
-    pages = catalog.pages
-    caveats = catalog.caveats
-    heads = schema.CatalogHeads(
-        keys=[page.key for page in pages],
-        ids=[page.id for page in pages],
-        scopes=[page.scope for page in pages],
-        statuses=[page.status for page in pages],
-        usage_modes=[page.usage_mode for page in pages],
-        starts=starts,
-        ends=ends,
-        caveats=schema.catalog_caveats(pages)
-        if isinstance(caveats, msgspec.UnsetType)
-        else caveats,
-        binding=schema.catalog_binding(pages),
-    )
+    pages, caveats = catalog.pages, catalog.caveats
+    if isinstance(caveats, msgspec.UnsetType):
+        caveats = schema.catalog_caveats(pages)
+    heads = schema.catalog_heads(pages, starts, ends, caveats)
     (folder / CATALOG_HEADS).write_bytes(schema.encode(heads))
 
 

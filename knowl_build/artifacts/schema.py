@@ -257,7 +257,14 @@ def catalog_file(pages: list[CatalogEntry]) -> tuple[bytes, CatalogHeads]:
         ends.append(size)
         parts.append(data)
     parts.append(b"]}\n")
-    heads = CatalogHeads(
+    return b"".join(parts), catalog_heads(pages, starts, ends, caveats)
+
+
+def catalog_heads(
+    pages: list[CatalogEntry], starts: list[int], ends: list[int], caveats: dict[str, list[int]]
+) -> CatalogHeads:
+    """The heads of a catalog whose entry `i` is bytes `starts[i]` to `ends[i]` of its file."""
+    return CatalogHeads(
         keys=[page.key for page in pages],
         ids=[page.id for page in pages],
         scopes=[page.scope for page in pages],
@@ -268,7 +275,6 @@ def catalog_file(pages: list[CatalogEntry]) -> tuple[bytes, CatalogHeads]:
         caveats=caveats,
         binding=catalog_binding(pages),
     )
-    return b"".join(parts), heads
 
 
 def catalog_binding(pages: Sequence[CatalogEntry | Bind]) -> dict[str, list[int]]:
