@@ -227,8 +227,8 @@ def _pages(
         found[key] = (fused, named, hit, number, hit["page"], hit["scope"])
     heads = view.catalog.heads
     for number, i in enumerate(_bound_pages(view, ranked, user, filters)):
-        key = (view.repo, heads[i].key)
-        default: Found = (0.0, False, i, len(pages), heads[i].id, heads[i].scope)
+        key = (view.repo, heads.keys[i])
+        default: Found = (0.0, False, i, len(pages), heads.ids[i], heads.scopes[i])
         score, named, item, rank, page_id, scope = found.get(key, default)
         if isinstance(item, dict) and "entity" not in item["matched_on"]:
             item["matched_on"] = [*item["matched_on"], "entity"]
