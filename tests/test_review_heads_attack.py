@@ -179,11 +179,6 @@ def test_incremental_equals_full_catalog_and_heads_included(
     incremental.test_incremental_equals_full(tmp_path, 1, monkeypatch)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="with heads, Catalog.all() opens and reads catalog.json once per entry (10k pages: "
-    "view.pages 0.02 -> 0.10 s, knowl context 0.05 -> 0.12 s)",
-)
 def test_reading_every_entry_opens_the_catalog_once(
     both: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -204,13 +199,6 @@ def test_reading_every_entry_opens_the_catalog_once(
     assert len(opened) <= 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=MemoryError,
-    reason="Catalog._raw checks 0 <= start < end but not end against the file: an unvalidated "
-    "span asks read() for end - start bytes at once (defence in depth only: open_artifact "
-    "validates the heads first)",
-)
 def test_a_span_past_the_file_is_an_artifact_error(both: tuple[Path, Path]) -> None:
     built = both[0]
     heads = schema.decode(CATALOG_HEADS, (built / CATALOG_HEADS).read_bytes(), schema.CatalogHeads)
@@ -225,11 +213,6 @@ def test_a_span_past_the_file_is_an_artifact_error(both: tuple[Path, Path]) -> N
         catalog.entry(len(heads.ends) - 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="artifacts/memo.py MEMO_VERSION is still 4: a memo written by e04c388's validation "
-    "(same knowl 0.3.0, catalog-heads.json never checked) vouches for forged heads",
-)
 def test_a_memo_of_a_validation_that_never_checked_heads_does_not_vouch_for_them(
     both: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -30,8 +30,9 @@ from knowl_build.support.trust import cache_home, machine_key, read_sealed
 # says. Without a writable cache folder or a key, every open validates.
 
 # 2: validations decode every pickle with the bounded unpickler (1 used the C one); 3: sealed,
-# files identified without their change time; 4: with it.
-MEMO_VERSION = 4
+# files identified without their change time; 4: with it; 5: catalog-heads.json checked span
+# by span (a memo of a validation that never checked it vouches for nothing).
+MEMO_VERSION = 5
 MAX_MEMOS = 256  # the newest are kept; a pruned build's memo goes with it
 MEMO_SEAL = "validation-memo"
 

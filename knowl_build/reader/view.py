@@ -4,6 +4,7 @@ pipeline, GitPython or networkx."""
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -149,14 +150,22 @@ class Catalog:
                 f"{self.folder}: catalog.json is unreadable ({exc.strerror})"
             ) from None
 
-    def _raw(self, i: int) -> bytes | Raw:
+    def _raw(self, i: int, data: bytes | None = None) -> bytes | memoryview | Raw:
+        """Entry `i`'s bytes: its slice of the catalog decoded whole, of `data` (the whole
+        file, read once for many entries), else read alone at its span."""
         if self._spans is None:
             return self.raws[i]
         start, end = self._spans[0][i], self._spans[1][i]
-        if not 0 <= start < end:
-            raise ArtifactError(f"{self.folder}: catalog-heads.json gives entry {i} no bytes")
+        if data is not None:
+            if not 0 <= start < end <= len(data):
+                raise ArtifactError(f"{self.folder}: catalog-heads.json gives entry {i} no bytes")
+            return memoryview(data)[start:end]
         try:
             with self.path.open("rb") as handle:
+                if not 0 <= start < end <= os.fstat(handle.fileno()).st_size:
+                    raise ArtifactError(
+                        f"{self.folder}: catalog-heads.json gives entry {i} no bytes"
+                    )
                 handle.seek(start)
                 return handle.read(end - start)
         except OSError as exc:
@@ -164,10 +173,10 @@ class Catalog:
                 f"{self.folder}: catalog.json is unreadable ({exc.strerror})"
             ) from None
 
-    def entry(self, i: int) -> CatalogEntry:
+    def entry(self, i: int, data: bytes | None = None) -> CatalogEntry:
         found = self.entries[i]
         if found is None:
-            raw = self._raw(i)
+            raw = self._raw(i, data)
             try:
                 found = _ENTRY.decode(raw)
             except (DecodeError, RecursionError):
@@ -179,7 +188,9 @@ class Catalog:
         return found
 
     def all(self) -> list[CatalogEntry]:
-        return [self.entry(i) for i in range(len(self.heads))]
+        """Every entry (catalog.json read once, not once an entry)."""
+        data = self._data if self._spans is not None else None
+        return [self.entry(i, data) for i in range(len(self.heads))]
 
     @cached_property
     def by_scope_id(self) -> dict[tuple[str, str], list[int]]:
@@ -517,7 +528,7 @@ class Graph:
         return found if isinstance(found, PageNode) else None
 
 
-def _read(folder: Path, name: str, kind: type[T], data: bytes | None = None) -> T:
+def _read(folder: Path, name: str, kind: type[T], data: bytes | memoryview | None = None) -> T:
     """A file of the artifact (or `data` read from it) decoded into its record type."""
     if data is None:
         try:
