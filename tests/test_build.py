@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from knowl_build.artifacts import layout
 from knowl_build.artifacts.layout import LOCK
 from knowl_build.artifacts.opening import verify
 from knowl_build.core.config import Config
@@ -155,6 +156,24 @@ def test_no_op_and_full(project: Callable[..., Project]) -> None:
     assert sorted(p.name for p in out_dir(proj).iterdir() if not p.name.startswith(".")) == sorted(
         ["CURRENT", current(proj).name]
     )
+
+
+def test_a_build_of_an_older_schema_is_no_no_op(
+    project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same inputs and day, but the current build has the schema before (a reader would read
+    it without catalog-heads.json, more slowly): the next build publishes anew."""
+    proj = project(FILES)
+    with monkeypatch.context() as patch:
+        patch.setattr(layout, "SCHEMA_VERSION", "2.2")
+        invoke(["build", "--repo", str(proj.root)])
+    older = json.loads((current(proj) / "manifest.json").read_bytes())
+    assert older["schema_version"] == "2.2"
+    result = invoke(["build", "--repo", str(proj.root)])
+    assert "no-op" not in result.stderr
+    manifest = json.loads((current(proj) / "manifest.json").read_bytes())
+    assert manifest["schema_version"] == layout.SCHEMA_VERSION
+    assert (current(proj) / layout.CATALOG_HEADS).is_file()
 
 
 def test_dirty_and_nogit_build_ids(project: Callable[..., Project], tmp_path: Path) -> None:
