@@ -20,7 +20,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner, Result
 
-from knowl_build.artifacts import schema
+from knowl_build.artifacts import catalog, schema
 from knowl_build.artifacts.layout import BUILD_MARKER, CATALOG_HEADS, MANIFEST, RECORDS, file_table
 from knowl_build.artifacts.records import pack
 from knowl_build.cli import cli
@@ -116,7 +116,7 @@ def heads_agree(folder: Path) -> None:
     attacker who changed the catalog would (left alone when the catalog does not decode)."""
     data = (folder / "catalog.json").read_bytes()
     try:
-        catalog = schema.decode("catalog.json", data, schema.Catalog)
+        decoded = schema.decode("catalog.json", data, schema.Catalog)
         raws = msgspec.json.decode(data, type=_Raws).pages
     except (ArtifactError, msgspec.DecodeError):
         return
@@ -126,10 +126,10 @@ def heads_agree(folder: Path) -> None:
         end = start + len(bytes(raw))
         starts.append(start)
         ends.append(end)
-    pages, caveats = catalog.pages, catalog.caveats
+    pages, caveats = decoded.pages, decoded.caveats
     if isinstance(caveats, msgspec.UnsetType):
-        caveats = schema.catalog_caveats(pages)
-    heads = schema.catalog_heads(pages, starts, ends, caveats)
+        caveats = catalog.catalog_caveats(pages)
+    heads = catalog.catalog_heads(pages, starts, ends, caveats)
     (folder / CATALOG_HEADS).write_bytes(schema.encode(heads))
 
 

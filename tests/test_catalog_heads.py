@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from knowl_build.artifacts import schema
+from knowl_build.artifacts import catalog, schema
 from knowl_build.artifacts.layout import CATALOG_HEADS, MANIFEST
 from tests.helpers import dump_json
 from tests.tamper import assert_refused, module_corpus, rehash, run_cli, tampered
@@ -50,8 +50,8 @@ def test_the_catalog_file_is_the_catalog_encoded_and_each_span_holds_its_entry(
     count: int,
 ) -> None:
     pages = [_entry(f"knowledge/global/p{n}.md", offset=n * 10) for n in range(count)]
-    data, heads = schema.catalog_file(pages)
-    caveats = schema.catalog_caveats(pages)
+    data, heads = catalog.catalog_file(pages)
+    caveats = catalog.catalog_caveats(pages)
     assert data == schema.encode(schema.Catalog(pages=pages, caveats=caveats))
     assert heads.keys == [p.key for p in pages] and heads.caveats == caveats
     assert heads.binding == ({"shop.orders.total": list(range(count))} if count else {})

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from msgspec import UNSET
 
 import tests.test_incremental as incremental
-from knowl_build.artifacts import memo, schema, validate
+from knowl_build.artifacts import catalog, memo, schema, validate
 from knowl_build.artifacts.layout import CATALOG_HEADS, MANIFEST
 from knowl_build.core.errors import ArtifactError
 from knowl_build.reader import context, listing, queries
@@ -160,10 +160,10 @@ def test_catalog_file_is_the_catalog_encoded_for_any_catalog(
     pages: list[schema.CatalogEntry],
 ) -> None:
     """Non-ASCII text, escapes, U+2028, no caveats, an unset `node`, repeated `sl_refs`."""
-    data, heads = schema.catalog_file(pages)
-    caveats = schema.catalog_caveats(pages)
+    data, heads = catalog.catalog_file(pages)
+    caveats = catalog.catalog_caveats(pages)
     assert data == schema.encode(schema.Catalog(pages=pages, caveats=caveats))
-    assert heads.binding == schema.catalog_binding(pages) and heads.caveats == caveats
+    assert heads.binding == catalog.catalog_binding(pages) and heads.caveats == caveats
     for n, page in enumerate(pages):
         span = data[heads.starts[n] : heads.ends[n]]
         assert schema.decode("catalog.json", span, schema.CatalogEntry) == page

@@ -25,7 +25,9 @@ BUILD_MARKER = ".knowl-build"
 RECORDS = "pages.jsonl.gz"
 JSON_FILES = (RECORDS, "entities.json", "graph.json", "diagnostics.json", "catalog.json")
 INDEX_JSON = ("index/stats.json", "index/docs.json")
-CATALOG_HEADS = "catalog-heads.json"  # since 2.3; a reader decodes the catalog whole without
+# Since 2.3: what a search needs of every catalog entry (a reader of an artifact without it
+# decodes catalog.json whole).
+CATALOG_HEADS = "catalog-heads.json"
 # A build folder's name (CURRENT holds one): a build id, maybe with a `.<n>` suffix.
 BUILD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 TOKEN = re.compile(r"[0-9a-f]{32}")

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 from msgspec import UnsetType
 
+from knowl_build.artifacts.catalog import catalog_binding, catalog_caveats
 from knowl_build.artifacts.folders import listing, safe_name, shown_name
 from knowl_build.artifacts.layout import (
     BUILD_MARKER,
@@ -31,8 +32,6 @@ from knowl_build.artifacts.schema import (
     Manifest,
     PageRecord,
     VectorsMeta,
-    catalog_binding,
-    catalog_caveats,
     decode,
     decoder,
     problem,

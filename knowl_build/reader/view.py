@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from msgspec import UNSET, DecodeError, Raw, Struct, UnsetType
 
 from knowl_build.artifacts import memo, publication
+from knowl_build.artifacts.catalog import catalog_binding, catalog_caveats
 from knowl_build.artifacts.layout import CATALOG_HEADS, MANIFEST, RECORDS
 from knowl_build.artifacts.opening import Artifact, open_artifact
 from knowl_build.artifacts.records import read_at
@@ -32,8 +33,6 @@ from knowl_build.artifacts.schema import (
     PageRecord,
     PageRef,
     SearchHit,
-    catalog_binding,
-    catalog_caveats,
     decode,
     decoder,
 )
@@ -116,12 +115,12 @@ class Catalog:
         self.folder = folder
         self.path = folder / "catalog.json"
         self._spans: tuple[list[int], list[int]] | None = None
-        self._light: tuple[list[str], list[str], dict[str, list[int]]] | None = None
+        self._columns: tuple[list[str], list[str], dict[str, list[int]]] | None = None
         self.raws: list[Raw] = []
         if heads is not None:
             self.heads = Heads(heads.keys, heads.ids, heads.scopes)
             self._spans = (heads.starts, heads.ends)
-            self._light = (heads.statuses, heads.usage_modes, heads.binding)
+            self._columns = (heads.statuses, heads.usage_modes, heads.binding)
             caveats: dict[str, list[int]] | UnsetType = heads.caveats
             columns = (heads.ids, heads.scopes, heads.statuses, heads.usage_modes, heads.starts)
             if {len(column) for column in (*columns, heads.ends)} != {len(heads.keys)}:
@@ -218,11 +217,11 @@ class Catalog:
     def _bound(self) -> tuple[list[str], list[str], dict[str, list[int]]]:
         """Every entry's status and usage mode, and the entries binding each entity: from
         catalog-heads.json, else decoded from the whole catalog (`Bind`)."""
-        if self._light is not None:
+        if self._columns is not None:
             count = len(self.heads)
-            if not _within(self._light[2], count):
+            if not _within(self._columns[2], count):
                 raise ArtifactError(f"{self.folder}: catalog-heads.json binds entries it lacks")
-            return self._light
+            return self._columns
         pages = _read(self.folder, "catalog.json", _Bindings, self._data).pages
         if len(pages) != len(self.heads):
             raise ArtifactError(f"{self.folder}: catalog.json changed while it was read")
@@ -377,7 +376,8 @@ class ArtifactView:
 
     def bound(self, entity: str) -> list[int]:
         """The positions of the pages whose `sl_refs` name `entity`, in catalog order (their
-        `catalog.heads`, `statuses` and `usage_modes` say what a search needs; nothing is decoded)."""
+        `catalog.heads`, `statuses` and `usage_modes` say what a search needs; nothing is
+        decoded)."""
         return self.catalog.binding.get(entity, [])
 
     def made_hit(self, hit: SearchHit, page: CatalogEntry) -> SearchHit:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from knowl_build.artifacts import layout, publication, schema
+from knowl_build.artifacts.catalog import catalog_file
 from knowl_build.core.diagnostics import diagnostics_document
 from knowl_build.core.errors import UsageError
 from knowl_build.parse.text import decode
@@ -61,7 +62,7 @@ def write_files(state: BuildState, staging: Path) -> None:
     state.records_written = state.writer.submit(
         write_members, staging / layout.RECORDS, rows.members, rows.source
     )
-    catalog, heads = schema.catalog_file(rows.catalog)
+    catalog, heads = catalog_file(rows.catalog)
     put(state, staging, "catalog.json", catalog)
     put(state, staging, layout.CATALOG_HEADS, schema.encode(heads))
     put(state, staging, "entities.json", schema.encode(state.entities))
