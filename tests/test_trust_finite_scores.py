@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from knowl_build.core.config import MAX_BOOST
 from knowl_build.core.errors import ArtifactError
+from knowl_build.core.vocabulary import MAX_BOOST
 from knowl_build.index import analysis, ranking, unpickler, verify
 from tests.helpers import dump_json
 from tests.tamper import assert_refused, module_corpus, reader_runs, run_cli, tampered
