@@ -26,6 +26,7 @@ from knowl_build.app.project import Locator
 from knowl_build.app.reading import CurrentReader
 from knowl_build.core import config_loader
 from knowl_build.core.config import Config
+from knowl_build.support.clock import SETTLE_NS
 from knowl_build.support.trust import machine_key
 from tests.helpers import Project, invoke
 from tests.tamper import run_cli
@@ -42,7 +43,7 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _settled(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reader's clock a minute ahead: every file written so far has settled for it."""
-    ahead = types.SimpleNamespace(time_ns=lambda: time.time_ns() + 20 * config_memo.SETTLE_NS)
+    ahead = types.SimpleNamespace(time_ns=lambda: time.time_ns() + 20 * SETTLE_NS)
     monkeypatch.setattr(project, "time", ahead)
 
 

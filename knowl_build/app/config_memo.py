@@ -26,14 +26,12 @@ from typing import Any
 
 from knowl_build import __version__
 from knowl_build.artifacts.memo import trim
+from knowl_build.support.clock import SETTLE_NS
 from knowl_build.support.trust import cache_home, machine_key, read_sealed
 
 MEMO_FORMAT = 1
 MEMO_SEAL = "reader-config"
 MAX_MEMOS = 64  # projects a user reads from; the newest memos are kept
-# Older than the read by more than this, a stamp cannot be shared with a later change (the
-# coarsest common timestamp granularity is 2 s, on FAT).
-SETTLE_NS = 3_000_000_000
 
 Remembered = tuple[str, tuple[str, ...]]  # out_dir, [peers] paths: as configured
 
@@ -79,10 +77,12 @@ def _memo_path(state: dict[str, Any]) -> Path:
 def recall(root: Path, explicit: Path | None) -> Remembered | None:
     """`out_dir` and the peers' paths of the configuration, when this machine read it from
     these very files; None otherwise."""
+    now = state(root, explicit)
+    if now is None:
+        return None
     try:
-        state = _state(root, explicit)
-        sealed = read_sealed(_memo_path(state), machine_key().sealer(MEMO_SEAL))
-    except (OSError, RuntimeError, ValueError):  # no home folder, an unusable path
+        sealed = read_sealed(_memo_path(now), machine_key().sealer(MEMO_SEAL))
+    except (OSError, RuntimeError, ValueError):  # no home folder to find, an unusable path
         return None
     if sealed is None:
         return None
@@ -90,7 +90,7 @@ def recall(root: Path, explicit: Path | None) -> Remembered | None:
         memo = json.loads(sealed)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(memo, dict) or memo.get("state") != state:
+    if not isinstance(memo, dict) or memo.get("state") != now:
         return None
     out_dir, peers = memo.get("out_dir"), memo.get("peers")
     if not isinstance(out_dir, str) or not isinstance(peers, list):

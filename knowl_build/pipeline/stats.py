@@ -29,15 +29,13 @@ from pathlib import Path
 import msgspec
 
 from knowl_build.pipeline.cache import CachePlace
+from knowl_build.support.clock import SETTLE_NS
 from knowl_build.support.files import atomic_write
 from knowl_build.support.trust import Sealer, read_sealed
 
 STAT_CACHE = "stats.json"
 STAT_SEAL = "stat-cache"
 STAT_FORMAT = 1
-# Older than the run by more than this, a stamp cannot be shared with a later change: more
-# than the coarsest common timestamp granularity (2 s on FAT) and a kernel clock tick.
-SETTLE_NS = 3_000_000_000
 
 Stamp = tuple[int, int, int, int, int]  # size, mtime_ns, ctime_ns, inode, device
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from msgspec import UNSET, DecodeError, Raw, Struct, UnsetType
 
@@ -64,21 +64,12 @@ class Head(Struct, frozen=True):
     scope: str
 
 
-class Heads(Sequence[Head]):
-    """Every entry's `Head`, in the catalog's order, kept as three lists (as
-    catalog-heads.json holds them)."""
+class Heads:
+    """Every entry's key, id and scope, in the catalog's order: three lists (as
+    catalog-heads.json holds them), read by position."""
 
     def __init__(self, keys: list[str], ids: list[str], scopes: list[str]) -> None:
         self.keys, self.ids, self.scopes = keys, ids, scopes
-
-    @overload
-    def __getitem__(self, i: int) -> Head: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Head]: ...
-    def __getitem__(self, i: int | slice) -> Head | list[Head]:
-        if isinstance(i, slice):
-            return [self[n] for n in range(*i.indices(len(self)))]
-        return Head(self.keys[i], self.ids[i], self.scopes[i])
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -180,8 +171,8 @@ class Catalog:
                 found = _ENTRY.decode(raw)
             except (DecodeError, RecursionError):
                 found = _read(self.folder, f"catalog.json pages[{i}]", CatalogEntry, raw)
-            head = self.heads[i]
-            if (found.key, found.id, found.scope) != (head.key, head.id, head.scope):
+            heads = self.heads
+            if (found.key, found.id, found.scope) != (heads.keys[i], heads.ids[i], heads.scopes[i]):
                 raise ArtifactError(f"{self.folder}: catalog.json changed while it was read")
             self.entries[i] = found
         return found

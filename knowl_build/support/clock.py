@@ -12,6 +12,10 @@ import datetime as dt
 import os
 
 STAMP = "%Y-%m-%dT%H:%M:%SZ"
+# Older than a run by more than this, a file's stamps cannot be shared with a later change:
+# more than the coarsest common timestamp granularity (2 s on FAT) and a kernel clock tick
+# (git's racy-clean rule; the stat cache and the reader's configuration memo keep to it).
+SETTLE_NS = 3_000_000_000
 
 
 def from_epoch(seconds: int) -> dt.datetime:
