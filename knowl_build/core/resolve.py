@@ -164,6 +164,11 @@ class Resolution:
     hidden_files: list[str] = field(default_factory=list)
 
 
+def _note_read(reads: set[str], found: Resolution) -> None:
+    for pages in (found.pages, found.hidden, found.ambiguous):
+        reads.update(page.path for page in pages)
+
+
 def fold(name: str) -> str:
     """How Obsidian compares names: NFC, then case folded."""
     return nfc(name).casefold()
@@ -230,6 +235,9 @@ class PageIndex:
     _by_path: dict[str, Page] | None = None
     _paths: dict[tuple[str, str, str], Resolution] = field(default_factory=dict)
     layout: Layout = field(default_factory=Layout)
+    # When set, the paths of every page a `resolve` or `resolve_link` answer holds are added
+    # to it: what a page's checks read of other pages (`pipeline.recheck`).
+    reads: set[str] | None = None
 
     @classmethod
     def build(
@@ -301,6 +309,8 @@ class PageIndex:
         found = self._resolutions.get((target, scope))
         if found is None:
             found = self._resolutions[(target, scope)] = self._resolve(target, scope)
+        if self.reads is not None:
+            _note_read(self.reads, found)
         return found
 
     def _resolve(self, target: str, scope: str) -> Resolution:
@@ -412,6 +422,8 @@ class PageIndex:
             found = self._paths[key] = self._resolve_path(page, link.target)
         if excluded(link.destination, self.link_settings.exclude):
             return Resolution([], [], unchecked=True)
+        if self.reads is not None:
+            _note_read(self.reads, found)
         return found
 
     def _resolve_path(self, page: Page, target: str) -> Resolution:

@@ -13,6 +13,7 @@ from pathlib import Path
 from knowl_build.core.config import Config
 from knowl_build.pipeline.cache import CachePlace, cache_place
 from knowl_build.pipeline.inputs import Inputs, read_inputs
+from knowl_build.pipeline.recheck import Ledger, Recheck
 from knowl_build.pipeline.stages import findings, parsing, resolution
 from knowl_build.pipeline.stages.findings import MAX_HISTORY_PROBLEMS as MAX_HISTORY_PROBLEMS
 from knowl_build.pipeline.stages.findings import NO_GIT_PATH as NO_GIT_PATH
@@ -38,6 +39,8 @@ def analyse(
     caches: CachePlace | None = None,
     parsed: Parsed | None = None,
     check_urls: bool = False,
+    ledger: Ledger | None = None,
+    rest: str | None = None,
 ) -> Analysis:
     """Validate the whole project: every file is read, every reference resolved.
 
@@ -46,20 +49,35 @@ def analyse(
     still continues from its cache). `parsed` is called with the semantic layer and the
     placed pages, batch by batch in path order, as they are parsed. `check_urls` asks the
     pages' http(s) link targets (KB110): the only use of the network, which only `knowl
-    check --check-urls` makes."""
+    check --check-urls` makes.
+
+    With `rest` (`Inputs.fingerprint(..., pages=False)`), the analysis leaves a ledger
+    (`Analysis.ledger`); with a `ledger` of that `rest` too, only the pages an edit can
+    change since are checked again by the per-page rules (`pipeline.recheck`)."""
     inputs = inputs or read_inputs(root, config)
     caches = caches if caches is not None else cache_place(root)
     project = parsing.parse_project(config, inputs, caches, use_cache=use_cache, parsed=parsed)
     discovery = inputs.discovery
     today = today or clock.today()
-    resolved = resolution.resolve_project(root, config, discovery, project, caches, today)
-    return findings.check_project(
-        root,
-        config,
-        discovery,
-        project,
-        resolved,
-        caches,
-        use_cache=use_cache,
-        check_urls=check_urls,
-    )
+    digests = {path: digest for path, (_, digest) in inputs.pages.items()}
+    previous = ledger if rest is not None and ledger is not None and ledger.rest == rest else None
+    while True:
+        recheck = None if rest is None else Recheck.plan(previous, rest, project.pages, digests)
+        only = recheck.only if recheck is not None else None
+        resolved = resolution.resolve_project(root, config, discovery, project, caches, today, only)
+        analysis = findings.check_project(
+            root,
+            config,
+            discovery,
+            project,
+            resolved,
+            caches,
+            use_cache=use_cache,
+            check_urls=check_urls,
+            recheck=recheck,
+        )
+        if recheck is None or recheck.sound or recheck.previous is None:
+            break
+        previous = None  # the reused hints may not be a whole run's: check every page
+    analysis.ledger = recheck.ledger if recheck is not None else None
+    return analysis

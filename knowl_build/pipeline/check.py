@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from knowl_build.core.config import Config
 from knowl_build.core.diagnostics import Diagnostic
@@ -18,6 +19,7 @@ from knowl_build.pipeline.cache import cache_place
 from knowl_build.pipeline.discover import shown_path
 from knowl_build.pipeline.inputs import read_inputs
 from knowl_build.pipeline.linked import answers
+from knowl_build.pipeline.recheck import LEDGER_FORMAT, Ledger
 from knowl_build.pipeline.stats import stat_cache
 from knowl_build.support import clock, process
 from knowl_build.support.files import atomic_write
@@ -40,6 +42,9 @@ class CheckResult:
 
 
 MEMO_CACHE = "check.json"
+# What the per-page rules found and read, page by page (`pipeline.recheck`): when the memo
+# does not apply, the pages an edit cannot change keep their findings from it.
+LEDGER_CACHE = "check-ledger.json"
 
 
 def _outside_files(toplevel: Path | None, paths: set[str]) -> dict[str, str | None]:
@@ -57,17 +62,26 @@ def _outside_files(toplevel: Path | None, paths: set[str]) -> dict[str, str | No
 # The memo is sealed with the machine's key: a memo this machine did not write (one committed
 # with the project, whose key anyone can compute) could say that any tree is clean.
 MEMO_SEAL = "check-memo"
+LEDGER_SEAL = "check-ledger"
 
 
 def _load_memo(
-    path: Path, key: str, toplevel: Path | None, sealer: Sealer, root: Path
+    path: Path,
+    key: str,
+    toplevel: Path | None,
+    sealer: Sealer,
+    root: Path,
+    key_name: str = "key",
+    form: int = MEMO_FORMAT,
 ) -> dict[str, Any] | None:
+    """The memo (or the ledger's file: `key_name` "rest") written for `key`, while the files
+    outside the inputs that it depends on are as they were."""
     raw = read_sealed(path, sealer)
     if raw is None:
         return None
     try:
-        memo = json.loads(raw)
-        if memo.get("format") != MEMO_FORMAT or memo.get("key") != key:
+        memo = msgspec.json.decode(raw)
+        if memo.get("format") != form or memo.get(key_name) != key:
             return None
         outside = memo["outside"]
         if _outside_files(toplevel, set(outside)) != outside:
@@ -76,7 +90,7 @@ def _load_memo(
         if answers(root, memo["linked"]) != memo["linked"]:
             return None
         return memo  # type: ignore[no-any-return]
-    except (ValueError, AttributeError, KeyError, TypeError, RecursionError):
+    except (msgspec.DecodeError, AttributeError, KeyError, TypeError, RecursionError):
         return None
 
 
@@ -99,9 +113,31 @@ def _save_memo(
         "outside": outside,
         "linked": dict(sorted(linked.items())),
     }
+    _write(path, memo, sealer)
+
+
+def _write(path: Path, memo: dict[str, Any], sealer: Sealer) -> None:
     # A cache that cannot be written costs only speed next time: never fail a check for it.
     with contextlib.suppress(OSError):
-        atomic_write(path, sealer.wrap(json.dumps(memo, separators=(",", ":")).encode()))
+        atomic_write(path, sealer.wrap(msgspec.json.encode(memo)))
+
+
+def _load_ledger(
+    path: Path, rest: str, toplevel: Path | None, sealer: Sealer, root: Path
+) -> Ledger | None:
+    held = _load_memo(path, rest, toplevel, sealer, root, "rest", LEDGER_FORMAT)
+    return Ledger.from_json(held) if held is not None else None
+
+
+def _save_ledger(
+    path: Path,
+    ledger: Ledger,
+    outside: dict[str, str | None],
+    sealer: Sealer,
+    linked: dict[str, str],
+) -> None:
+    held = {**ledger.to_json(), "outside": outside, "linked": dict(sorted(linked.items()))}
+    _write(path, held, sealer)
 
 
 @process.held()  # no cyclic collection while the run allocates
@@ -127,6 +163,8 @@ def check(
     sealer = caches.sealer(MEMO_SEAL)
     remember = use_cache and sealer is not None and not check_urls
     memo_file = caches.file(MEMO_CACHE) if remember else None
+    ledger_sealer = caches.sealer(LEDGER_SEAL) if remember else None
+    ledger_file = caches.file(LEDGER_CACHE) if ledger_sealer is not None else None
     inputs = read_inputs(root, config, stat_cache(caches, root) if use_cache else None)
     key = inputs.fingerprint(config, today)
     git = inputs.discovery.git
@@ -144,6 +182,10 @@ def check(
             notices,
         )
     else:
+        rest = ledger = None
+        if ledger_file is not None and ledger_sealer is not None:
+            rest = inputs.fingerprint(config, today, pages=False)
+            ledger = _load_ledger(ledger_file, rest, toplevel, ledger_sealer, root)
         analysis = analyse(
             root,
             config,
@@ -152,6 +194,8 @@ def check(
             inputs=inputs,
             caches=caches,
             check_urls=check_urls,
+            ledger=ledger,
+            rest=rest,
         )
         notices.extend(analysis.notices)
         result = CheckResult(
@@ -174,6 +218,8 @@ def check(
             if inputs.changed:  # a page read after the key was taken was not what it said
                 key = inputs.fingerprint(config, today)
             _save_memo(memo_file, key, result, outside, sealer, linked)
+            if analysis.ledger is not None and ledger_file is not None and ledger_sealer:
+                _save_ledger(ledger_file, analysis.ledger, outside, ledger_sealer, linked)
     if changed_only and git is not None:
         changed = git.changed_files()
         if changed is not None:

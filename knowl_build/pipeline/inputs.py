@@ -45,11 +45,13 @@ class Inputs:
         self.pages[path] = (data, now)
         return data, now
 
-    def fingerprint(self, config: Config, today: dt.date) -> str:
-        """Everything a check's result depends on, hashed."""
+    def fingerprint(self, config: Config, today: dt.date, pages: bool = True) -> str:
+        """Everything a check's result depends on, hashed (`pages=False`: all but the
+        pages' bytes)."""
         digest = hashlib.sha256()
         header = [
             __version__,
+            pages,
             config.sha256,
             today.isoformat(),
             self.discovery.git is not None,
@@ -63,7 +65,7 @@ class Inputs:
             sorted((p, [f.to_list() for f in fs]) for p, fs in self.discovery.findings.items()),
         ]
         digest.update(json.dumps(header).encode())
-        for table in (self.pages, self.semantics):
+        for table in (self.pages, self.semantics) if pages else (self.semantics,):
             for path in sorted(table):
                 digest.update(f"\0{path}\0{table[path][1]}".encode())
         return digest.hexdigest()

@@ -62,6 +62,11 @@ class RuleContext:
     _entity_names: NearNames | None = None
     _hint_budget: HintBudget = field(default_factory=HintBudget)
 
+    @property
+    def hint_budget(self) -> HintBudget:
+        """What the run's did-you-mean lookups may still spend."""
+        return self._hint_budget
+
     def page_hint(self, target: str, scope: str) -> str | None:
         key = (target, scope)
         if key in self._page_hints:

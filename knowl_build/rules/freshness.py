@@ -14,6 +14,7 @@ KB010 and KB012 say why, once, at the project.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -380,10 +381,10 @@ def _source_changes(ctx: RuleContext, page: Page, result: Assessment) -> None:
             )
 
 
-def assess(ctx: RuleContext) -> dict[str, Assessment]:
-    """Freshness of every text page, by path."""
+def assess(ctx: RuleContext, pages: Iterable[Page] | None = None) -> dict[str, Assessment]:
+    """Freshness of every text page (or of `pages`), by path."""
     results: dict[str, Assessment] = {}
-    for page in ctx.pages:
+    for page in ctx.pages if pages is None else pages:
         results.setdefault(page.path, _assess_page(ctx, page))
     return results
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
+from collections.abc import Iterable
 
 from knowl_build.core.config import OBSIDIAN
 from knowl_build.core.linkpaths import heading_slugs, leaves, relative_path
@@ -41,9 +42,10 @@ from knowl_build.support.hints import SKIPPED, NearNames, suggestion
 __all__ = ["check_markdown_links"]
 
 
-def check_markdown_links(ctx: RuleContext) -> Emitted:
+def check_markdown_links(ctx: RuleContext, pages: Iterable[Page] | None = None) -> Emitted:
+    """The findings of `pages`' Markdown links (default: every page of the context)."""
     checker = _Checker(ctx)
-    for page in ctx.pages:
+    for page in ctx.pages if pages is None else pages:
         for link in page.parsed.links:
             if link.form == MARKDOWN:
                 yield from checker.link(page, link)

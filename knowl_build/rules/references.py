@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from knowl_build.core.config import DENDRON, EXACT, OBSIDIAN
 from knowl_build.core.diagnostics import Finding
@@ -160,9 +160,10 @@ HEADING_CUTOFF = 0.6
 MAX_LEVEL = 6  # of a Markdown heading  # difflib's default, as heading hints always used
 
 
-def check_references(ctx: RuleContext) -> Emitted:
+def check_references(ctx: RuleContext, pages: Iterable[Page] | None = None) -> Emitted:
+    """The findings of `pages` (default: every page of the context)."""
     headings = _Headings(ctx)
-    for page in ctx.pages:
+    for page in ctx.pages if pages is None else pages:
         yield from _sl_refs(ctx, page)
         yield from _refs(ctx, page)
         yield from _links(ctx, page, headings)

@@ -10,6 +10,7 @@ from knowl_build.core.diagnostics import Diagnostic, Finding, summarize
 from knowl_build.core.model import Suppression
 from knowl_build.pipeline.cache import CachePlace
 from knowl_build.pipeline.discover import Discovery
+from knowl_build.pipeline.recheck import Recheck
 from knowl_build.pipeline.stages.state import BuildResult, BuildState
 from knowl_build.pipeline.stages.values import Analysis, ParsedProject, Resolved
 from knowl_build.pipeline.urls import check_page_urls
@@ -43,12 +44,14 @@ def check_project(
     *,
     use_cache: bool = True,
     check_urls: bool = False,
+    recheck: Recheck | None = None,
 ) -> Analysis:
     """Every finding of the run, at its severity; `check_urls` asks the pages' http(s)
     link targets (KB110): the only use of the network, which only `knowl check
-    --check-urls` makes."""
+    --check-urls` makes. With `recheck`, the per-page rules run over the pages it checks
+    and leave its ledger (`pipeline.recheck`)."""
     context = resolved.context
-    found = rule_findings(discovery, parsed, resolved)
+    found = rule_findings(discovery, parsed, resolved, recheck)
     urls = (
         check_page_urls(context.pages, config, caches, use_cache=use_cache) if check_urls else None
     )
@@ -74,19 +77,27 @@ def check_project(
 
 
 def rule_findings(
-    discovery: Discovery, parsed: ParsedProject, resolved: Resolved
+    discovery: Discovery,
+    parsed: ParsedProject,
+    resolved: Resolved,
+    recheck: Recheck | None = None,
 ) -> list[tuple[str, Finding]]:
     """The findings of discovery, of the layer and the pages as parsed, then of each rule,
-    in that order, each with its file's path."""
+    each with its file's path (`apply_severities` puts them in order)."""
     found: list[tuple[str, Finding]] = []
     for table in (discovery.findings, parsed.layer.findings, parsed.findings):
         for path, items in table.items():
             found.extend((path, f) for f in items)
     context = resolved.context
-    found.extend(check_references(context))
-    found.extend(check_markdown_links(context))
+    if recheck is None:
+        found.extend(check_references(context))
+        found.extend(check_markdown_links(context))
+        found.extend(check_freshness(context, resolved.assessments))
+    else:
+        found.extend(recheck.page_findings(context, resolved.assessments))
     found.extend(check_governance(context))
-    found.extend(check_freshness(context, resolved.assessments))
+    if recheck is not None:
+        recheck.finish(context.hint_budget)
     if discovery.git is None:
         found.append((NO_GIT_PATH, NO_GIT))
     found.extend((NO_GIT_PATH, finding) for finding in history_findings(resolved.facts))

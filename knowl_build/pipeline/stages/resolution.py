@@ -31,9 +31,11 @@ def resolve_project(
     parsed: ParsedProject,
     caches: CachePlace,
     today: dt.date,
+    only: set[str] | None = None,
 ) -> Resolved:
     """The page index (every reference resolvable), the git facts and each page's
-    freshness: the rules' context."""
+    freshness (with `only`, of those pages: the others' findings are reused,
+    `pipeline.recheck`): the rules' context."""
     index = PageIndex.build(
         parsed.pages,
         discovery.other_files,
@@ -59,7 +61,8 @@ def resolve_project(
         today=today,
         git=facts,
     )
-    return Resolved(index, facts, context, assess(context))
+    assessed = None if only is None else [p for p in text_pages if p.path in only]
+    return Resolved(index, facts, context, assess(context, assessed))
 
 
 def analyse(state: BuildState) -> None:

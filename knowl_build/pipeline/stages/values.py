@@ -12,6 +12,7 @@ from knowl_build.core.model import Page
 from knowl_build.core.resolve import PageIndex
 from knowl_build.history.records import History
 from knowl_build.pipeline.discover import Discovery
+from knowl_build.pipeline.recheck import Ledger
 from knowl_build.rules.context import GitFacts, RuleContext
 from knowl_build.rules.freshness import Assessment
 from knowl_build.semantic.layer import SemanticLayer
@@ -59,3 +60,4 @@ class Analysis:
     assessments: dict[str, Assessment] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)  # one line each (the URL check's)
+    ledger: Ledger | None = None  # what the next check reuses (`pipeline.recheck`)

@@ -1,0 +1,222 @@
+"""What `knowl check` keeps of a run so that the next one checks only what an edit can change.
+
+The ledger holds, for each page, the digest it was checked at, the pages its checks read
+(every page a reference, link or embed of it resolved to: the link table, whose reverse
+edges say who reads a page) and the findings of the rules that look at one page at a time
+(references, Markdown links, freshness). When nothing but pages' bytes changed since (`rest`:
+the configuration, the day, HEAD, the semantic layer, the other files; the caller compares
+it) and no page was added, removed, moved or given another name or alias (`names`), those
+rules run over the changed pages and the pages that read them, and every other page's
+findings come from the ledger. The project-wide rules (governance, history) run whole.
+
+Did-you-mean hints share one budget a run (support/hints.py), so a reused hint is the hint a
+whole run gives only while a whole run would not spend the budget. The ledger keeps an upper
+bound of what a whole run spends (`spent`); when that and what this run spent do not fit the
+budget together, the run is not sound and every page is checked again."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from knowl_build.core.diagnostics import Finding
+from knowl_build.core.model import Page
+from knowl_build.core.resolve import PageIndex, aliases_of
+from knowl_build.rules.context import Emitted, RuleContext
+from knowl_build.rules.freshness import Assessment
+from knowl_build.rules.mdlinks import check_markdown_links
+from knowl_build.rules.references import check_references
+from knowl_build.support.hints import HINT_BUDGET, HintBudget
+
+# 1: the first ledger
+LEDGER_FORMAT = 1
+
+PageRule = Callable[[RuleContext, Iterable[Page]], Emitted]
+PAGE_RULES: tuple[PageRule, ...] = (check_references, check_markdown_links)
+
+
+@dataclass(slots=True)
+class PageFacts:
+    """One page as its last check saw it."""
+
+    digest: str
+    reads: set[str] = field(default_factory=set)  # paths of the pages its checks resolved to
+    found: list[tuple[str, Finding]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Ledger:
+    rest: str  # the fingerprint of every input but the pages' bytes
+    names: str  # `names_of` the pages
+    spent: int  # at least what a whole run spends of the hint budget
+    pages: dict[str, PageFacts]  # every placed page, by path
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": LEDGER_FORMAT,
+            "rest": self.rest,
+            "names": self.names,
+            "spent": self.spent,
+            "pages": {
+                path: [
+                    facts.digest,
+                    sorted(facts.reads),
+                    [[where, *finding.to_list()] for where, finding in facts.found],
+                ]
+                for path, facts in self.pages.items()
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Ledger | None:
+        """The ledger `to_json` wrote; None for anything else."""
+        if not isinstance(data, dict) or data.get("format") != LEDGER_FORMAT:
+            return None
+        try:
+            pages = {
+                path: PageFacts(
+                    _text(digest),
+                    {_text(read) for read in reads},
+                    [(_text(where), _finding(item)) for where, *item in found],
+                )
+                for path, (digest, reads, found) in data["pages"].items()
+            }
+            ledger = cls(_text(data["rest"]), _text(data["names"]), int(data["spent"]), pages)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        return ledger if all(isinstance(path, str) for path in pages) else None
+
+    def readers(self, paths: set[str]) -> set[str]:
+        """The pages whose checks read one of `paths` (the reverse edges of the link table)."""
+        return {path for path, facts in self.pages.items() if not facts.reads.isdisjoint(paths)}
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError("not a string")
+    return value
+
+
+def _finding(item: list[Any]) -> Finding:
+    code, line, column, message, hint, end_line, end_column, subject = item
+    for number in (line, column, end_line, end_column):
+        if number is not None and (not isinstance(number, int) or isinstance(number, bool)):
+            raise TypeError("not a position")
+    for text in (hint, subject):
+        if text is not None:
+            _text(text)
+    return Finding(_text(code), line, column, _text(message), hint, end_line, end_column, subject)
+
+
+def names_of(pages: list[Page]) -> str:
+    """A digest of what the other pages' checks can read of each page without resolving to it:
+    its path, id, scope, owner, path under the scope folder, whether it is text, its aliases,
+    in the order of the pages (duplicates resolve by it)."""
+    digest = hashlib.sha256()
+    for page in pages:
+        parts = [page.path, page.id, page.scope, page.owner or "", page.rel]
+        parts.append("text" if page.parsed.text_ok else "")
+        parts.extend(aliases_of(page))
+        line = "".join(f"{len(part)}:{part}" for part in parts) + "\n"
+        digest.update(line.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+@dataclass(slots=True)
+class Recheck:
+    """One run's use of the ledger: which pages it checks (`only`; None: all), and the ledger
+    it leaves once the rules ran (`finish`)."""
+
+    rest: str
+    names: str
+    digests: dict[str, str]  # each placed page's sha256
+    previous: Ledger | None = None  # the ledger reused, when it applies
+    only: set[str] | None = None
+    facts: dict[str, PageFacts] = field(default_factory=dict)  # of the pages checked
+    ledger: Ledger | None = None
+    sound: bool = True
+
+    @classmethod
+    def plan(
+        cls, previous: Ledger | None, rest: str, pages: list[Page], digests: dict[str, str]
+    ) -> Recheck:
+        """The run for `pages`, reusing `previous` where it applies (the caller checked that
+        its `rest` is this run's)."""
+        names = names_of(pages)
+        placed = {page.path: digests[page.path] for page in pages}
+        if (
+            previous is None
+            or previous.spent > HINT_BUDGET  # a whole run spends the budget
+            or previous.names != names
+            or previous.pages.keys() != placed.keys()
+        ):
+            return cls(rest, names, placed)
+        changed = {path for path, digest in placed.items() if previous.pages[path].digest != digest}
+        only = changed | previous.readers(changed)
+        return cls(rest, names, placed, previous, only)
+
+    def checked(self, pages: list[Page]) -> list[Page]:
+        return pages if self.only is None else [page for page in pages if page.path in self.only]
+
+    def page_findings(
+        self, ctx: RuleContext, assessments: dict[str, Assessment]
+    ) -> list[tuple[str, Finding]]:
+        """The per-page rules' findings: run over the pages checked, taken from the ledger for
+        the rest."""
+        pages = self.checked(ctx.pages)
+        self.facts = {page.path: PageFacts(self.digests[page.path]) for page in pages}
+        walk = _Walk(ctx.index, self.facts)
+        for rule in PAGE_RULES:
+            for where, finding in rule(ctx, walk.pages(pages)):
+                self.facts[walk.current].found.append((where, finding))
+        for path, assessment in assessments.items():
+            self.facts[path].found.extend((path, finding) for finding in assessment.findings)
+        found: list[tuple[str, Finding]] = []
+        for page in ctx.pages:
+            facts = self.facts.get(page.path)
+            if facts is None:
+                assert self.previous is not None
+                facts = self.previous.pages[page.path]
+            found.extend(facts.found)
+        return found
+
+    def finish(self, budget: HintBudget) -> None:
+        """The ledger this run leaves, once every rule ran; whether reusing was sound."""
+        spent = HINT_BUDGET - budget.units
+        if self.previous is not None:
+            self.sound = not budget.closed and self.previous.spent <= budget.units
+            spent += self.previous.spent
+        if budget.closed:
+            spent = HINT_BUDGET + 1  # every later run checks every page
+        pages = {
+            path: self.facts.get(path) or self._reused(path, digest)
+            for path, digest in self.digests.items()
+        }
+        self.ledger = Ledger(self.rest, self.names, spent, pages)
+
+    def _reused(self, path: str, digest: str) -> PageFacts:
+        """A page this run did not check: unchanged, or one no per-page rule looks at (not
+        text)."""
+        kept = self.previous.pages.get(path) if self.previous is not None else None
+        return kept if kept is not None and kept.digest == digest else PageFacts(digest)
+
+
+class _Walk:
+    """The pages a rule goes through, each noted as the current one while the rule looks at
+    it, with the index adding to its reads."""
+
+    def __init__(self, index: PageIndex, facts: dict[str, PageFacts]) -> None:
+        self.index = index
+        self.facts = facts
+        self.current = ""
+
+    def pages(self, pages: list[Page]) -> Iterator[Page]:
+        try:
+            for page in pages:
+                self.current = page.path
+                self.index.reads = self.facts[page.path].reads
+                yield page
+        finally:
+            self.index.reads = None
