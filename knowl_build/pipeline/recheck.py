@@ -77,51 +77,53 @@ class Ledger:
         try:
             pages = {
                 path: PageFacts(
-                    _text(digest),
-                    {_text(read) for read in reads},
-                    [(_text(where), _finding(item)) for where, *item in found],
+                    digest,
+                    set(reads) if reads else set(),
+                    [(where, _finding(item)) for where, *item in found] if found else [],
                 )
                 for path, (digest, reads, found) in data["pages"].items()
             }
-            ledger = cls(_text(data["rest"]), _text(data["names"]), int(data["spent"]), pages)
+            ledger = cls(data["rest"], data["names"], int(data["spent"]), pages)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
-        return ledger if all(isinstance(path, str) for path in pages) else None
+        return ledger if _well_typed(ledger) else None
 
     def readers(self, paths: set[str]) -> set[str]:
         """The pages whose checks read one of `paths` (the reverse edges of the link table)."""
         return {path for path, facts in self.pages.items() if not facts.reads.isdisjoint(paths)}
 
 
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError("not a string")
-    return value
+def _well_typed(ledger: Ledger) -> bool:
+    texts = [ledger.rest, ledger.names]
+    for path, facts in ledger.pages.items():
+        texts += [path, facts.digest, *facts.reads, *(where for where, _ in facts.found)]
+    return all(isinstance(text, str) for text in texts)
 
 
 def _finding(item: list[Any]) -> Finding:
     code, line, column, message, hint, end_line, end_column, subject = item
-    for number in (line, column, end_line, end_column):
-        if number is not None and (not isinstance(number, int) or isinstance(number, bool)):
-            raise TypeError("not a position")
-    for text in (hint, subject):
-        if text is not None:
-            _text(text)
-    return Finding(_text(code), line, column, _text(message), hint, end_line, end_column, subject)
+    numbers, texts = (line, column, end_line, end_column), (code, message, hint, subject)
+    if not all(n is None or type(n) is int for n in numbers) or not all(
+        t is None or type(t) is str for t in texts
+    ):
+        raise TypeError("not a finding")
+    return Finding(code, line, column, message, hint, end_line, end_column, subject)
 
 
 def names_of(pages: list[Page]) -> str:
     """A digest of what the other pages' checks can read of each page without resolving to it:
     its path, id, scope, owner, path under the scope folder, whether it is text, its aliases,
-    in the order of the pages (duplicates resolve by it)."""
-    digest = hashlib.sha256()
-    for page in pages:
-        parts = [page.path, page.id, page.scope, page.owner or "", page.rel]
-        parts.append("text" if page.parsed.text_ok else "")
-        parts.extend(aliases_of(page))
-        line = "".join(f"{len(part)}:{part}" for part in parts) + "\n"
-        digest.update(line.encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()
+    in the order of the pages (duplicates resolve by it): the `repr` of a list of tuples of
+    strings, None and booleans, which no other list has."""
+    named = [
+        (page.path, page.id, page.scope, page.owner, page.rel, page.parsed.text_ok, *_aliases(page))
+        for page in pages
+    ]
+    return hashlib.sha256(repr(named).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _aliases(page: Page) -> list[str]:
+    return aliases_of(page) if "aliases" in page.parsed.frontmatter else []
 
 
 @dataclass(slots=True)
