@@ -18,7 +18,9 @@ import pytest
 
 from knowl_build.core.config import Config
 from knowl_build.pipeline import recheck, stats
-from knowl_build.pipeline.check import LEDGER_CACHE, check
+from knowl_build.pipeline.check import check
+from knowl_build.pipeline.publish import build
+from knowl_build.pipeline.recheck import LEDGER_CACHE
 from knowl_build.support import hints
 from tests.helpers import Project
 
@@ -240,3 +242,30 @@ def test_a_forged_ledger_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyP
     ledger.write_bytes(b"garbage")
     proj.write({"knowledge/global/b.md": "# B\n\nedited again\n"})
     assert [d.code for d in check(proj.root, config).diagnostics] == ["KB103"]
+
+
+def test_a_build_reuses_the_ledger_and_equals_a_full_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`knowl build` keeps the same ledger as `knowl check`: after a check, a build after one
+    edit checks the edited page and its readers again, and its findings are a --full build's
+    (which reuses nothing)."""
+    monkeypatch.setattr(stats, "SETTLE_NS", 0)
+    runs = planned(monkeypatch)
+    proj = Project(tmp_path / "p")
+    pages = {
+        f"knowledge/global/p{i}.md": f"# P{i}\n\n## Part\n\n[[p{(i + 1) % 6}#Part]] [[gone{i}]]\n"
+        for i in range(6)
+    }
+    proj.write(pages).commit("start")
+    config = Config(rules={"KB202": "off"})
+    check(proj.root, config)
+    proj.write({"knowledge/global/p2.md": "# P2\n\n## Other\n\n[[p3#Part]] [[p9]]\n"})
+    incremental = build(proj.root, config, allow_errors=True)
+    assert sizes(runs)[-1] == 2  # p2, and p1 that links to its heading
+    full = build(proj.root, config, allow_errors=True, full=True, out=tmp_path / "full")
+    assert sizes(runs)[-1] is None
+    assert incremental.folder is not None and full.folder is not None
+    name = "diagnostics.json"
+    assert (incremental.folder / name).read_bytes() == (full.folder / name).read_bytes()
+    assert any(d.code == "KB105" and d.path.endswith("p1.md") for d in incremental.diagnostics)

@@ -3,27 +3,21 @@ last run so an unchanged tree costs little more than reading and hashing its fil
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import msgspec
 
 from knowl_build.core.config import Config
 from knowl_build.core.diagnostics import Diagnostic
-from knowl_build.history.objects import git_blob_id
+from knowl_build.pipeline import memos
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.cache import cache_place
 from knowl_build.pipeline.discover import shown_path
 from knowl_build.pipeline.inputs import read_inputs
-from knowl_build.pipeline.linked import answers
-from knowl_build.pipeline.recheck import LEDGER_FORMAT, Ledger
+from knowl_build.pipeline.recheck import load_ledger
 from knowl_build.pipeline.stats import stat_cache
 from knowl_build.support import clock, process
-from knowl_build.support.files import atomic_write
-from knowl_build.support.trust import Sealer, read_sealed
+from knowl_build.support.trust import Sealer
 
 # 3: dbt fingerprints cover what a definition computes; drift names its change; 4: only real
 # comments are suppressions (a memo may hold the findings that one that is not hid); 5:
@@ -42,56 +36,7 @@ class CheckResult:
 
 
 MEMO_CACHE = "check.json"
-# What the per-page rules found and read, page by page (`pipeline.recheck`): when the memo
-# does not apply, the pages an edit cannot change keep their findings from it.
-LEDGER_CACHE = "check-ledger.json"
-
-
-def _outside_files(toplevel: Path | None, paths: set[str]) -> dict[str, str | None]:
-    """Blob ids of files outside the inputs that findings depend on (KB204's affected paths)."""
-
-    state: dict[str, str | None] = {}
-    for path in sorted(paths):
-        try:
-            state[path] = git_blob_id((toplevel or Path(".")).joinpath(path).read_bytes())
-        except OSError:
-            state[path] = None
-    return state
-
-
-# The memo is sealed with the machine's key: a memo this machine did not write (one committed
-# with the project, whose key anyone can compute) could say that any tree is clean.
 MEMO_SEAL = "check-memo"
-LEDGER_SEAL = "check-ledger"
-
-
-def _load_memo(
-    path: Path,
-    key: str,
-    toplevel: Path | None,
-    sealer: Sealer,
-    root: Path,
-    key_name: str = "key",
-    form: int = MEMO_FORMAT,
-) -> dict[str, Any] | None:
-    """The memo (or the ledger's file: `key_name` "rest") written for `key`, while the files
-    outside the inputs that it depends on are as they were."""
-    raw = read_sealed(path, sealer)
-    if raw is None:
-        return None
-    try:
-        memo = msgspec.json.decode(raw)
-        if memo.get("format") != form or memo.get(key_name) != key:
-            return None
-        outside = memo["outside"]
-        if _outside_files(toplevel, set(outside)) != outside:
-            return None
-        # What Markdown links' files outside the knowledge folder were (no input of the key).
-        if answers(root, memo["linked"]) != memo["linked"]:
-            return None
-        return memo  # type: ignore[no-any-return]
-    except (msgspec.DecodeError, AttributeError, KeyError, TypeError, RecursionError):
-        return None
 
 
 def _save_memo(
@@ -110,34 +55,8 @@ def _save_memo(
         "diagnostics": [{**d.to_json(), "subject": d.subject} for d in result.diagnostics],
         "pages": result.page_count,
         "semantic_files": result.semantic_file_count,
-        "outside": outside,
-        "linked": dict(sorted(linked.items())),
     }
-    _write(path, memo, sealer)
-
-
-def _write(path: Path, memo: dict[str, Any], sealer: Sealer) -> None:
-    # A cache that cannot be written costs only speed next time: never fail a check for it.
-    with contextlib.suppress(OSError):
-        atomic_write(path, sealer.wrap(msgspec.json.encode(memo)))
-
-
-def _load_ledger(
-    path: Path, rest: str, toplevel: Path | None, sealer: Sealer, root: Path
-) -> Ledger | None:
-    held = _load_memo(path, rest, toplevel, sealer, root, "rest", LEDGER_FORMAT)
-    return Ledger.from_json(held) if held is not None else None
-
-
-def _save_ledger(
-    path: Path,
-    ledger: Ledger,
-    outside: dict[str, str | None],
-    sealer: Sealer,
-    linked: dict[str, str],
-) -> None:
-    held = {**ledger.to_json(), "outside": outside, "linked": dict(sorted(linked.items()))}
-    _write(path, held, sealer)
+    memos.save(path, memo, outside, linked, sealer)
 
 
 @process.held()  # no cyclic collection while the run allocates
@@ -163,15 +82,13 @@ def check(
     sealer = caches.sealer(MEMO_SEAL)
     remember = use_cache and sealer is not None and not check_urls
     memo_file = caches.file(MEMO_CACHE) if remember else None
-    ledger_sealer = caches.sealer(LEDGER_SEAL) if remember else None
-    ledger_file = caches.file(LEDGER_CACHE) if ledger_sealer is not None else None
     inputs = read_inputs(root, config, stat_cache(caches, root) if use_cache else None)
     key = inputs.fingerprint(config, today)
     git = inputs.discovery.git
     toplevel = git.toplevel if git is not None else None
     memo = None
     if memo_file is not None and sealer is not None:
-        memo = _load_memo(memo_file, key, toplevel, sealer, root)
+        memo = memos.load(memo_file, MEMO_FORMAT, "key", key, toplevel, root, sealer)
     if memo is not None:
         result = CheckResult(
             [Diagnostic.from_json(d) for d in memo["diagnostics"]],
@@ -182,10 +99,8 @@ def check(
             notices,
         )
     else:
-        rest = ledger = None
-        if ledger_file is not None and ledger_sealer is not None:
-            rest = inputs.fingerprint(config, today, pages=False)
-            ledger = _load_ledger(ledger_file, rest, toplevel, ledger_sealer, root)
+        rest = inputs.fingerprint(config, today, pages=False) if remember else None
+        ledger = load_ledger(caches, rest, toplevel, root) if rest is not None else None
         analysis = analyse(
             root,
             config,
@@ -207,19 +122,12 @@ def check(
             notices,
         )
         if memo_file is not None and sealer is not None:
-            affected = {
-                item.value
-                for page in analysis.pages
-                if page.parsed.fields.source_commit
-                for item in page.parsed.fields.affected_paths
-            }
-            outside = _outside_files(toplevel, affected) if git else {}
+            outside = memos.affected_outside(analysis.pages, toplevel)
             linked = analysis.index.link_settings.asked
             if inputs.changed:  # a page read after the key was taken was not what it said
                 key = inputs.fingerprint(config, today)
             _save_memo(memo_file, key, result, outside, sealer, linked)
-            if analysis.ledger is not None and ledger_file is not None and ledger_sealer:
-                _save_ledger(ledger_file, analysis.ledger, outside, ledger_sealer, linked)
+            analysis.keep_ledger(caches, toplevel)
     if changed_only and git is not None:
         changed = git.changed_files()
         if changed is not None:

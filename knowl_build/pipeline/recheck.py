@@ -19,11 +19,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from knowl_build.core.diagnostics import Finding
 from knowl_build.core.model import Page
 from knowl_build.core.resolve import PageIndex, aliases_of
+from knowl_build.pipeline import memos
+from knowl_build.pipeline.cache import CachePlace
 from knowl_build.rules.context import Emitted, RuleContext
 from knowl_build.rules.freshness import Assessment
 from knowl_build.rules.mdlinks import check_markdown_links
@@ -32,6 +35,8 @@ from knowl_build.support.hints import HINT_BUDGET, HintBudget
 
 # 1: the first ledger
 LEDGER_FORMAT = 1
+LEDGER_CACHE = "check-ledger.json"  # `knowl check` and `knowl build` keep one
+LEDGER_SEAL = "check-ledger"
 
 PageRule = Callable[[RuleContext, Iterable[Page]], Emitted]
 PAGE_RULES: tuple[PageRule, ...] = (check_references, check_markdown_links)
@@ -173,15 +178,16 @@ class Recheck:
         for rule in PAGE_RULES:
             for where, finding in rule(ctx, walk.pages(pages)):
                 self.facts[walk.current].found.append((where, finding))
-        for path, assessment in assessments.items():
-            self.facts[path].found.extend((path, finding) for finding in assessment.findings)
+        for path, facts in self.facts.items():
+            if (assessment := assessments.get(path)) is not None:
+                facts.found.extend((path, finding) for finding in assessment.findings)
         found: list[tuple[str, Finding]] = []
         for page in ctx.pages:
-            facts = self.facts.get(page.path)
-            if facts is None:
+            checked = self.facts.get(page.path)
+            if checked is None:
                 assert self.previous is not None
-                facts = self.previous.pages[page.path]
-            found.extend(facts.found)
+                checked = self.previous.pages[page.path]
+            found.extend(checked.found)
         return found
 
     def finish(self, budget: HintBudget) -> None:
@@ -222,3 +228,29 @@ class _Walk:
                 yield page
         finally:
             self.index.reads = None
+
+
+def load_ledger(caches: CachePlace, rest: str, toplevel: Path | None, root: Path) -> Ledger | None:
+    """The ledger this machine sealed for `rest`, while the files outside the inputs it
+    depends on are as they were (`pipeline.memos`); None otherwise."""
+    path, sealer = caches.file(LEDGER_CACHE), caches.sealer(LEDGER_SEAL)
+    if path is None or sealer is None:
+        return None
+    held = memos.load(path, LEDGER_FORMAT, "rest", rest, toplevel, root, sealer)
+    return Ledger.from_json(held) if held is not None else None
+
+
+def save_ledger(
+    caches: CachePlace,
+    ledger: Ledger,
+    pages: list[Page],
+    linked: dict[str, str],
+    toplevel: Path | None,
+) -> None:
+    """`ledger`, sealed, with the state of the files outside the inputs it depends on: the
+    paths `pages` say a change affects, and the outside files Markdown links named
+    (`linked`)."""
+    path, sealer = caches.file(LEDGER_CACHE), caches.sealer(LEDGER_SEAL)
+    if path is not None and sealer is not None:
+        outside = memos.affected_outside(pages, toplevel)
+        memos.save(path, ledger.to_json(), outside, linked, sealer)

@@ -62,6 +62,12 @@ class RuleContext:
     _entity_names: NearNames | None = None
     _hint_budget: HintBudget = field(default_factory=HintBudget)
 
+    def fresh(self) -> RuleContext:
+        """The same context before any rule ran: no hint looked up, the budget whole."""
+        return RuleContext(
+            self.pages, self.index, self.layer, self.config, self.today, self.git, self.now
+        )
+
     @property
     def hint_budget(self) -> HintBudget:
         """What the run's did-you-mean lookups may still spend."""

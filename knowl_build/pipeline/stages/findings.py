@@ -3,6 +3,7 @@ for a build, the counts, the build's identity and whether its errors refuse it."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from knowl_build.core.config import Config
@@ -10,7 +11,7 @@ from knowl_build.core.diagnostics import Diagnostic, Finding, summarize
 from knowl_build.core.model import Suppression
 from knowl_build.pipeline.cache import CachePlace
 from knowl_build.pipeline.discover import Discovery
-from knowl_build.pipeline.recheck import Recheck
+from knowl_build.pipeline.recheck import Recheck, load_ledger
 from knowl_build.pipeline.stages.state import BuildResult, BuildState
 from knowl_build.pipeline.stages.values import Analysis, ParsedProject, Resolved
 from knowl_build.pipeline.urls import check_page_urls
@@ -105,16 +106,10 @@ def rule_findings(
 
 
 def check(state: BuildState) -> BuildResult | None:
-    """The build's check stage (`check_project`), then its counts and identity; the
-    refusal when errors block it (the build stops there and publishes nothing)."""
-    state.analysis = analysis = check_project(
-        state.root,
-        state.config,
-        state.inputs.discovery,
-        state.parsed,
-        state.resolved,
-        state.caches,
-    )
+    """The build's check stage (`check_project`, reusing the ledger `knowl check` and the
+    builds keep but for a --full build), then its counts and identity; the refusal when
+    errors block it (the build stops there and publishes nothing)."""
+    state.analysis = analysis = _checked(state)
     state.counts = summarize_counts(analysis)
     state.dirty, state.build_id = _identity(state)
     gate = state.request.gate
@@ -132,6 +127,32 @@ def check(state: BuildState) -> BuildResult | None:
         [],
         notices=state.notices,
     )
+
+
+def _checked(state: BuildState) -> Analysis:
+    discovery, git = state.inputs.discovery, state.git
+    toplevel = git.toplevel if git is not None else None
+    rest = state.inputs.fingerprint(state.config, state.today, pages=False)
+    previous = None if state.request.full else load_ledger(state.caches, rest, toplevel, state.root)
+    resolved = state.resolved
+    while True:
+        recheck = Recheck.plan(previous, rest, state.parsed.pages, state.content)
+        analysis = check_project(
+            state.root,
+            state.config,
+            discovery,
+            state.parsed,
+            resolved,
+            state.caches,
+            recheck=recheck,
+        )
+        if recheck.sound or recheck.previous is None:
+            break
+        # The reused hints may not be a whole run's: check every page, with the budget whole.
+        previous, resolved = None, replace(resolved, context=resolved.context.fresh())
+    analysis.ledger = recheck.ledger
+    analysis.keep_ledger(state.caches, toplevel)
+    return analysis
 
 
 def _identity(state: BuildState) -> tuple[bool, str]:

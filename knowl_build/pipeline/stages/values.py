@@ -11,8 +11,9 @@ from knowl_build.core.diagnostics import Diagnostic, Finding
 from knowl_build.core.model import Page
 from knowl_build.core.resolve import PageIndex
 from knowl_build.history.records import History
+from knowl_build.pipeline.cache import CachePlace
 from knowl_build.pipeline.discover import Discovery
-from knowl_build.pipeline.recheck import Ledger
+from knowl_build.pipeline.recheck import Ledger, save_ledger
 from knowl_build.rules.context import GitFacts, RuleContext
 from knowl_build.rules.freshness import Assessment
 from knowl_build.semantic.layer import SemanticLayer
@@ -61,3 +62,11 @@ class Analysis:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)  # one line each (the URL check's)
     ledger: Ledger | None = None  # what the next check reuses (`pipeline.recheck`)
+
+    def keep_ledger(self, caches: CachePlace, toplevel: Path | None) -> None:
+        """Seal the ledger in the cache for the next run; not when git could not read the
+        history (KB012: the history rules' findings may be missing, and the next run reads
+        it again)."""
+        if self.ledger is None or any(d.code == "KB012" for d in self.diagnostics):
+            return
+        save_ledger(caches, self.ledger, self.pages, self.index.link_settings.asked, toplevel)
