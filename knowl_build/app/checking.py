@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knowl_build.app.project import Project
 from knowl_build.artifacts.answers import StaleList
@@ -22,15 +22,14 @@ from knowl_build.core.diagnostics import EXIT_FINDINGS, EXIT_OK, Diagnostic, exi
 from knowl_build.core.layouts import GLOBAL
 from knowl_build.core.names import valid_user
 from knowl_build.history.git import GitRepo
-from knowl_build.pipeline import baseline as baselines
 from knowl_build.pipeline import check as pipeline_check
-from knowl_build.pipeline.analysis import analyse
-from knowl_build.pipeline.publish import STAGES as STAGES  # the stages a front end shows
-from knowl_build.pipeline.publish import BuildResult
-from knowl_build.pipeline.publish import build as run_build
-from knowl_build.rules.governance import conflict_groups
-from knowl_build.rules.registry import RULES, severity
+from knowl_build.pipeline.stages import STAGES as STAGES  # the stages a front end shows
 from knowl_build.secrets.scanner import redact
+
+if TYPE_CHECKING:
+    from knowl_build.pipeline.analysis import Analysis
+    from knowl_build.pipeline.baseline import Baseline
+    from knowl_build.pipeline.publish import BuildResult
 
 
 def repo_prefix(root: Path) -> str:
@@ -70,7 +69,7 @@ class Compared:
 
 
 def _reported(
-    known: baselines.Baseline | None, diagnostics: list[Diagnostic]
+    known: Baseline | None, diagnostics: list[Diagnostic]
 ) -> tuple[list[Diagnostic], Compared | None]:
     """The findings to report: all of them, or with a baseline the new ones."""
     if known is None:
@@ -126,12 +125,13 @@ def check(project: Project, options: CheckOptions = CheckOptions()) -> CheckOutc
     )
 
 
-def _load_baseline(
-    project: Project, ref: str | None, check_urls: bool = False
-) -> baselines.Baseline | None:
+def _load_baseline(project: Project, ref: str | None, check_urls: bool = False) -> Baseline | None:
     if ref is None:
         return None
-    return baselines.load(project.root, project.config, ref, check_urls=check_urls)
+    # Loaded by a check against a baseline only (start-up time of `knowl check`).
+    from knowl_build.pipeline import baseline
+
+    return baseline.load(project.root, project.config, ref, check_urls=check_urls)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +155,10 @@ class BuildOutcome:
 def build(project: Project, options: BuildOptions = BuildOptions()) -> BuildOutcome:
     """`knowl build`: validate and publish an artifact; with a baseline, only new errors
     refuse the publication (the artifact records every finding either way)."""
+    # The build's stages, the index, Whoosh: loaded by a build only (start-up time of
+    # `knowl check`).
+    from knowl_build.pipeline.publish import build as run_build
+
     known = _load_baseline(project, options.baseline)
     result = run_build(
         project.root,
@@ -194,7 +198,7 @@ def stale(project: Project) -> StaleOutcome:
     depends on today's date and on the files as they are, so `knowl stale` and the MCP
     server's `list_stale` (when it serves a project) both answer from here, never from the
     last build's copy."""
-    analysis = analyse(project.root, project.config)
+    analysis = _analysed(project)
     rows: list[StaleRow] = []
     for page in sorted(analysis.pages, key=lambda p: (p.scope, p.id, p.path)):
         assessment = analysis.assessments.get(page.path)
@@ -213,6 +217,14 @@ def stale(project: Project) -> StaleOutcome:
     return StaleOutcome(rows)
 
 
+def _analysed(project: Project) -> Analysis:
+    # Loaded by the commands that analyse the project whole, which a check answered from its
+    # memo does not (start-up time of `knowl check`).
+    from knowl_build.pipeline.analysis import analyse
+
+    return analyse(project.root, project.config)
+
+
 @dataclass(frozen=True, slots=True)
 class ConflictsOutcome:
     groups: list[dict[str, Any]]
@@ -225,7 +237,10 @@ class ConflictsOutcome:
 def conflicts(project: Project) -> ConflictsOutcome:
     """Every active exclusive page grouped by normalized key and scope; a group of more
     than one page is a violation (exit 1)."""
-    groups = conflict_groups(analyse(project.root, project.config).pages)
+    # Loaded by `knowl conflicts` only (start-up time of `knowl check`).
+    from knowl_build.rules.governance import conflict_groups
+
+    groups = conflict_groups(_analysed(project).pages)
     return ConflictsOutcome(groups, EXIT_FINDINGS if any(g["violation"] for g in groups) else 0)
 
 
@@ -247,6 +262,9 @@ class RuleTable:
 
 def rule_table(config: Config) -> RuleTable:
     """Every rule with its default and configured severity, and the per-path severities."""
+    # Loaded by `knowl rules` only (start-up time of `knowl check`).
+    from knowl_build.rules.registry import RULES, severity
+
     rows = [
         RuleRow(
             rule.code,

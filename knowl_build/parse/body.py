@@ -17,21 +17,23 @@ block is text, and suppresses nothing.
 from __future__ import annotations
 
 import bisect
+import functools
 import gc
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-
-from markdown_it import MarkdownIt
-from markdown_it.rules_inline import StateInline
-from markdown_it.rules_inline import html_inline as _html_inline
-from markdown_it.token import Token
+from typing import TYPE_CHECKING
 
 from knowl_build.core.config import CODE_SHORTCODES as BUILT_IN_CODE_SHORTCODES
 from knowl_build.core.model import Directive, Heading, Link, Span, Suppression, TextIndex, UrlRef
 from knowl_build.parse import mdlinks
 from knowl_build.parse.shortcodes import front_matter as toml_front_matter
 from knowl_build.parse.shortcodes import regions as shortcode_regions
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.rules_inline import StateInline
+    from markdown_it.token import Token
 
 WIKI_LINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
 DIRECTIVE = re.compile(
@@ -51,29 +53,41 @@ _BACKTICKS = re.compile(r"`+")
 # in `>     code` or `1.     code`).
 _BLOCK_MARKS = ("`", "~", "#", "\t", "=", "-", "\n ", "    ")
 
-_md = MarkdownIt("commonmark").disable(["inline", "text_join"], ignoreInvalid=True)
-# Where each reference definition's destination is, for Markdown links (parse/mdlinks.py).
-mdlinks.note_definitions(_md)
-
-# The inline parser, for the few inline regions that may hold a suppression: its raw HTML rule
-# also says where each comment it takes starts and ends in the region's text. Only a comment
-# of that text counts; an image's description is parsed as a text of its own, and is shown
-# as plain text (a comment there is dropped, not rendered).
-_inline_md = MarkdownIt("commonmark")
 _COMMENTS = "knowl-comments"
 _SOURCE = "knowl-source"
 
 
-def _noting_comments(state: StateInline, silent: bool) -> bool:
-    start = state.pos
-    if not _html_inline(state, silent):
-        return False
-    if not silent and state.src is state.env.get(_SOURCE) and state.src.startswith("<!--", start):
-        state.env[_COMMENTS].append((start, state.pos))
-    return True
+@functools.cache
+def _parsers() -> tuple[MarkdownIt, MarkdownIt]:
+    """The block parser, and the inline parser for the few inline regions that may hold a
+    suppression: its raw HTML rule also says where each comment it takes starts and ends in
+    the region's text. Only a comment of that text counts; an image's description is parsed
+    as a text of its own, and is shown as plain text (a comment there is dropped, not
+    rendered). Made when a page is first parsed: a run whose pages all come from the parse
+    cache makes none."""
+    # Made when first needed, not at import (start-up time of `knowl check`).
+    from markdown_it import MarkdownIt
+    from markdown_it.rules_inline import html_inline
 
+    blocks = MarkdownIt("commonmark").disable(["inline", "text_join"], ignoreInvalid=True)
+    # Where each reference definition's destination is, for Markdown links (parse/mdlinks.py).
+    mdlinks.note_definitions(blocks)
 
-_inline_md.inline.ruler.at("html_inline", _noting_comments)
+    def noting_comments(state: StateInline, silent: bool) -> bool:
+        start = state.pos
+        if not html_inline(state, silent):
+            return False
+        if (
+            not silent
+            and state.src is state.env.get(_SOURCE)
+            and state.src.startswith("<!--", start)
+        ):
+            state.env[_COMMENTS].append((start, state.pos))
+        return True
+
+    inline = MarkdownIt("commonmark")
+    inline.inline.ruler.at("html_inline", noting_comments)
+    return blocks, inline
 
 
 class _CollectorPaused:
@@ -175,7 +189,8 @@ def _inline_comments(content: str, env: dict[str, object]) -> list[tuple[int, in
     found: list[tuple[int, int]] = []
     env[_SOURCE], env[_COMMENTS] = content, found
     try:
-        _inline_md.inline.parse(content, _inline_md, env, [])
+        inline = _parsers()[1]
+        inline.inline.parse(content, inline, env, [])
     finally:
         del env[_SOURCE], env[_COMMENTS]
     return found
@@ -518,7 +533,7 @@ class _Scan:
 
 def _parse_blocks(scan: _Scan) -> tuple[list[Token], dict[str, object]]:
     env: dict[str, object] = {}  # link reference definitions, for the inline parse
-    return _md.parse(scan.normalized, env), env
+    return _parsers()[0].parse(scan.normalized, env), env
 
 
 def _wiki_links(

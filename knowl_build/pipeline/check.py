@@ -10,11 +10,9 @@ from pathlib import Path
 from knowl_build.core.config import Config
 from knowl_build.core.diagnostics import Diagnostic
 from knowl_build.pipeline import memos
-from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.cache import cache_place
 from knowl_build.pipeline.discover import shown_path
 from knowl_build.pipeline.inputs import read_inputs
-from knowl_build.pipeline.recheck import load_ledger
 from knowl_build.pipeline.stats import stat_cache
 from knowl_build.support import clock, process
 from knowl_build.support.trust import Sealer
@@ -99,6 +97,11 @@ def check(
             notices,
         )
     else:
+        # The analysis, the rules: loaded when the memo does not answer (start-up time of
+        # `knowl check` on an unchanged tree).
+        from knowl_build.pipeline.analysis import analyse
+        from knowl_build.pipeline.recheck import load_ledger
+
         rest = inputs.fingerprint(config, today, pages=False) if remember else None
         ledger = load_ledger(caches, rest, toplevel, root) if rest is not None else None
         analysis = analyse(

@@ -12,13 +12,11 @@ from pathlib import Path
 
 from knowl_build.artifacts import folders, lock
 from knowl_build.core.config import Config
+from knowl_build.pipeline.stages import STAGES as STAGES  # the stages a front end shows
 from knowl_build.pipeline.stages import discovery, findings, parsing, resolution
 from knowl_build.pipeline.stages.state import BuildRequest, Gate
 from knowl_build.pipeline.stages.state import BuildResult as BuildResult
 from knowl_build.support import clock, process
-
-# The stages a front end shows as they start (the analyse and check stages are part of parse).
-STAGES = ("discover", "parse", "render", "index", "vectors", "publish")
 
 
 @process.held()  # no cyclic collection while the run allocates

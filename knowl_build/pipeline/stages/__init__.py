@@ -7,3 +7,6 @@
 `knowl check`, the writes and the language server run the first four through
 `pipeline.analysis.analyse`; `knowl build` (`pipeline.publish.build`) runs them all, passing
 one `state.BuildState` along."""
+
+# The stages a front end shows as they start (the analyse and check stages are part of parse).
+STAGES = ("discover", "parse", "render", "index", "vectors", "publish")
