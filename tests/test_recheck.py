@@ -53,9 +53,20 @@ def link(rng: random.Random, names: list[str]) -> str:
     )
 
 
-def page(rng: random.Random, names: list[str], sources: list[str], alias: str = "") -> str:
-    """A page linking to some of `names`; with `alias`, one that an edit rarely changes."""
+def page(
+    rng: random.Random,
+    names: list[str],
+    sources: list[str],
+    alias: str = "",
+    commits: tuple[str, ...] = (),
+) -> str:
+    """A page linking to some of `names`; with `alias`, one that an edit rarely changes; now
+    and then written at one of `commits` (or one git never had), affecting a semantic file."""
     refs = ", ".join(rng.sample(names, k=min(len(names), rng.randint(0, 2))))
+    if commits and rng.random() < 0.3:
+        commit = rng.choice([*commits, "0123456789ab"])[:12]
+        affected = f"semantics/{rng.choice(sources)}.yaml"
+        refs += f"]\nsource_commit: {commit}\naffected_paths: [{affected}"
     if rng.random() < 0.1:
         alias = rng.choice(WORDS)
     aliases = f"aliases: [{alias}]\n" if alias else ""
@@ -78,16 +89,16 @@ def shown(root: Path, config: Config, use_cache: bool) -> list[dict[str, object]
 
 
 def planned(monkeypatch: pytest.MonkeyPatch) -> list[recheck.Recheck]:
-    """Every run `Recheck.plan` plans from now on, in order."""
+    """Every run `Recheck.settle` plans from now on, in order."""
     runs: list[recheck.Recheck] = []
-    plan = recheck.Recheck.plan
+    settle = recheck.Recheck.settle
 
-    def counted(*args: Any) -> recheck.Recheck:
-        run = plan(*args)
+    def counted(run: recheck.Recheck, git: Any) -> set[str] | None:
+        only = settle(run, git)
         runs.append(run)
-        return run
+        return only
 
-    monkeypatch.setattr(recheck.Recheck, "plan", counted)
+    monkeypatch.setattr(recheck.Recheck, "settle", counted)
     return runs
 
 
@@ -119,7 +130,7 @@ def test_recheck_equals_a_whole_check(
             "knowl.toml": toml,
         }
     )
-    proj.commit("start")
+    commits = [proj.commit("start")]
     config = Config(link_resolution=mode, source="knowl.toml")
     assert shown(proj.root, config, True) == shown(proj.root, config, False)
     counter = 0
@@ -132,7 +143,7 @@ def test_recheck_equals_a_whole_check(
             ids = [Path(p).stem for p in pages]
             if action == "edit":
                 path = rng.choice(sorted(pages))
-                pages[path] = page(rng, ids, sources, WORDS[len(path) % 3])
+                pages[path] = page(rng, ids, sources, WORDS[len(path) % 3], tuple(commits))
                 proj.write({path: pages[path]})
             elif action == "add":
                 counter += 1
@@ -152,8 +163,8 @@ def test_recheck_equals_a_whole_check(
             elif action == "measure":
                 s = rng.choice(sources)
                 proj.write({f"semantics/{s}.yaml": source(s, f"sum({rng.choice(WORDS)})")})
-        if not edits_only and rng.random() < 0.5:
-            proj.commit(f"round {round_no}")
+        if rng.random() < 0.4:  # a commit of edited pages alone keeps the ledger
+            commits.append(proj.commit(f"round {round_no}"))
         assert shown(proj.root, config, True) == shown(proj.root, config, False), (
             f"round {round_no}"
         )
@@ -183,6 +194,10 @@ def test_an_edit_rechecks_the_page_and_its_readers(
     result = check(proj.root, config)
     assert runs[-1].only == {"knowledge/global/c.md"}  # a's finding in b is b's, reused
     assert [(d.path, d.code) for d in result.diagnostics] == [("knowledge/global/b.md", "KB105")]
+    # A commit of an edit is no reason to check every page: HEAD is not in the ledger's key.
+    proj.write({"knowledge/global/c.md": "# C\n\ncommitted\n"}).commit("c")
+    check(proj.root, config)
+    assert runs[-1].only == {"knowledge/global/c.md"}
     # A new page may be what a broken link meant: every page is checked again.
     proj.write({"knowledge/global/d.md": "# D\n"})
     check(proj.root, config)
@@ -261,6 +276,7 @@ def test_a_build_reuses_the_ledger_and_equals_a_full_build(
     config = Config(rules={"KB202": "off"})
     check(proj.root, config)
     proj.write({"knowledge/global/p2.md": "# P2\n\n## Other\n\n[[p3#Part]] [[p9]]\n"})
+    proj.commit("edit p2")  # a commit of pages alone keeps the ledger
     incremental = build(proj.root, config, allow_errors=True)
     assert sizes(runs)[-1] == 2  # p2, and p1 that links to its heading
     full = build(proj.root, config, allow_errors=True, full=True, out=tmp_path / "full")

@@ -62,9 +62,10 @@ def analyse(
     digests = {path: digest for path, (_, digest) in inputs.pages.items()}
     previous = ledger if rest is not None and ledger is not None and ledger.rest == rest else None
     while True:
-        recheck = None if rest is None else Recheck.plan(previous, rest, project.pages, digests)
-        only = recheck.only if recheck is not None else None
-        resolved = resolution.resolve_project(root, config, discovery, project, caches, today, only)
+        recheck = None if rest is None else Recheck(rest, project.pages, digests, previous)
+        resolved = resolution.resolve_project(
+            root, config, discovery, project, caches, today, recheck
+        )
         analysis = findings.check_project(
             root,
             config,

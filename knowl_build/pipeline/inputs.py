@@ -47,7 +47,7 @@ class Inputs:
 
     def fingerprint(self, config: Config, today: dt.date, pages: bool = True) -> str:
         """Everything a check's result depends on, hashed (`pages=False`: all but the
-        pages' bytes)."""
+        pages' bytes and HEAD)."""
         digest = hashlib.sha256()
         header = [
             __version__,
@@ -57,7 +57,11 @@ class Inputs:
             self.discovery.git is not None,
             # History findings change with a new commit (a change no longer uncommitted) and
             # with `git fetch --unshallow` (KB010 goes, claims come back).
-            [git.head(), git.shallow] if (git := self.discovery.git) is not None else None,
+            # Without the pages, HEAD too is left out: a ledger compares what it reads of
+            # the history itself (`pipeline.recheck`).
+            ([git.head(), git.shallow] if pages else [git.shallow])
+            if (git := self.discovery.git) is not None
+            else None,
             self.discovery.knowledge_exists,
             sorted(self.discovery.other_files),
             # The findings themselves: a symlink's target can change what is refused while

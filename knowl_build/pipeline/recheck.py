@@ -22,19 +22,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from knowl_build.core.diagnostics import Finding
 from knowl_build.core.model import Page
 from knowl_build.core.resolve import PageIndex, aliases_of
 from knowl_build.pipeline import memos
 from knowl_build.pipeline.cache import CachePlace
-from knowl_build.rules.context import Emitted, RuleContext
+from knowl_build.rules.context import Emitted, GitFacts, RuleContext
 from knowl_build.rules.freshness import Assessment
 from knowl_build.rules.mdlinks import check_markdown_links
 from knowl_build.rules.references import check_references
 from knowl_build.support.hints import HINT_BUDGET, HintBudget
 
-# 1: the first ledger
-LEDGER_FORMAT = 1
+# 1: the first ledger; 2: HEAD out of its key, the history and each page's git facts in
+LEDGER_FORMAT = 2
 LEDGER_CACHE = "check-ledger.json"  # `knowl check` and `knowl build` keep one
 LEDGER_SEAL = "check-ledger"
 
@@ -53,8 +55,9 @@ class PageFacts:
 
 @dataclass(slots=True)
 class Ledger:
-    rest: str  # the fingerprint of every input but the pages' bytes
+    rest: str  # the fingerprint of every input but the pages' bytes and HEAD
     names: str  # `names_of` the pages
+    history: str  # `history_of` the git facts
     spent: int  # at least what a whole run spends of the hint budget
     pages: dict[str, PageFacts]  # every placed page, by path
 
@@ -63,6 +66,7 @@ class Ledger:
             "format": LEDGER_FORMAT,
             "rest": self.rest,
             "names": self.names,
+            "history": self.history,
             "spent": self.spent,
             "pages": {
                 path: [
@@ -88,7 +92,7 @@ class Ledger:
                 )
                 for path, (digest, reads, found) in data["pages"].items()
             }
-            ledger = cls(data["rest"], data["names"], int(data["spent"]), pages)
+            ledger = cls(data["rest"], data["names"], data["history"], int(data["spent"]), pages)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
         return ledger if _well_typed(ledger) else None
@@ -99,7 +103,7 @@ class Ledger:
 
 
 def _well_typed(ledger: Ledger) -> bool:
-    texts = [ledger.rest, ledger.names]
+    texts = [ledger.rest, ledger.names, ledger.history]
     for path, facts in ledger.pages.items():
         texts += [path, facts.digest, *facts.reads, *(where for where, _ in facts.found)]
     return all(isinstance(text, str) for text in texts)
@@ -127,42 +131,75 @@ def names_of(pages: list[Page]) -> str:
     return hashlib.sha256(repr(named).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def history_of(git: GitFacts | None) -> str:
+    """A digest of what the per-page rules read of the history besides a page's own facts:
+    each entity's past, the definitions its fingerprints were computed from, how much of the
+    history git could show (a commit's date and subject never change with its id)."""
+    if git is None:
+        return ""
+    history = git.history
+    held = [history.entities, history.definitions, history.boundary, history.unknown]
+    return hashlib.sha256(msgspec.json.encode(held, order="sorted")).hexdigest()
+
+
+def _git_of(git: GitFacts | None, page: Page) -> str:
+    """What git says of the page: the commit its `source_commit` names, and which of the
+    paths it says a change affects differ at HEAD."""
+    fields = page.parsed.fields
+    commit = fields.source_commit
+    if git is None or not commit:
+        return ""
+    full = git.reachable.get(commit)
+    differ = sorted(
+        item.value for item in fields.affected_paths if (full, item.value) in git.changed_paths
+    )
+    return repr((commit in git.reachable, full, differ))
+
+
 def _aliases(page: Page) -> list[str]:
     return aliases_of(page) if "aliases" in page.parsed.frontmatter else []
 
 
 @dataclass(slots=True)
 class Recheck:
-    """One run's use of the ledger: which pages it checks (`only`; None: all), and the ledger
-    it leaves once the rules ran (`finish`)."""
+    """One run's use of the ledger: which pages it checks (`only`, once `settle` knows the git
+    facts; None: all), and the ledger it leaves once the rules ran (`finish`)."""
 
     rest: str
-    names: str
-    digests: dict[str, str]  # each placed page's sha256
-    previous: Ledger | None = None  # the ledger reused, when it applies
+    pages: list[Page]  # every placed page
+    content: dict[str, str]  # each page's sha256 (of every input page at least)
+    previous: Ledger | None = None  # the ledger to reuse, if it applies
+    names: str = ""
+    history: str = ""
+    digests: dict[str, str] = field(default_factory=dict)  # each placed page's, git facts in
     only: set[str] | None = None
     facts: dict[str, PageFacts] = field(default_factory=dict)  # of the pages checked
     ledger: Ledger | None = None
     sound: bool = True
 
-    @classmethod
-    def plan(
-        cls, previous: Ledger | None, rest: str, pages: list[Page], digests: dict[str, str]
-    ) -> Recheck:
-        """The run for `pages`, reusing `previous` where it applies (the caller checked that
-        its `rest` is this run's)."""
-        names = names_of(pages)
-        placed = {page.path: digests[page.path] for page in pages}
+    def settle(self, git: GitFacts | None) -> set[str] | None:
+        """The pages to check given the run's git facts (`only`): every page when the ledger
+        does not apply, else the changed pages and the pages that read them. A page changed
+        when its bytes did or what git says of it (its `source_commit`, the paths it says a
+        change affects); every page, when the history of the semantic layer did."""
+        self.names = names_of(self.pages)
+        self.history = history_of(git)
+        self.digests = {
+            page.path: f"{self.content[page.path]} {_git_of(git, page)}" for page in self.pages
+        }
+        previous = self.previous
         if (
             previous is None
             or previous.spent > HINT_BUDGET  # a whole run spends the budget
-            or previous.names != names
-            or previous.pages.keys() != placed.keys()
+            or previous.names != self.names
+            or previous.history != self.history
+            or previous.pages.keys() != self.digests.keys()
         ):
-            return cls(rest, names, placed)
-        changed = {path for path, digest in placed.items() if previous.pages[path].digest != digest}
-        only = changed | previous.readers(changed)
-        return cls(rest, names, placed, previous, only)
+            self.previous = self.only = None
+            return None
+        changed = {p for p, digest in self.digests.items() if previous.pages[p].digest != digest}
+        self.only = changed | previous.readers(changed)
+        return self.only
 
     def checked(self, pages: list[Page]) -> list[Page]:
         return pages if self.only is None else [page for page in pages if page.path in self.only]
@@ -202,7 +239,7 @@ class Recheck:
             path: self.facts.get(path) or self._reused(path, digest)
             for path, digest in self.digests.items()
         }
-        self.ledger = Ledger(self.rest, self.names, spent, pages)
+        self.ledger = Ledger(self.rest, self.names, self.history, spent, pages)
 
     def _reused(self, path: str, digest: str) -> PageFacts:
         """A page this run did not check: unchanged, or one no per-page rule looks at (not

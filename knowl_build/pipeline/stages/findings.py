@@ -136,7 +136,8 @@ def _checked(state: BuildState) -> Analysis:
     previous = None if state.request.full else load_ledger(state.caches, rest, toplevel, state.root)
     resolved = state.resolved
     while True:
-        recheck = Recheck.plan(previous, rest, state.parsed.pages, state.content)
+        recheck = Recheck(rest, state.parsed.pages, state.content, previous)
+        recheck.settle(resolved.facts)
         analysis = check_project(
             state.root,
             state.config,

@@ -14,6 +14,7 @@ from knowl_build.history.replay import trace
 from knowl_build.pipeline.cache import CachePlace
 from knowl_build.pipeline.discover import Discovery
 from knowl_build.pipeline.linked import link_settings
+from knowl_build.pipeline.recheck import Recheck
 from knowl_build.pipeline.stages.state import BuildState
 from knowl_build.pipeline.stages.values import ParsedProject, Resolved
 from knowl_build.rules.context import GitFacts, RuleContext
@@ -31,11 +32,11 @@ def resolve_project(
     parsed: ParsedProject,
     caches: CachePlace,
     today: dt.date,
-    only: set[str] | None = None,
+    recheck: Recheck | None = None,
 ) -> Resolved:
     """The page index (every reference resolvable), the git facts and each page's
-    freshness (with `only`, of those pages: the others' findings are reused,
-    `pipeline.recheck`): the rules' context."""
+    freshness (with `recheck`, of the pages it checks once it knows the git facts: the
+    others' findings are reused): the rules' context."""
     index = PageIndex.build(
         parsed.pages,
         discovery.other_files,
@@ -61,7 +62,9 @@ def resolve_project(
         today=today,
         git=facts,
     )
-    assessed = None if only is None else [p for p in text_pages if p.path in only]
+    assessed = None
+    if recheck is not None and recheck.settle(facts) is not None:
+        assessed = recheck.checked(text_pages)
     return Resolved(index, facts, context, assess(context, assessed))
 
 
