@@ -16,12 +16,16 @@ from typing import Any
 
 import pytest
 
-from knowl_build.core.config import Config
-from knowl_build.pipeline import recheck, stats
+from knowl_build.core.config import Config, SecurityConfig
+from knowl_build.lsp.workspace import Workspace
+from knowl_build.pipeline import cache, recheck, stats
 from knowl_build.pipeline.check import check
+from knowl_build.pipeline.pages import parse_page
 from knowl_build.pipeline.publish import build
 from knowl_build.pipeline.recheck import LEDGER_CACHE
+from knowl_build.secrets.scanner import SecretScanner
 from knowl_build.support import hints
+from knowl_build.support.trust import machine_key
 from tests.helpers import Project
 
 WORDS = ["revenue", "order", "churn", "refund", "margin", "cohort", "segment", "funnel"]
@@ -285,3 +289,72 @@ def test_a_build_reuses_the_ledger_and_equals_a_full_build(
     name = "diagnostics.json"
     assert (incremental.folder / name).read_bytes() == (full.folder / name).read_bytes()
     assert any(d.code == "KB105" and d.path.endswith("p1.md") for d in incremental.diagnostics)
+
+
+def test_the_editors_workspace_rechecks_only_what_a_keystroke_can_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The language server keeps the ledger and a resident parse cache between analyses: a
+    keystroke in one buffer checks that page and the pages that read it, decodes no cached
+    page a second time, and finds what a check of the saved file finds."""
+    runs = planned(monkeypatch)
+    decoded: list[str] = []
+    decode_page = cache.decode_page
+
+    def counted(data: bytes | memoryview) -> Any:
+        decoded.append(bytes(data)[:20].decode())
+        return decode_page(data)
+
+    monkeypatch.setattr(cache, "decode_page", counted)
+    proj = Project(tmp_path / "p")
+    files = {
+        f"knowledge/global/p{i}.md": f"# P{i}\n\n## Part\n\n[[p{(i + 1) % 5}]]\n" for i in range(5)
+    }
+    proj.write({**files, "knowl.toml": "[rules]\nKB202 = 'off'\n"}).commit("start")
+    check(proj.root, Config(rules={"KB202": "off"}, source="knowl.toml"))  # seeds the caches
+    workspace = Workspace(proj.root)
+    workspace.refresh()
+    first = len(decoded)
+    assert runs[-1].only == set()  # the last check's ledger, and nothing changed since
+    text = "# P2\n\n## Part\n\n[[p3#Gone]]\n"
+    workspace.open("knowledge/global/p2.md", text)
+    changed = workspace.refresh()
+    assert runs[-1].only == {"knowledge/global/p1.md", "knowledge/global/p2.md"}
+    assert len(decoded) == first  # nothing decoded again (the buffer is parsed, not decoded)
+    assert [d.code for d in changed["knowledge/global/p2.md"]] == ["KB105"]
+    workspace.open("knowledge/global/p2.md", text.replace("Gone", "Part"))
+    assert workspace.refresh() == {"knowledge/global/p2.md": []}
+    assert len(decoded) == first
+    proj.write({"knowledge/global/p2.md": text})
+    workspace.close("knowledge/global/p2.md")
+    workspace.files_changed()
+    assert [d.code for d in workspace.refresh()["knowledge/global/p2.md"]] == ["KB105"]
+
+
+def test_a_resident_parse_cache_appends_each_entry_once(tmp_path: Path) -> None:
+    """The language server's parse cache lives as long as the session: each save appends what
+    is new since the last one (never an entry twice), pages stay decoded, and the decoded
+    versions a buffer no longer has are let go."""
+    key = machine_key()
+    resident = cache.ParseCache(tmp_path, "k", machine=key, resident=True)
+    scanner = SecretScanner(())
+    one = parse_page(b"# One\n", SecurityConfig(), scanner)
+    two = parse_page(b"# Two\n", SecurityConfig(), scanner)
+    resident.put("d1", one)
+    resident.save()
+    resident.put("d2", two)
+    assert resident.get("d1") is one
+    resident.save()
+    lines = (tmp_path / "pages.jsonl").read_bytes().splitlines()
+    assert len(lines) == 3  # the header, d1 and d2 once each
+    assert resident.get("d2") is two
+    resident.save()  # d1 was not used in that run: no longer held decoded
+    assert resident.decoded == {"d2": two}
+    # Most of the file was not used by that run: it was written again with what was.
+    again = cache.ParseCache(tmp_path, "k", machine=key)
+    assert (again.get("d1"), again.get("d2")) == (None, two)
+    resident.put("d3", one)
+    resident.get("d2")
+    resident.save()  # appended to the file written anew
+    lines = (tmp_path / "pages.jsonl").read_bytes().splitlines()
+    assert [line.split(b" ")[1] for line in lines[1:]] == [b"d2", b"d3"]

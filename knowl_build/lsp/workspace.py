@@ -7,6 +7,10 @@ parse cache, the history replay) are copied into a private temporary folder when
 starts, so an unchanged page is not parsed again and history is replayed only past the last
 check; what the server adds to them stays in that folder, removed at exit.
 
+Between analyses it keeps the last one's ledger (`pipeline.recheck`: after a keystroke only
+the pages the edit can change are checked again) and a resident parse cache (each cached
+page decoded once a session).
+
 This module stands in for an application-layer operation ("analyse with buffers") until
 `app/` has one: it should move there (issue 27)."""
 
@@ -30,14 +34,17 @@ from knowl_build.core.diagnostics import Diagnostic
 from knowl_build.core.model import Entity, Page
 from knowl_build.parse.text import decode
 from knowl_build.pipeline.analysis import HISTORY_CACHE, Analysis, analyse
-from knowl_build.pipeline.cache import CachePlace
+from knowl_build.pipeline.cache import CachePlace, ParseCache
 from knowl_build.pipeline.discover import excluded_by
 from knowl_build.pipeline.inputs import Inputs, read_inputs
+from knowl_build.pipeline.pages import parse_cache_key
+from knowl_build.pipeline.recheck import LEDGER_CACHE, Ledger, load_ledger
 from knowl_build.support import clock
 from knowl_build.support.trust import machine_key
 
-# The cache files copied from the project's `.knowl/cache/` (the parse cache, the replay).
-SEEDED = ("pages.jsonl", HISTORY_CACHE)
+# The cache files copied from the project's `.knowl/cache/` (the parse cache, the replay, the
+# last check's ledger).
+SEEDED = ("pages.jsonl", HISTORY_CACHE, LEDGER_CACHE)
 CONFIG_FILES = ("knowl.toml", "pyproject.toml")
 _REF = re.compile(r"refs/[A-Za-z0-9._/-]{1,200}")
 
@@ -64,6 +71,8 @@ class Workspace:
         self.read_stamp: int | None = None  # `disk_stamp` when the files were last read
         self._lock = threading.Lock()
         self.caches = _private_caches(self.root)
+        self.ledger: Ledger | None = None  # the last analysis' (`pipeline.recheck`)
+        self._pages: ParseCache | None = None
 
     # Paths -------------------------------------------------------------------------------
 
@@ -122,7 +131,23 @@ class Workspace:
             key = inputs.fingerprint(self.config, clock.today())
             if key == self._key and self.analysis is not None:
                 return {}
-            analysis = analyse(self.root, self.config, inputs=inputs, caches=self.caches)
+            rest = inputs.fingerprint(self.config, clock.today(), pages=False)
+            if self.ledger is None:  # the last check's, seeded with the caches
+                git = inputs.discovery.git
+                toplevel = git.toplevel if git is not None else None
+                self.ledger = load_ledger(self.caches, rest, toplevel, self.root)
+            analysis = analyse(
+                self.root,
+                self.config,
+                inputs=inputs,
+                caches=self.caches,
+                # Only the pages an edit can change are checked again; cached pages are
+                # decoded once a session.
+                ledger=self.ledger,
+                rest=rest,
+                parse_cache=self._parse_cache(),
+            )
+            self.ledger = analysis.ledger
             self._key = key
             grouped: dict[str, list[Diagnostic]] = defaultdict(list)
             for diagnostic in analysis.diagnostics:
@@ -145,7 +170,22 @@ class Workspace:
             listed = sorted(new if path == old else path for path in inputs.discovery.pages)
             discovery = dataclasses.replace(inputs.discovery, pages=listed)
             moved = Inputs(discovery, pages, inputs.semantics)
-            return analyse(self.root, self.config, inputs=moved, caches=self.caches)
+            return analyse(
+                self.root,
+                self.config,
+                inputs=moved,
+                caches=self.caches,
+                parse_cache=self._parse_cache(),
+            )
+
+    def _parse_cache(self) -> ParseCache:
+        """The session's parse cache, for the configuration as it is now."""
+        key = parse_cache_key(self.config)
+        if self._pages is None or self._pages.key != key:
+            self._pages = ParseCache(
+                self.caches.folder, key, machine=self.caches.key, resident=True
+            )
+        return self._pages
 
     def disk_stamp(self) -> int:
         """A hash of what is on disk under the knowledge folder and the semantic files'

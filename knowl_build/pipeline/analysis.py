@@ -11,7 +11,7 @@ import datetime as dt
 from pathlib import Path
 
 from knowl_build.core.config import Config
-from knowl_build.pipeline.cache import CachePlace, cache_place
+from knowl_build.pipeline.cache import CachePlace, ParseCache, cache_place
 from knowl_build.pipeline.inputs import Inputs, read_inputs
 from knowl_build.pipeline.recheck import Ledger, Recheck
 from knowl_build.pipeline.stages import findings, parsing, resolution
@@ -41,6 +41,7 @@ def analyse(
     check_urls: bool = False,
     ledger: Ledger | None = None,
     rest: str | None = None,
+    parse_cache: ParseCache | None = None,
 ) -> Analysis:
     """Validate the whole project: every file is read, every reference resolved.
 
@@ -53,10 +54,14 @@ def analyse(
 
     With `rest` (`Inputs.fingerprint(..., pages=False)`), the analysis leaves a ledger
     (`Analysis.ledger`); with a `ledger` of that `rest` too, only the pages an edit can
-    change since are checked again by the per-page rules (`pipeline.recheck`)."""
+    change since are checked again by the per-page rules (`pipeline.recheck`). A caller that
+    analyses again and again (the language server) keeps the ledger and a resident
+    `parse_cache` between runs."""
     inputs = inputs or read_inputs(root, config)
     caches = caches if caches is not None else cache_place(root)
-    project = parsing.parse_project(config, inputs, caches, use_cache=use_cache, parsed=parsed)
+    project = parsing.parse_project(
+        config, inputs, caches, use_cache=use_cache, parsed=parsed, cache=parse_cache
+    )
     discovery = inputs.discovery
     today = today or clock.today()
     digests = {path: digest for path, (_, digest) in inputs.pages.items()}

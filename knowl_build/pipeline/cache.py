@@ -141,7 +141,10 @@ class ParseCache:
         key: str,
         enabled: bool = True,
         machine: MachineKey | None = None,
+        resident: bool = False,
     ) -> None:
+        """`resident`: kept across runs (the language server's), so each page decoded is
+        kept decoded, and each save appends only what is new since the last."""
         self.folder = folder
         self.key = key
         enabled = enabled and folder is not None
@@ -155,6 +158,7 @@ class ParseCache:
         self.new: dict[str, bytes] = {}
         self.valid_file = False
         self.ignored = 0  # lines without a valid seal: the next save drops them
+        self.decoded: dict[str, ParsedPage] | None = {} if resident else None
         if self.enabled:
             self._load()
 
@@ -197,6 +201,10 @@ class ParseCache:
         self.valid_file = at == len(data)
 
     def get(self, digest: str) -> ParsedPage | None:
+        decoded = self.decoded
+        if decoded is not None and (kept := decoded.get(digest)) is not None:
+            self.used.add(digest)
+            return kept
         raw = self.entries.get(digest)
         if raw is None:
             return None
@@ -205,17 +213,32 @@ class ParseCache:
         except (msgspec.DecodeError, RecursionError):
             return None
         self.used.add(digest)
+        if decoded is not None:
+            decoded[digest] = page
         return page
 
     def put(self, digest: str, page: ParsedPage, encoded: bytes | None = None) -> None:
         """Remember `page` (`encoded`: its `encode_page`, when already made)."""
         self.new[digest] = encoded if encoded is not None else encode_page(page)
         self.used.add(digest)
+        if self.decoded is not None:
+            self.decoded[digest] = page
 
     def save(self) -> None:
         """Append new entries; rewrite the file when most of it is no longer used."""
         if not self.enabled:
             return
+        try:
+            self._write()
+        finally:
+            decoded = self.decoded
+            if decoded is not None:  # what was saved (or not) is not new next time,
+                self.entries.update((d, memoryview(b)) for d, b in self.new.items())
+                # the pages kept decoded are this run's (an edited buffer's versions go),
+                self.decoded = {d: decoded[d] for d in self.used if d in decoded}
+                self.new, self.used = {}, set()  # and the next run says what it uses
+
+    def _write(self) -> None:
         stale = len(set(self.entries) - self.used) + self.ignored
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -228,6 +251,8 @@ class ParseCache:
             keep = [(d, self.entries[d]) for d in sorted(self.used) if d in self.entries]
             header = json.dumps({"format": CACHE_FORMAT, "key": self.key}).encode() + b"\n"
             atomic_write(self.path, header + self._lines([*keep, *self.new.items()]))
+            self.entries = dict(keep)  # what the file holds now, with the new entries
+            self.valid_file, self.ignored = True, 0
         except OSError:
             pass  # a read-only checkout still works; it is only slower next time
 

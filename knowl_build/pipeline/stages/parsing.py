@@ -35,14 +35,16 @@ def parse_project(
     *,
     use_cache: bool = True,
     parsed: Parsed | None = None,
+    cache: ParseCache | None = None,
 ) -> ParsedProject:
     """The semantic layer, then every page (`use_cache=False`: parsed again, not read from
-    the cache). `parsed` hears of the layer and the placed pages, batch by batch in path
-    order, as they are parsed (a build indexes them meanwhile)."""
+    the cache; `cache`: this parse cache, a resident one, when it is this configuration's).
+    `parsed` hears of the layer and the placed pages, batch by batch in path order, as they
+    are parsed (a build indexes them meanwhile)."""
     layer = load_layer(inputs)
-    cache = ParseCache(
-        caches.folder, parse_cache_key(config), enabled=use_cache, machine=caches.key
-    )
+    key = parse_cache_key(config)
+    if cache is None or cache.key != key or not use_cache:
+        cache = ParseCache(caches.folder, key, enabled=use_cache, machine=caches.key)
     pages, findings = parse_pages(
         inputs,
         config,
