@@ -15,6 +15,7 @@ resolve every link alike.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import unicodedata
@@ -68,7 +69,13 @@ def place(path: str, layout: Layout | str) -> Place | None:
 
     A bundle's `index.md` or `_index.md` in a folder below the scope folder has its folder's
     name as its id (`pageref.page_id`), in every link resolution mode."""
-    layout = as_layout(layout)
+    return _place(path, as_layout(layout))
+
+
+# A language server places every page of the project again after each keystroke; the answer
+# is the path's alone (a `Place` is immutable).
+@functools.lru_cache(maxsize=1 << 17)
+def _place(path: str, layout: Layout) -> Place | None:
     inner = layout.inner(path)
     split = layout.split(inner[:-3]) if inner is not None and inner.endswith(".md") else None
     if split is None:

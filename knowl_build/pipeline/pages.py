@@ -282,6 +282,7 @@ def parse_pages(
     found: dict[str, list[Finding]] = {}
     allowed = config.allowed_keys
     dendron = config.link_resolution == DENDRON
+    layout = config.layout
     done = 0  # pages of `order` placed so far
 
     def advance() -> None:
@@ -297,9 +298,9 @@ def parse_pages(
             if dendron:  # `[[label|note]]`: read after the cache, as the allowed keys are
                 parsed = label_first(parsed)
             found[path] = [f for f in parsed.findings if not _allowed(f, allowed, dendron)]
-            where = place(path, config.layout)
+            where = place(path, layout)
             if where is None:
-                message, hint = misplaced(path, config.layout)
+                message, hint = misplaced(path, layout)
                 found[path].insert(0, Finding("KB004", 1, 1, message, hint))
             else:
                 page = Page(path, where.id, where.scope, where.owner, where.rel, parsed)
