@@ -322,6 +322,11 @@ def test_the_editors_workspace_rechecks_only_what_a_keystroke_can_change(
     assert runs[-1].only == {"knowledge/global/p1.md", "knowledge/global/p2.md"}
     assert len(decoded) == first  # nothing decoded again (the buffer is parsed, not decoded)
     assert [d.code for d in changed["knowledge/global/p2.md"]] == ["KB105"]
+    # A page not checked again still has its freshness (a hover shows it).
+    assert workspace.analysis is not None
+    kept = workspace.analysis.assessments.get("knowledge/global/p4.md")
+    assert kept is not None and kept.value == "fresh"
+    assert workspace.analysis.assessments.get("knowledge/global/none.md") is None
     workspace.open("knowledge/global/p2.md", text.replace("Gone", "Part"))
     assert workspace.refresh() == {"knowledge/global/p2.md": []}
     assert len(decoded) == first

@@ -381,12 +381,35 @@ def _source_changes(ctx: RuleContext, page: Page, result: Assessment) -> None:
             )
 
 
-def assess(ctx: RuleContext, pages: Iterable[Page] | None = None) -> dict[str, Assessment]:
-    """Freshness of every text page (or of `pages`), by path."""
+class Assessments(dict[str, Assessment]):
+    """Each text page's freshness by path: those assessed so far, and `get` assesses any other
+    text page when it is first asked for (a check that reused the ledger assessed only the
+    pages it checked again; `stale` or a hover may ask for any)."""
+
+    def __init__(self, ctx: RuleContext, found: dict[str, Assessment]) -> None:
+        super().__init__(found)
+        self._ctx = ctx
+        self._pages: dict[str, Page] | None = None
+
+    def get(self, path: str, default: Any = None) -> Any:
+        found = super().get(path)
+        if found is not None:
+            return found
+        if self._pages is None:
+            self._pages = {page.path: page for page in self._ctx.pages}
+        page = self._pages.get(path)
+        if page is None:
+            return default
+        found = self[path] = _assess_page(self._ctx, page)
+        return found
+
+
+def assess(ctx: RuleContext, pages: Iterable[Page] | None = None) -> Assessments:
+    """Freshness of every text page (or, at first, of `pages` only), by path."""
     results: dict[str, Assessment] = {}
     for page in ctx.pages if pages is None else pages:
         results.setdefault(page.path, _assess_page(ctx, page))
-    return results
+    return Assessments(ctx, results)
 
 
 def check_freshness(ctx: RuleContext, assessments: dict[str, Assessment] | None = None) -> Emitted:
