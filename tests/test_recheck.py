@@ -93,7 +93,7 @@ def shown(root: Path, config: Config, use_cache: bool) -> list[dict[str, object]
 
 
 def planned(monkeypatch: pytest.MonkeyPatch) -> list[recheck.Recheck]:
-    """Every run `Recheck.settle` plans from now on, in order."""
+    """Every run `Recheck.settle` (or `settle_edit`, a session's) plans from now on."""
     runs: list[recheck.Recheck] = []
     settle = recheck.Recheck.settle
 
@@ -102,7 +102,15 @@ def planned(monkeypatch: pytest.MonkeyPatch) -> list[recheck.Recheck]:
         runs.append(run)
         return only
 
+    settle_edit = recheck.Recheck.settle_edit
+
+    def edited(run: recheck.Recheck, git: Any, pages: set[str]) -> set[str] | None:
+        only = settle_edit(run, git, pages)
+        runs.append(run)
+        return only
+
     monkeypatch.setattr(recheck.Recheck, "settle", counted)
+    monkeypatch.setattr(recheck.Recheck, "settle_edit", edited)
     return runs
 
 

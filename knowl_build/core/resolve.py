@@ -245,6 +245,8 @@ class PageIndex:
     # When set, the paths of every page a `resolve` or `resolve_link` answer holds are added
     # to it: what a page's checks read of other pages (`pipeline.recheck`).
     reads: set[str] | None = None
+    # Where each page is in the tables by name (`with_pages`), found when first needed.
+    _keys: dict[str, list[tuple[int, tuple[str, str]]]] | None = None
 
     @classmethod
     def build(
@@ -307,6 +309,43 @@ class PageIndex:
             link_settings=link_settings or LinkSettings(),
             layout=layout,
         )
+
+    def with_pages(self, edited: dict[str, Page]) -> PageIndex:
+        """This index with each page of `edited` (by path) in place of the page at its path,
+        which must have the same names (`pipeline.session`): the tables keep their keys, and
+        what was resolved is worked out again as it is asked for. This index is not changed
+        (a reader may be using it)."""
+        if self._keys is None:  # where each page is in the tables, found once
+            keys: dict[str, list[tuple[int, tuple[str, str]]]] = defaultdict(list)
+            for number, table in enumerate(self._tables()):
+                for key, found in table.items():
+                    for page in found:
+                        keys[page.path].append((number, key))
+            self._keys = dict(keys)
+        tables = [dict(table) for table in self._tables()]
+        for path in edited:
+            for number, key in self._keys.get(path, ()):
+                tables[number][key] = [edited.get(p.path, p) for p in tables[number][key]]
+        by_id, by_rel, named, pathed = tables
+        names, paths = _Names(), _Names()
+        names.pages, names.scopes = defaultdict(list, named), self.names.scopes
+        paths.pages, paths.scopes = defaultdict(list, pathed), self.paths.scopes
+        return replace(
+            self,
+            pages=[edited.get(p.path, p) for p in self.pages],
+            by_id=by_id,
+            by_rel=by_rel,
+            names=names,
+            paths=paths,
+            _resolutions={},
+            _targets={},
+            _by_path=None,
+            _paths={},
+            reads=None,
+        )
+
+    def _tables(self) -> list[dict[tuple[str, str], list[Page]]]:
+        return [self.by_id, self.by_rel, self.names.pages, self.paths.pages]
 
     def visible_scopes(self, scope: str) -> tuple[str, ...]:
         """Scopes a page of `scope` can see, in the order a bare id is tried."""

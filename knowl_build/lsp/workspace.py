@@ -7,8 +7,9 @@ parse cache, the history replay) are copied into a private temporary folder when
 starts, so an unchanged page is not parsed again and history is replayed only past the last
 check; what the server adds to them stays in that folder, removed at exit.
 
-Between analyses it keeps the last one's ledger (`pipeline.recheck`: after a keystroke only
-the pages the edit can change are checked again) and a resident parse cache (each cached
+Between analyses it keeps a session (`pipeline.session`: after a keystroke only the edited
+page is parsed, and only the pages the edit can change are checked again, by the ledger of
+`pipeline.recheck`, seeded from the last check's) and a resident parse cache (each cached
 page decoded once a session).
 
 This module stands in for an application-layer operation ("analyse with buffers") until
@@ -38,7 +39,8 @@ from knowl_build.pipeline.cache import CachePlace, ParseCache
 from knowl_build.pipeline.discover import excluded_by
 from knowl_build.pipeline.inputs import Inputs, read_inputs
 from knowl_build.pipeline.pages import parse_cache_key
-from knowl_build.pipeline.recheck import LEDGER_CACHE, Ledger, load_ledger
+from knowl_build.pipeline.recheck import LEDGER_CACHE, load_ledger
+from knowl_build.pipeline.session import Session
 from knowl_build.support import clock
 from knowl_build.support.trust import machine_key
 
@@ -71,7 +73,7 @@ class Workspace:
         self.read_stamp: int | None = None  # `disk_stamp` when the files were last read
         self._lock = threading.Lock()
         self.caches = _private_caches(self.root)
-        self.ledger: Ledger | None = None  # the last analysis' (`pipeline.recheck`)
+        self._session: Session | None = None  # the analysis kept between edits
         self._pages: ParseCache | None = None
 
     # Paths -------------------------------------------------------------------------------
@@ -131,23 +133,7 @@ class Workspace:
             key = inputs.fingerprint(self.config, clock.today())
             if key == self._key and self.analysis is not None:
                 return {}
-            rest = inputs.fingerprint(self.config, clock.today(), pages=False)
-            if self.ledger is None:  # the last check's, seeded with the caches
-                git = inputs.discovery.git
-                toplevel = git.toplevel if git is not None else None
-                self.ledger = load_ledger(self.caches, rest, toplevel, self.root)
-            analysis = analyse(
-                self.root,
-                self.config,
-                inputs=inputs,
-                caches=self.caches,
-                # Only the pages an edit can change are checked again; cached pages are
-                # decoded once a session.
-                ledger=self.ledger,
-                rest=rest,
-                parse_cache=self._parse_cache(),
-            )
-            self.ledger = analysis.ledger
+            analysis = self._analysed(inputs)
             self._key = key
             grouped: dict[str, list[Diagnostic]] = defaultdict(list)
             for diagnostic in analysis.diagnostics:
@@ -160,6 +146,27 @@ class Workspace:
             }
             self.analysis, self.by_path = analysis, dict(grouped)
             return changed
+
+    def _analysed(self, inputs: Inputs) -> Analysis:
+        """The session brought up to date with `inputs` (only the pages an edit can change are
+        parsed and checked again), or a new session where more than pages changed."""
+        today = clock.today()
+        session = self._session
+        updated = None
+        if session is not None and session.config is self.config:
+            updated = session.update(inputs, today)
+        if updated is None:
+            ledger = session.analysis.ledger if session is not None else None
+            if ledger is None:  # the last check's, seeded with the caches
+                git = inputs.discovery.git
+                toplevel = git.toplevel if git is not None else None
+                rest = inputs.fingerprint(self.config, today, pages=False)
+                ledger = load_ledger(self.caches, rest, toplevel, self.root)
+            updated = Session.start(
+                self.root, self.config, today, inputs, self.caches, self._parse_cache(), ledger
+            )
+        self._session = updated
+        return updated.analysis
 
     def analyse_moved(self, old: str, new: str) -> Analysis:
         """The project analysed as if the page at `old` were at `new` (what a rename would

@@ -201,6 +201,23 @@ class Recheck:
         self.only = changed | previous.readers(changed)
         return self.only
 
+    def settle_edit(self, git: GitFacts | None, edited: set[str]) -> set[str] | None:
+        """`settle` for a session's edit (`pipeline.session`): the caller knows that only the
+        `edited` pages' bytes changed, none of them has other names or git facts, and the
+        git facts are the previous run's; every other page's digest is the ledger's. None
+        when the ledger cannot be reused (its run spent the hint budget)."""
+        previous = self.previous
+        if previous is None or previous.spent > HINT_BUDGET:
+            return None
+        self.names, self.history = previous.names, previous.history
+        pages = {page.path: page for page in self.pages if page.path in edited}
+        self.digests = {path: facts.digest for path, facts in previous.pages.items()}
+        for path, page in pages.items():
+            self.digests[path] = f"{self.content[path]} {_git_of(git, page)}"
+        changed = {path for path in pages if previous.pages[path].digest != self.digests[path]}
+        self.only = changed | previous.readers(changed)
+        return self.only
+
     def checked(self, pages: list[Page]) -> list[Page]:
         return pages if self.only is None else [page for page in pages if page.path in self.only]
 

@@ -1,0 +1,162 @@
+"""An analysis kept in memory and brought up to date edit by edit (the language server's).
+
+`Session.start` analyses the project as `knowl check` does and keeps what the stages made:
+the parsed pages, the page index, the semantic layer, the git facts and the ledger
+(`pipeline.recheck`). `Session.update` takes the inputs after an edit. When only pages'
+bytes changed, and none of the changed pages has another name, alias, scope or git facts, it
+parses the changed pages alone, puts them in the index in place of what they were, and runs
+the per-page rules over them and the pages that read them, the project-wide rules whole; the
+layer, the other files, the history and every other page's findings stay as they were. Any
+other change gives None, and the caller starts a new session. Either way the findings are a
+whole analysis' (a property test holds the two to each other over random edits)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from knowl_build.core.config import Config
+from knowl_build.core.model import Page
+from knowl_build.pipeline.cache import CachePlace, ParseCache
+from knowl_build.pipeline.inputs import Inputs
+from knowl_build.pipeline.pages import parse_pages
+from knowl_build.pipeline.recheck import Ledger, Recheck, names_of
+from knowl_build.pipeline.stages import findings, parsing, resolution
+from knowl_build.pipeline.stages.values import Analysis, ParsedProject, Resolved
+from knowl_build.rules.freshness import assess
+from knowl_build.support import clock
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    root: Path
+    config: Config
+    today: dt.date
+    caches: CachePlace
+    parse_cache: ParseCache
+    rest: str  # `Inputs.fingerprint(..., pages=False)` of the inputs analysed
+    head: str | None  # git's HEAD then
+    inputs: Inputs
+    project: ParsedProject
+    resolved: Resolved
+    analysis: Analysis
+
+    @classmethod
+    def start(
+        cls,
+        root: Path,
+        config: Config,
+        today: dt.date,
+        inputs: Inputs,
+        caches: CachePlace,
+        parse_cache: ParseCache,
+        ledger: Ledger | None = None,
+    ) -> Session:
+        """A whole analysis of `inputs` (reusing `ledger` where it applies)."""
+        rest = inputs.fingerprint(config, today, pages=False)
+        previous = ledger if ledger is not None and ledger.rest == rest else None
+        project = parsing.parse_project(config, inputs, caches, cache=parse_cache)
+        digests = {path: digest for path, (_, digest) in inputs.pages.items()}
+        discovery = inputs.discovery
+        while True:
+            recheck = Recheck(rest, project.pages, digests, previous)
+            resolved = resolution.resolve_project(
+                root, config, discovery, project, caches, today, recheck
+            )
+            analysis = findings.check_project(
+                root, config, discovery, project, resolved, caches, recheck=recheck
+            )
+            if recheck.sound or recheck.previous is None:
+                break
+            previous = None  # the reused hints may not be a whole run's: check every page
+        analysis.ledger = recheck.ledger
+        return cls(
+            root,
+            config,
+            today,
+            caches,
+            parse_cache,
+            rest,
+            _head(inputs),
+            inputs,
+            project,
+            resolved,
+            analysis,
+        )
+
+    def update(self, inputs: Inputs, today: dt.date | None = None) -> Session | None:
+        """The session after an edit: `inputs` as they are now (same configuration) on `today`
+        (default: the session's day). None when more than pages' bytes changed, or a changed
+        page's name, aliases or git facts did, or the day."""
+        if today is not None and today != self.today:
+            return None
+        before = self.inputs.pages
+        if inputs.pages.keys() != before.keys():
+            return None
+        if inputs.fingerprint(self.config, self.today, pages=False) != self.rest:
+            return None
+        if _head(inputs) != self.head:  # a commit: the git facts are read again
+            return None
+        changed = {path for path, (_, d) in inputs.pages.items() if before[path][1] != d}
+        if not changed:
+            return self
+        ledger = self.analysis.ledger
+        if ledger is None:
+            return None
+        edited = Inputs(inputs.discovery, {path: inputs.pages[path] for path in changed})
+        pages, found = parse_pages(edited, self.config, self.parse_cache)
+        self.parse_cache.save()
+        new = {page.path: page for page in pages}
+        old = {page.path: page for page in self.project.pages if page.path in changed}
+        if new.keys() != old.keys() or any(not _same_face(old[p], new[p]) for p in new):
+            return None
+        project = ParsedProject(
+            self.project.layer,
+            [new.get(page.path, page) for page in self.project.pages],
+            {**self.project.findings, **found},
+        )
+        digests = {path: digest for path, (_, digest) in inputs.pages.items()}
+        recheck = Recheck(self.rest, project.pages, digests, ledger)
+        if recheck.settle_edit(self.resolved.facts, set(new)) is None:
+            return None
+        resolved = self._resolved(project, new, recheck)
+        analysis = findings.check_project(
+            self.root,
+            self.config,
+            inputs.discovery,
+            project,
+            resolved,
+            self.caches,
+            recheck=recheck,
+        )
+        if not recheck.sound:
+            return None
+        analysis.ledger = recheck.ledger
+        return replace(self, inputs=inputs, project=project, resolved=resolved, analysis=analysis)
+
+    def _resolved(self, project: ParsedProject, new: dict[str, Page], recheck: Recheck) -> Resolved:
+        """The index with the edited pages in place of what they were, the same git facts, a
+        fresh rule context over the pages, and the freshness of the pages checked again."""
+        index = self.resolved.index.with_pages(new)
+        context = replace(
+            self.resolved.context.fresh(), pages=project.text_pages, index=index, now=clock.now()
+        )
+        assessments = assess(context, recheck.checked(context.pages))
+        return Resolved(index, self.resolved.facts, context, assessments)
+
+
+def _same_face(old: Page, new: Page) -> bool:
+    """Whether the other pages can tell the two apart without resolving to them (their names,
+    aliases, whether they are text: `recheck.names_of`), and git says the same of them."""
+    if names_of([old]) != names_of([new]):
+        return False
+    before, after = old.parsed.fields, new.parsed.fields
+    return before.source_commit == after.source_commit and [
+        item.value for item in before.affected_paths
+    ] == [item.value for item in after.affected_paths]
+
+
+def _head(inputs: Inputs) -> str | None:
+    git = inputs.discovery.git
+    return git.head() if git is not None else None
