@@ -126,10 +126,11 @@ def check(
         )
         if memo_file is not None and sealer is not None:
             outside = memos.affected_outside(analysis.pages, toplevel)
-            linked = analysis.index.link_settings.asked
+            linked = analysis.linked
             if inputs.changed:  # a page read after the key was taken was not what it said
                 key = inputs.fingerprint(config, today)
-            _save_memo(memo_file, key, result, outside, sealer, linked)
+            if not analysis.volatile:
+                _save_memo(memo_file, key, result, outside, sealer, linked)
             analysis.keep_ledger(caches, toplevel)
     if changed_only and git is not None:
         changed = git.changed_files()

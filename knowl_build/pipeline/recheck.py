@@ -30,13 +30,14 @@ from knowl_build.core.resolve import PageIndex, aliases_of
 from knowl_build.pipeline import memos
 from knowl_build.pipeline.cache import CachePlace
 from knowl_build.rules.context import Emitted, GitFacts, RuleContext
-from knowl_build.rules.freshness import Assessment
+from knowl_build.rules.freshness import Assessment, Assessments
 from knowl_build.rules.mdlinks import check_markdown_links
 from knowl_build.rules.references import check_references
 from knowl_build.support.hints import HINT_BUDGET, HintBudget
 
-# 1: the first ledger; 2: HEAD out of its key, the history and each page's git facts in
-LEDGER_FORMAT = 2
+# 1: the first ledger; 2: HEAD out of its key, the history and each page's git facts in;
+# 3: the pages whose findings read the moment of the run, the link lookups carried on
+LEDGER_FORMAT = 3
 LEDGER_CACHE = "check-ledger.json"  # `knowl check` and `knowl build` keep one
 LEDGER_SEAL = "check-ledger"
 
@@ -51,6 +52,9 @@ class PageFacts:
     digest: str
     reads: set[str] = field(default_factory=set)  # paths of the pages its checks resolved to
     found: list[tuple[str, Finding]] = field(default_factory=list)
+    # Its freshness read the moment of the run (an uncommitted change's date: now), which
+    # moves with no input changing: every run checks it again.
+    volatile: bool = False
 
 
 @dataclass(slots=True)
@@ -60,6 +64,9 @@ class Ledger:
     history: str  # `history_of` the git facts
     spent: int  # at least what a whole run spends of the hint budget
     pages: dict[str, PageFacts]  # every placed page, by path
+    # What Markdown links' files outside the knowledge folder were, as the pages' checks
+    # looked them up (a reused page's with the run that checked it): `pipeline.memos`.
+    linked: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,6 +80,7 @@ class Ledger:
                     facts.digest,
                     sorted(facts.reads),
                     [[where, *finding.to_list()] for where, finding in facts.found],
+                    facts.volatile,
                 ]
                 for path, facts in self.pages.items()
             },
@@ -89,13 +97,18 @@ class Ledger:
                     digest,
                     set(reads) if reads else set(),
                     [(where, _finding(item)) for where, *item in found] if found else [],
+                    volatile is True,
                 )
-                for path, (digest, reads, found) in data["pages"].items()
+                for path, (digest, reads, found, volatile) in data["pages"].items()
             }
-            ledger = cls(data["rest"], data["names"], data["history"], int(data["spent"]), pages)
+            held = (data["rest"], data["names"], data["history"], int(data["spent"]), pages)
+            ledger = cls(*held, dict(data.get("linked") or {}))
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
         return ledger if _well_typed(ledger) else None
+
+    def volatile(self) -> set[str]:
+        return {path for path, facts in self.pages.items() if facts.volatile}
 
     def readers(self, paths: set[str]) -> set[str]:
         """The pages whose checks read one of `paths` (the reverse edges of the link table)."""
@@ -103,7 +116,7 @@ class Ledger:
 
 
 def _well_typed(ledger: Ledger) -> bool:
-    texts = [ledger.rest, ledger.names, ledger.history]
+    texts = [ledger.rest, ledger.names, ledger.history, *ledger.linked, *ledger.linked.values()]
     for path, facts in ledger.pages.items():
         texts += [path, facts.digest, *facts.reads, *(where for where, _ in facts.found)]
     return all(isinstance(text, str) for text in texts)
@@ -198,7 +211,7 @@ class Recheck:
             self.previous = self.only = None
             return None
         changed = {p for p, digest in self.digests.items() if previous.pages[p].digest != digest}
-        self.only = changed | previous.readers(changed)
+        self.only = changed | previous.readers(changed) | previous.volatile()
         return self.only
 
     def settle_edit(self, git: GitFacts | None, edited: set[str]) -> set[str] | None:
@@ -215,7 +228,7 @@ class Recheck:
         for path, page in pages.items():
             self.digests[path] = f"{self.content[path]} {_git_of(git, page)}"
         changed = {path for path in pages if previous.pages[path].digest != self.digests[path]}
-        self.only = changed | previous.readers(changed)
+        self.only = changed | previous.readers(changed) | previous.volatile()
         return self.only
 
     def checked(self, pages: list[Page]) -> list[Page]:
@@ -232,9 +245,11 @@ class Recheck:
         for rule in PAGE_RULES:
             for where, finding in rule(ctx, walk.pages(pages)):
                 self.facts[walk.current].found.append((where, finding))
+        volatile = assessments.volatile if isinstance(assessments, Assessments) else set()
         for path, facts in self.facts.items():
             if (assessment := assessments.get(path)) is not None:
                 facts.found.extend((path, finding) for finding in assessment.findings)
+                facts.volatile = path in volatile
         found: list[tuple[str, Finding]] = []
         for page in ctx.pages:
             checked = self.facts.get(page.path)
@@ -244,8 +259,9 @@ class Recheck:
             found.extend(checked.found)
         return found
 
-    def finish(self, budget: HintBudget) -> None:
-        """The ledger this run leaves, once every rule ran; whether reusing was sound."""
+    def finish(self, budget: HintBudget, asked: dict[str, str]) -> None:
+        """The ledger this run leaves, once every rule ran (`asked`: the link lookups on disk
+        it made); whether reusing was sound."""
         spent = HINT_BUDGET - budget.units
         if self.previous is not None:
             self.sound = not budget.closed and self.previous.spent <= budget.units
@@ -256,7 +272,10 @@ class Recheck:
             path: self.facts.get(path) or self._reused(path, digest)
             for path, digest in self.digests.items()
         }
-        self.ledger = Ledger(self.rest, self.names, self.history, spent, pages)
+        # A reused page's lookups were not made again: they are the last run's (its memo
+        # loaded only while they answer the same).
+        linked = {**self.previous.linked, **asked} if self.previous is not None else dict(asked)
+        self.ledger = Ledger(self.rest, self.names, self.history, spent, pages, linked)
 
     def _reused(self, path: str, digest: str) -> PageFacts:
         """A page this run did not check: unchanged, or one no per-page rule looks at (not

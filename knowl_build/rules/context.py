@@ -61,12 +61,21 @@ class RuleContext:
     _page_names: dict[tuple[str, ...], NearNames] = field(default_factory=dict)
     _entity_names: NearNames | None = None
     _hint_budget: HintBudget = field(default_factory=HintBudget)
+    # Whether a rule read the moment of the run (`working_tree_time`) since this was reset.
+    read_now: bool = False
 
     def fresh(self) -> RuleContext:
         """The same context before any rule ran: no hint looked up, the budget whole."""
         return RuleContext(
             self.pages, self.index, self.layer, self.config, self.today, self.git, self.now
         )
+
+    def working_tree_time(self) -> dt.datetime:
+        """When the working tree's uncommitted changes were made, as far as the rules know:
+        now. A finding that depends on it can change within a day with no input changing, so
+        reading it is noted (`read_now`: such a page is checked again by every run)."""
+        self.read_now = True
+        return self.now
 
     @property
     def hint_budget(self) -> HintBudget:

@@ -141,7 +141,7 @@ def _change(ctx: RuleContext, ref: str | None) -> tuple[str, dt.datetime | None]
     if ref is None or ctx.git is None:
         return "", None
     if ref == WORKING_TREE:
-        return "uncommitted changes in the working tree", ctx.now
+        return "uncommitted changes in the working tree", ctx.working_tree_time()
     commit = ctx.git.history.commits[ref]
     when = _commit_time(commit.time)
     return f'commit {ref[:12]} ({commit.date[:10]}, "{commit.subject}")', when
@@ -386,10 +386,14 @@ class Assessments(dict[str, Assessment]):
     text page when it is first asked for (a check that reused the ledger assessed only the
     pages it checked again; `stale` or a hover may ask for any)."""
 
-    def __init__(self, ctx: RuleContext, found: dict[str, Assessment]) -> None:
+    def __init__(
+        self, ctx: RuleContext, found: dict[str, Assessment], volatile: set[str] | None = None
+    ) -> None:
         super().__init__(found)
         self._ctx = ctx
         self._pages: dict[str, Page] | None = None
+        # The pages whose freshness read the moment of the run (`working_tree_time`).
+        self.volatile = volatile or set()
 
     def get(self, path: str, default: Any = None) -> Any:
         found = super().get(path)
@@ -400,16 +404,26 @@ class Assessments(dict[str, Assessment]):
         page = self._pages.get(path)
         if page is None:
             return default
-        found = self[path] = _assess_page(self._ctx, page)
+        found = self[path] = _assessed(self._ctx, page, self.volatile)
         return found
+
+
+def _assessed(ctx: RuleContext, page: Page, volatile: set[str]) -> Assessment:
+    ctx.read_now = False
+    found = _assess_page(ctx, page)
+    if ctx.read_now:
+        volatile.add(page.path)
+    return found
 
 
 def assess(ctx: RuleContext, pages: Iterable[Page] | None = None) -> Assessments:
     """Freshness of every text page (or, at first, of `pages` only), by path."""
     results: dict[str, Assessment] = {}
+    volatile: set[str] = set()
     for page in ctx.pages if pages is None else pages:
-        results.setdefault(page.path, _assess_page(ctx, page))
-    return Assessments(ctx, results)
+        if page.path not in results:
+            results[page.path] = _assessed(ctx, page, volatile)
+    return Assessments(ctx, results, volatile)
 
 
 def check_freshness(ctx: RuleContext, assessments: dict[str, Assessment] | None = None) -> Emitted:

@@ -98,7 +98,7 @@ def rule_findings(
         found.extend(recheck.page_findings(context, resolved.assessments))
     found.extend(check_governance(context))
     if recheck is not None:
-        recheck.finish(context.hint_budget)
+        recheck.finish(context.hint_budget, context.index.link_settings.asked)
     if discovery.git is None:
         found.append((NO_GIT_PATH, NO_GIT))
     found.extend((NO_GIT_PATH, finding) for finding in history_findings(resolved.facts))

@@ -69,4 +69,18 @@ class Analysis:
         it again)."""
         if self.ledger is None or any(d.code == "KB012" for d in self.diagnostics):
             return
-        save_ledger(caches, self.ledger, self.pages, self.index.link_settings.asked, toplevel)
+        save_ledger(caches, self.ledger, self.pages, self.ledger.linked, toplevel)
+
+    @property
+    def linked(self) -> dict[str, str]:
+        """What Markdown links' files outside the knowledge folder were: the lookups of this
+        run, and of the run each reused page's findings come from."""
+        asked = self.index.link_settings.asked
+        return self.ledger.linked if self.ledger is not None else asked
+
+    @property
+    def volatile(self) -> bool:
+        """Whether a page's findings read the moment of the run (they can change with no
+        input changing: no memo may answer for them)."""
+        pages = self.ledger.volatile() if self.ledger is not None else set()
+        return bool(pages or getattr(self.assessments, "volatile", None))
