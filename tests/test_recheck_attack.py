@@ -431,3 +431,36 @@ def test_a_volatile_page_until_the_change_is_committed(
     same(proj.root, QUIET)
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1893492000")
     same(proj.root, QUIET)
+
+
+def test_duplicate_ids_and_a_supersession_cycle(tmp_path: Path) -> None:
+    """Two pages of one id (`d.md` and the bundle `d/index.md`, KB005), one superseded by
+    `d`: no traceback (the cycle walk went by id, so the page without `superseded_by` was
+    taken for the one that closes a cycle), and a page superseded by itself is a cycle."""
+    proj = Project(tmp_path / "p")
+    proj.write(
+        {
+            G + "d.md": "# D\n",
+            G + "d/index.md": "---\nstatus: superseded\nsuperseded_by: d\n---\n# D2\n",
+        }
+    ).commit("start")
+    same(proj.root, QUIET)
+    codes = [d["code"] for d in shown(proj.root, QUIET, False)]
+    assert "KB005" in codes
+
+
+def test_a_supersession_cycle_is_reported_on_each_page_of_it(tmp_path: Path) -> None:
+    proj = Project(tmp_path / "p")
+    proj.write(
+        {
+            G + "a.md": "---\nstatus: superseded\nsuperseded_by: b\n---\n# A\n",
+            G + "b.md": "---\nstatus: superseded\nsuperseded_by: a\n---\n# B\n",
+            G + "c.md": "---\nstatus: superseded\nsuperseded_by: a\n---\n# C\n",
+        }
+    ).commit("start")
+    cycles = [
+        d["path"]
+        for d in shown(proj.root, QUIET, False)
+        if "supersession cycle" in str(d["message"])
+    ]
+    assert cycles == [G + "a.md", G + "b.md"]  # c leads into the cycle, it is not in it

@@ -227,18 +227,20 @@ def _supersession(ctx: RuleContext) -> Emitted:
                 ),
             )
             continue
-        successor[page.key] = resolution.pages[0]
+        successor[page.path] = resolution.pages[0]
+    # By path, not id: two pages of one id (KB005) are two pages, and only the one whose
+    # `superseded_by` closes the cycle is reported.
     for page in ctx.pages:
-        if page.key not in successor:
+        if page.path not in successor:
             continue
-        seen = {page.key}
-        current = successor[page.key]
-        while current.key in successor:
-            if current.key == page.key or current.key in seen:
+        seen = {page.path}
+        current = successor[page.path]
+        while current.path in successor:
+            if current.path == page.path or current.path in seen:
                 break
-            seen.add(current.key)
-            current = successor[current.key]
-        if current.key == page.key:
+            seen.add(current.path)
+            current = successor[current.path]
+        if current.path == page.path:
             target = page.parsed.fields.superseded_by
             assert target is not None
             yield (
