@@ -1,0 +1,254 @@
+"""Attacks on the language server's session (`pipeline.session`): each case edits a project
+and holds `Session.update` (or a new session where it declines) to a whole analysis of the
+same inputs, finding for finding and the freshness of every page."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from pathlib import Path
+
+from knowl_build.core.config import Config
+from knowl_build.core.diagnostics import Diagnostic
+from knowl_build.lsp.workspace import Workspace
+from knowl_build.pipeline.analysis import analyse
+from knowl_build.pipeline.cache import ParseCache, cache_place
+from knowl_build.pipeline.inputs import Inputs, read_inputs
+from knowl_build.pipeline.pages import parse_cache_key
+from knowl_build.pipeline.session import Session
+from knowl_build.support import clock
+from tests.helpers import Project
+from tests.test_recheck import source
+
+
+def shown(diagnostics: list[Diagnostic]) -> list[dict[str, object]]:
+    return [{**d.to_json(), "subject": d.subject} for d in diagnostics]
+
+
+class Run:
+    """A session over a project, brought up to date after each edit and held to a whole
+    analysis."""
+
+    def __init__(
+        self,
+        tmp_path: Path,
+        files: Mapping[str, str | bytes],
+        config: Config | None = None,
+        commit: bool = True,
+        today: dt.date | None = None,
+    ) -> None:
+        self.proj = Project(tmp_path / "p")
+        self.proj.write(files)
+        if commit:
+            self.proj.commit("start")
+        self.config = config or Config()
+        self.today = today or clock.today()
+        self.caches = cache_place(self.proj.root)
+        self.cache = ParseCache(
+            self.caches.folder, parse_cache_key(self.config), machine=self.caches.key, resident=True
+        )
+        self.session = Session.start(
+            self.proj.root, self.config, self.today, self.inputs(), self.caches, self.cache
+        )
+        self.updated = 0
+        self.check(self.inputs())
+
+    def inputs(self) -> Inputs:
+        return read_inputs(self.proj.root, self.config)
+
+    def edit(self, files: Mapping[str, str | bytes], inputs: Inputs | None = None) -> Session:
+        self.proj.write(files)
+        inputs = inputs or self.inputs()
+        after = self.session.update(inputs, self.today)
+        if after is None:
+            after = Session.start(
+                self.proj.root, self.config, self.today, inputs, self.caches, self.cache
+            )
+        elif after is not self.session:
+            self.updated += 1
+        self.session = after
+        self.check(inputs)
+        return after
+
+    def check(self, inputs: Inputs) -> None:
+        whole = analyse(
+            self.proj.root, self.config, today=self.today, inputs=inputs, use_cache=False
+        )
+        ours = self.session.analysis
+        assert shown(ours.diagnostics) == shown(whole.diagnostics)
+        for p in whole.pages:
+            mine, theirs = ours.assessments.get(p.path), whole.assessments.get(p.path)
+            assert (mine and mine.to_json()) == (theirs and theirs.to_json()), p.path
+
+
+G = "knowledge/global/"
+
+
+def workspace_same(workspace: Workspace) -> None:
+    """The workspace's analysis after `refresh` equals a whole analysis of its inputs."""
+    workspace.refresh()
+    inputs = workspace._overlaid(workspace._base())
+    whole = analyse(
+        workspace.root, workspace.config, today=clock.today(), inputs=inputs, use_cache=False
+    )
+    assert workspace.analysis is not None
+    assert shown(workspace.analysis.diagnostics) == shown(whole.diagnostics)
+
+
+def test_unsaved_pages_typed_into_and_read_by_another(tmp_path: Path) -> None:
+    """A buffer for a page not on disk (`Workspace._overlaid` adds it to the discovery), typed
+    into while a page on disk links to its heading and block, and the other way round."""
+    proj = Project(tmp_path / "p")
+    proj.write({G + "a.md": "# A\n\n[[new#Sec]] and [[new#^blk]]\n"}).commit("start")
+    workspace = Workspace(proj.root)
+    workspace_same(workspace)
+    workspace.open(G + "new.md", "# New\n")
+    workspace_same(workspace)
+    for text in ("# New\n\n## Sec\n", "# New\n\n## Sec\n\npara ^blk\n", "# New\n\n## Se\n"):
+        workspace.open(G + "new.md", text)
+        workspace_same(workspace)
+    workspace.open(G + "a.md", "# A\n\n[[new#Se]]\n")
+    workspace_same(workspace)
+    workspace.close(G + "new.md")
+    workspace_same(workspace)
+
+
+def test_head_moves_while_buffers_are_open(tmp_path: Path) -> None:
+    """A commit (HEAD moves, the git facts change: an uncommitted definition is committed),
+    then a checkout back, with an edited buffer open throughout."""
+    proj = Project(tmp_path / "p")
+    proj.write(
+        {
+            "semantics/s.yaml": source("s", "sum(x)"),
+            G + "a.md": "---\nsl_refs: [db.s.total]\n---\n# A\n\n[[b]]\n",
+            G + "b.md": "# B\n",
+        }
+    )
+    first = proj.commit("start")
+    workspace = Workspace(proj.root)
+    workspace.open(G + "b.md", "# B\n\ntyped\n")
+    workspace_same(workspace)
+    proj.write({"semantics/s.yaml": source("s", "sum(y)")})
+    workspace.files_changed()
+    workspace_same(workspace)
+    proj.commit("definition")
+    workspace_same(workspace)
+    workspace.open(G + "b.md", "# B\n\ntyped more\n")
+    workspace_same(workspace)
+    proj.run_git("checkout", "-q", first)
+    workspace.files_changed()
+    workspace_same(workspace)
+    workspace.open(G + "b.md", "# B\n\ntyped again\n")
+    workspace_same(workspace)
+
+
+def test_what_readers_read_changes_without_names(tmp_path: Path) -> None:
+    """Headings and block ids a wiki-link and a Markdown link read, a parse finding that comes
+    and goes (KB001, KB002), refs in frontmatter, a suppression in the reader that stops hiding
+    anything (KB011) and hides again."""
+    run = Run(
+        tmp_path,
+        {
+            G + "a.md": "---\ntitle: [unclosed\n---\n# A\n\n## Sec\n\npara ^blk\n",
+            G + "b.md": "# B\n\n[[a#Sec]] [[a#^blk]] [x](a.md#sec)\n",
+            G + "c.md": "---\nrefs: [a, zz]\n---\n# C\n\n"
+            "<!-- knowl: disable-next-line KB102 -->\n[[a#Sec]]\n",
+        },
+    )
+    for text in (
+        "---\ntitle: ok\n---\n# A\n\n## Other\n\npara\n",
+        "---\nrefs: 7\nmeta: 3\n---\n# A\n\n## Sec\n\npara ^blk\n",
+        "# A\n",
+        "# A\n\n## Sec\n",
+    ):
+        run.edit({G + "a.md": text})
+    run.edit({G + "c.md": "---\nrefs: [a]\n---\n# C\n\n[[a#Sec]]\n"})
+    assert run.updated == 5
+
+
+def test_governance_fields_change_without_names(tmp_path: Path) -> None:
+    """Status, superseded_by and conflict keys (KB301, KB302), edited page by page; two pages
+    of one id (d.md and the bundle d/index.md, KB005), one superseded by d."""
+    run = Run(
+        tmp_path,
+        {
+            G + "a.md": "# A\n",
+            G + "b.md": "# B\n\n[[a]]\n",
+            G + "d.md": "# D\n\n## H\n",
+            G + "d/index.md": "# D2\n",
+            G + "e.md": "# E\n\n[[d#H]] [x](d.md#h)\n",
+        },
+    )
+    conflict = "conflict:\n  key: {}\n  exclusive: true\n"
+    for path, text in (
+        ("a.md", f"---\n{conflict.format('k')}---\n# A\n"),
+        ("b.md", f"---\n{conflict.format('K')}---\n# B\n"),
+        ("b.md", f"---\nstatus: superseded\nsuperseded_by: a\n{conflict.format('K')}---\n# B\n"),
+        ("a.md", "---\nstatus: superseded\nsuperseded_by: b\n---\n# A\n"),
+        ("a.md", "---\nstatus: deprecated\n---\n# A\n"),
+        ("d.md", "# D\n"),
+        ("d/index.md", "# D2\n\n## H\n"),
+        ("d.md", "---\nstatus: superseded\nsuperseded_by: d\n---\n# D\n"),
+    ):
+        run.edit({G + path: text})
+    assert run.updated == 8
+
+
+def test_obsidian_and_dendron_readers(tmp_path: Path) -> None:
+    """Obsidian: an alias's page loses and regains a heading and a block id, two pages of one
+    name in different folders (a tie, KB108) trade a heading; Dendron: `[[label|note#h]]`
+    (`label_first`) while the note's heading changes."""
+    obsidian = Config(link_resolution="obsidian", source="knowl.toml")
+    run = Run(
+        tmp_path / "o",
+        {
+            G + "a.md": "---\naliases: [Alpha]\n---\n# A\n\n## Sec\n",
+            G + "c.md": "# C\n\n[[Alpha#Sec]] ![[alpha#^blk]] [[n#H]]\n",
+            G + "x/n.md": "# N1\n\n## H\n",
+            G + "y/n.md": "# N2\n",
+            "knowl.toml": "[links]\nresolution = 'obsidian'\n",
+        },
+        obsidian,
+    )
+    run.edit({G + "a.md": "---\naliases: [Alpha]\n---\n# A\n\n## sec\n\npara ^blk\n"})
+    run.edit({G + "a.md": "---\naliases: [Alpha]\n---\n# A\n"})
+    run.edit({G + "x/n.md": "# N1\n"})
+    run.edit({G + "y/n.md": "# N2\n\n## H\n"})
+    assert run.updated == 4
+    dendron = Config(link_resolution="dendron", source="knowl.toml")
+    run = Run(
+        tmp_path / "d",
+        {
+            G + "a.b.md": "# A\n\n## Sec\n",
+            G + "c.md": "# C\n\n[[a.b#sec]] [[label|a.b#sec]]\n",
+            "knowl.toml": "[links]\nresolution = 'dendron'\n",
+        },
+        dendron,
+    )
+    run.edit({G + "a.b.md": "# A\n\n## Other\n"})
+    run.edit({G + "c.md": "# C\n\n[[a.b#other]] [[lab|a.b#sec]]\n"})
+    assert run.updated == 2
+
+
+def test_scopes_and_a_page_becoming_binary(tmp_path: Path) -> None:
+    """A user's page shadowing a global one (KB303) gains the heading a user's link reads; a
+    global page reads a user's page it cannot see (KB104); a page becomes non-UTF-8 and back
+    (a new session each time: it is another kind of page)."""
+    user = "knowledge/user/u/"
+    run = Run(
+        tmp_path,
+        {
+            G + "a.md": "# A\n\n## H\n",
+            G + "g.md": "# G\n\n[[v]]\n",
+            user + "a.md": "# UA\n",
+            user + "b.md": "# B\n\n[[a#H]]\n",
+            user + "v.md": "# V\n",
+        },
+    )
+    run.edit({user + "a.md": "# UA\n\n## H\n"})
+    run.edit({G + "a.md": "# A\n"})
+    run.edit({user + "v.md": "# V\n\n## More\n"})
+    assert run.updated == 3
+    run.edit({G + "a.md": b"# A\n\xff\xfe\n"})
+    run.edit({G + "a.md": "# A\n"})
+    assert run.updated == 3
