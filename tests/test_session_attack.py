@@ -252,3 +252,32 @@ def test_scopes_and_a_page_becoming_binary(tmp_path: Path) -> None:
     run.edit({G + "a.md": b"# A\n\xff\xfe\n"})
     run.edit({G + "a.md": "# A\n"})
     assert run.updated == 3
+
+
+def test_flat_layout_with_users_and_unsaved_pages(tmp_path: Path) -> None:
+    """The knowledge folder is the project's root (flat layout, a users folder): an unsaved
+    page is added and typed into while pages on disk read its heading, a user's page and a
+    file beside the pages."""
+    proj = Project(tmp_path / "p")
+    proj.write(
+        {
+            "knowl.toml": 'knowledge_dir = "."\n[knowledge]\nlayout = "flat"\n'
+            'users_dir = "people"\n',
+            "_index.md": "# Home\n\n[[docs/b#Later]] [x](docs/b.md#later) [[new#H]] "
+            "[y](people/u1/mine.md) [z](src/app.py)\n",
+            "docs/b.md": "# B\n",
+            "people/u1/mine.md": "# Mine\n",
+            "src/app.py": "x = 1\n",
+        }
+    ).commit("start")
+    workspace = Workspace(proj.root)
+    workspace_same(workspace)
+    for path, text in (
+        ("new.md", "# New\n"),
+        ("new.md", "# New\n\n## H\n"),
+        ("docs/b.md", "# B\n\n## Later\n"),
+        ("people/u1/mine.md", "# Mine\n\n[[new]]\n"),
+        ("new.md", "# New\n"),
+    ):
+        workspace.open(path, text)
+        workspace_same(workspace)
