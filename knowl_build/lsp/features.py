@@ -118,6 +118,8 @@ def complete(
     elif match := WIKI_PAGE.search(before):
         for candidate in _visible(ws, page):
             _page_item(ws, candidate, match.group(1), add)
+            if len(items) >= MAX_ITEMS:  # the list is cut there (the client asks again)
+                break
     elif page is not None and (match := MD_TARGET.search(before)):
         _complete_path(ws, page, match.group(1), add)
     elif match := DIRECTIVE.search(before):

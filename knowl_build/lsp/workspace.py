@@ -34,13 +34,14 @@ from knowl_build.core.config import Config
 from knowl_build.core.diagnostics import Diagnostic
 from knowl_build.core.model import Entity, Page
 from knowl_build.parse.text import decode
-from knowl_build.pipeline.analysis import HISTORY_CACHE, Analysis, analyse
+from knowl_build.pipeline.analysis import HISTORY_CACHE, Analysis
 from knowl_build.pipeline.cache import CachePlace, ParseCache
 from knowl_build.pipeline.discover import excluded_by
 from knowl_build.pipeline.inputs import Inputs, read_inputs
 from knowl_build.pipeline.pages import parse_cache_key
 from knowl_build.pipeline.recheck import LEDGER_CACHE, load_ledger
 from knowl_build.pipeline.session import Session
+from knowl_build.pipeline.stages import parsing, resolution
 from knowl_build.support import clock
 from knowl_build.support.trust import machine_key
 
@@ -74,6 +75,7 @@ class Workspace:
         self._lock = threading.Lock()
         self.caches = _private_caches(self.root)
         self._session: Session | None = None  # the analysis kept between edits
+        self._by_path: tuple[Analysis, dict[str, Page]] | None = None
         self._pages: ParseCache | None = None
 
     # Paths -------------------------------------------------------------------------------
@@ -169,21 +171,20 @@ class Workspace:
         return updated.analysis
 
     def analyse_moved(self, old: str, new: str) -> Analysis:
-        """The project analysed as if the page at `old` were at `new` (what a rename would
-        make of it), the buffers over the files; nothing is kept."""
+        """The project as if the page at `old` were at `new` (what a rename would make of it),
+        the buffers over the files, parsed and indexed: what its links resolve to, no rule
+        run (a rename asks only which links break); nothing is kept."""
         with self._lock:
             inputs = self._overlaid(self._base())
             pages = {new if path == old else path: entry for path, entry in inputs.pages.items()}
             listed = sorted(new if path == old else path for path in inputs.discovery.pages)
             discovery = dataclasses.replace(inputs.discovery, pages=listed)
             moved = Inputs(discovery, pages, inputs.semantics)
-            return analyse(
-                self.root,
-                self.config,
-                inputs=moved,
-                caches=self.caches,
-                parse_cache=self._parse_cache(),
+            project = parsing.parse_project(
+                self.config, moved, self.caches, cache=self._parse_cache()
             )
+            index = resolution.page_index(self.root, self.config, discovery, project.pages)
+            return Analysis(self.root, self.config, discovery, project.layer, project.pages, index)
 
     def _parse_cache(self) -> ParseCache:
         """The session's parse cache, for the configuration as it is now."""
@@ -261,7 +262,10 @@ class Workspace:
         analysis = self.analysis
         if analysis is None:
             return None
-        return next((p for p in analysis.pages if p.path == path), None)
+        by_path = self._by_path
+        if by_path is None or by_path[0] is not analysis:  # one table per analysis
+            by_path = self._by_path = (analysis, {p.path: p for p in analysis.pages})
+        return by_path[1].get(path)
 
     def entity(self, name: str) -> Entity | None:
         analysis = self.analysis

@@ -37,13 +37,7 @@ def resolve_project(
     """The page index (every reference resolvable), the git facts and each page's
     freshness (with `recheck`, of the pages it checks once it knows the git facts: the
     others' findings are reused): the rules' context."""
-    index = PageIndex.build(
-        parsed.pages,
-        discovery.other_files,
-        config.layout,
-        config.link_resolution,
-        link_settings(root, config, discovery),
-    )
+    index = page_index(root, config, discovery, parsed.pages)
     text_pages = parsed.text_pages
     facts = gather_git_facts(
         root,
@@ -66,6 +60,17 @@ def resolve_project(
     if recheck is not None and recheck.settle(facts) is not None:
         assessed = recheck.checked(text_pages)
     return Resolved(index, facts, context, assess(context, assessed))
+
+
+def page_index(root: Path, config: Config, discovery: Discovery, pages: list[Page]) -> PageIndex:
+    """Every page and file by the names references resolve by."""
+    return PageIndex.build(
+        pages,
+        discovery.other_files,
+        config.layout,
+        config.link_resolution,
+        link_settings(root, config, discovery),
+    )
 
 
 def analyse(state: BuildState) -> None:
