@@ -11,6 +11,7 @@ from pathlib import Path
 from knowl_build.core.config import Config
 from knowl_build.core.diagnostics import Diagnostic
 from knowl_build.lsp.workspace import Workspace
+from knowl_build.pipeline import session as session_module
 from knowl_build.pipeline.analysis import analyse
 from knowl_build.pipeline.cache import ParseCache, cache_place
 from knowl_build.pipeline.inputs import Inputs, read_inputs
@@ -281,3 +282,128 @@ def test_flat_layout_with_users_and_unsaved_pages(tmp_path: Path) -> None:
     ):
         workspace.open(path, text)
         workspace_same(workspace)
+
+
+def test_an_affected_path_outside_the_knowledge_folder_changes_in_the_working_tree(
+    tmp_path: Path,
+) -> None:
+    """KB204 compares an affected path in the working tree with `source_commit`: the file
+    edited (no page, no semantic file, HEAD where it was), then a body edit of another page.
+    The session keeps the last run's git facts, in which the file had not changed."""
+    run = Run(tmp_path, {"src/app.py": "x = 1\n", G + "b.md": "# B\n"})
+    base = run.proj.run_git("rev-parse", "HEAD").strip()
+    run.edit({G + "a.md": f"---\nsource_commit: {base}\naffected_paths: [src/app.py]\n---\n# A\n"})
+    run.proj.write({"src/app.py": "x = 2\n"})
+    run.edit({G + "b.md": "# B\n\nedited\n"})
+
+
+def test_an_affected_page_is_edited(tmp_path: Path) -> None:
+    """A page says a change to another page affects it; that page is edited and saved: the
+    session keeps the git facts in which the affected page had not changed."""
+    run = Run(tmp_path, {G + "c.md": "# C\n"})
+    base = run.proj.run_git("rev-parse", "HEAD").strip()
+    run.edit({G + "a.md": f"---\nsource_commit: {base}\naffected_paths: [{G}c.md]\n---\n# A\n"})
+    run.edit({G + "c.md": "# C\n\nedited\n"})
+
+
+def test_a_file_outside_the_knowledge_folder_appears_and_the_linking_page_is_edited(
+    tmp_path: Path,
+) -> None:
+    """A Markdown link to `../../README.md`, missing at the start; the file is created (outside
+    the knowledge folder: no input changes), then the linking page is edited. The index the
+    session carries on keeps its lookups on disk (`LinkSettings.asked`), made at the start."""
+    run = Run(tmp_path, {G + "a.md": "# A\n\n[readme](../../README.md)\n", G + "b.md": "# B\n"})
+    run.proj.write({"README.md": "# Readme\n"})
+    run.edit({G + "a.md": "# A\n\n[readme](../../README.md)\n\nedited\n"})
+
+
+def test_a_file_outside_the_knowledge_folder_goes_while_another_page_is_edited(
+    tmp_path: Path,
+) -> None:
+    """The linked file is removed, then a page that does not link it is edited: the linking
+    page's findings come from the ledger, which `knowl check` holds to its memo of the
+    lookups (`pipeline.memos`) and the session does not."""
+    run = Run(
+        tmp_path,
+        {"README.md": "# R\n", G + "a.md": "# A\n\n[r](../../README.md)\n", G + "b.md": "# B\n"},
+    )
+    (run.proj.root / "README.md").unlink()
+    run.edit({G + "b.md": "# B\n\nedited\n"})
+
+
+def test_a_keystroke_keeps_the_other_pages_in_the_parse_cache(tmp_path: Path) -> None:
+    """After one keystroke the resident parse cache (and its file) should still hold every
+    unchanged page: the next new session (a commit, a new page) parses only what changed.
+    `Session.update` parses the edited page alone, so `used` holds only it, and `save` finds
+    most entries stale and rewrites the cache with the edited page alone."""
+    run = Run(tmp_path, {G + f"p{i}.md": f"# P{i}\n" for i in range(10)})
+    digests = {path: digest for path, (_, digest) in run.inputs().pages.items()}
+    run.edit({G + "p0.md": "# P0\n\nmore\n"})
+    assert run.updated == 1
+    on_disk = ParseCache(run.caches.folder, run.cache.key, machine=run.caches.key)
+    kept = [path for path, digest in digests.items() if digest in on_disk.entries]
+    assert len(kept) >= 9, kept
+
+
+def test_an_explicit_configuration_file_changes(tmp_path: Path) -> None:
+    """The server started with `--config conf/knowl.toml`: an edit of that file should be read
+    anew, as one of `knowl.toml` is; `Workspace._reload_if_changed` stamps only the root's
+    `knowl.toml` and `pyproject.toml`, so the session carries on with the old rules."""
+    proj = Project(tmp_path / "p")
+    proj.write(
+        {G + "a.md": "# A\n\n[[missing]]\n", "conf/knowl.toml": "[rules]\nKB103 = 'error'\n"}
+    ).commit("start")
+    workspace = Workspace(proj.root, proj.root / "conf" / "knowl.toml")
+    workspace_same(workspace)
+    proj.write({"conf/knowl.toml": "[rules]\nKB103 = 'off'\n"})
+    workspace.open(G + "a.md", "# A\n\n[[missing]]\n\ntyped\n")
+    workspace.refresh()
+    assert workspace.analysis is not None
+    assert not [d for d in workspace.analysis.diagnostics if d.code == "KB103"]
+
+
+def test_typing_markdown_links_out_of_the_knowledge_folder_keeps_memory_bounded(
+    tmp_path: Path,
+) -> None:
+    """Typing a Markdown link to a file outside the knowledge folder asks the disk for each
+    prefix typed; the session's index carries its `LinkSettings.asked` (one `ProjectFiles`)
+    from update to update and the ledger's `linked` takes it all in, so both grow with every
+    keystroke until a new session, whatever the pages link now."""
+    run = Run(tmp_path, {G + "a.md": "# A\n", G + "b.md": "# B\n"})
+    session = run.session
+    for i in range(200):
+        run.proj.write({G + "a.md": f"# A\n\n[x](../../{'r' * (i % 50)}{i})\n"})
+        session = session.update(run.inputs(), run.today) or session
+    ledger = session.analysis.ledger
+    assert ledger is not None
+    asked = session.resolved.index.link_settings.asked
+    # A new session starts past MAX_LOOKUPS: what is kept stays bounded.
+    assert len(asked) <= session_module.MAX_LOOKUPS + 2
+    assert len(ledger.linked) <= session_module.MAX_LOOKUPS + 2
+
+
+def test_the_editor_shows_a_stale_link_to_a_file_outside_the_knowledge_folder(
+    tmp_path: Path,
+) -> None:
+    """Through the Workspace: README.md is created beside the knowledge folder (the polled
+    stamp covers only the knowledge and semantic folders), then the linking page is typed
+    into: KB103 stays."""
+    proj = Project(tmp_path / "p")
+    proj.write({G + "a.md": "# A\n\n[r](../../README.md)\n"}).commit("start")
+    workspace = Workspace(proj.root)
+    workspace_same(workspace)
+    proj.write({"README.md": "# R\n"})
+    workspace.open(G + "a.md", "# A\n\n[r](../../README.md)\n\ntyped\n")
+    workspace_same(workspace)
+
+
+def test_a_buffer_with_a_lone_surrogate(tmp_path: Path) -> None:
+    """JSON lets the client send `\\ud800` in a buffer's text; `Workspace._overlaid` encodes
+    it with `text.encode("utf-8")`, which raises: every analysis fails (the server says "the
+    analysis failed") until the buffer changes, and no page's findings are published."""
+    proj = Project(tmp_path / "p")
+    proj.write({G + "a.md": "# A\n", G + "b.md": "# B\n\n[[missing]]\n"}).commit("start")
+    workspace = Workspace(proj.root)
+    workspace_same(workspace)
+    workspace.open(G + "a.md", "# A\ud800\n")
+    workspace_same(workspace)

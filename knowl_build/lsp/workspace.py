@@ -209,12 +209,18 @@ class Workspace:
                 folders.add(str(self.root / os.path.dirname(path)))
         for folder in sorted(folders):
             _tree_stamp(folder, found)
-        state = (*(_stamp(self.root / name) for name in CONFIG_FILES), _head(self.root))
-        return hash((tuple(found), state))
+        return hash((tuple(found), self._configuration_state()))
+
+    def _configuration_state(self) -> tuple[object, ...]:
+        """The configuration files' stamps (the root's, and `--config`'s) and git's HEAD."""
+        files = [self.root / name for name in CONFIG_FILES]
+        if self.config_file is not None:
+            files.append(self.config_file)
+        return (*(_stamp(path) for path in files), _head(self.root))
 
     def _reload_if_changed(self) -> None:
         """A changed configuration or git HEAD (a commit, a checkout) is read anew."""
-        state = (*(_stamp(self.root / name) for name in CONFIG_FILES), _head(self.root))
+        state = self._configuration_state()
         if self._state is not None and state != self._state:
             self.config = load_config(self.root, self.config_file)
             self._inputs = None
@@ -232,7 +238,9 @@ class Workspace:
         added: list[str] = []
         # A copy: the server's thread opens and closes buffers while this one analyses.
         for path, text in list(self.buffers.items()):
-            data = text.encode("utf-8")
+            # A lone surrogate (JSON can send one) is kept as the bytes it would be: the page
+            # is then no UTF-8, as a file of those bytes would be.
+            data = text.encode("utf-8", "surrogatepass")
             entry = (data, hashlib.sha256(data).hexdigest())
             if path in pages:
                 pages[path] = entry

@@ -18,14 +18,20 @@ from pathlib import Path
 
 from knowl_build.core.config import Config
 from knowl_build.core.model import Page
+from knowl_build.history.log import GitHistory
 from knowl_build.pipeline.cache import CachePlace, ParseCache
 from knowl_build.pipeline.inputs import Inputs
+from knowl_build.pipeline.linked import answers
 from knowl_build.pipeline.pages import parse_pages
 from knowl_build.pipeline.recheck import Ledger, Recheck, names_of
 from knowl_build.pipeline.stages import findings, parsing, resolution
 from knowl_build.pipeline.stages.values import Analysis, ParsedProject, Resolved
 from knowl_build.rules.freshness import assess
 from knowl_build.support import clock
+
+# Past this many lookups on disk (Markdown links typed towards files outside the knowledge
+# folder ask for each prefix), a new session starts with none.
+MAX_LOOKUPS = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +108,12 @@ class Session:
         if not changed:
             return self
         ledger = self.analysis.ledger
-        if ledger is None:
+        if ledger is None or not self._outside_as_it_was(inputs, ledger):
             return None
         edited = Inputs(inputs.discovery, {path: inputs.pages[path] for path in changed})
         pages, found = parse_pages(edited, self.config, self.parse_cache)
+        # The other pages are this run's too: the cache keeps them (and them decoded).
+        self.parse_cache.used.update(digest for _, digest in inputs.pages.values())
         self.parse_cache.save()
         new = {page.path: page for page in pages}
         old = {page.path: page for page in self.project.pages if page.path in changed}
@@ -134,6 +142,31 @@ class Session:
             return None
         analysis.ledger = recheck.ledger
         return replace(self, inputs=inputs, project=project, resolved=resolved, analysis=analysis)
+
+    def _outside_as_it_was(self, inputs: Inputs, ledger: Ledger) -> bool:
+        """Whether what the findings read outside the inputs is as the session saw it: the
+        files outside the knowledge folder Markdown links name (created or removed since,
+        they answer otherwise: a new session looks them up again), and which of the paths
+        pages say a change affects differ from their `source_commit` (the working tree, or a
+        page, may have changed them)."""
+        asked = {**ledger.linked, **self.resolved.index.link_settings.asked}
+        if len(asked) > MAX_LOOKUPS or answers(self.root, asked) != asked:
+            return False
+        facts = self.resolved.facts
+        git = inputs.discovery.git
+        if facts is None or git is None or not facts.reachable:
+            return True
+        pairs = {
+            (full, item.value)
+            for page in self.project.text_pages
+            if (full := facts.reachable.get(page.parsed.fields.source_commit or "")) is not None
+            for item in page.parsed.fields.affected_paths
+        }
+        reader = GitHistory(git)
+        try:
+            return reader.head_paths_differ(pairs, git.toplevel) == facts.changed_paths
+        finally:
+            reader.close()
 
     def _resolved(self, project: ParsedProject, new: dict[str, Page], recheck: Recheck) -> Resolved:
         """The index with the edited pages in place of what they were, the same git facts, a
