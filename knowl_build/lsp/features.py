@@ -36,7 +36,10 @@ VALUES = {
     "provenance": vocabulary.PROVENANCES,
     "frozen": ("true", "false"),
 }
-MAX_ITEMS = 500  # completions and symbols per answer (the list says when it is cut)
+MAX_ITEMS = 500  # symbols per answer
+# Completions per answer: the list says it is incomplete, so the client asks again as the
+# name typed grows (each item made costs; 200 fill any menu).
+MAX_COMPLETIONS = 200
 
 Uri = Callable[[str], str]  # a project-relative path to its URI
 
@@ -118,7 +121,7 @@ def complete(
     elif match := WIKI_PAGE.search(before):
         for candidate in _visible(ws, page):
             _page_item(ws, candidate, match.group(1), add)
-            if len(items) >= MAX_ITEMS:  # the list is cut there (the client asks again)
+            if len(items) >= MAX_COMPLETIONS:  # the list is cut there
                 break
     elif page is not None and (match := MD_TARGET.search(before)):
         _complete_path(ws, page, match.group(1), add)
@@ -126,7 +129,7 @@ def complete(
         for entity in _entities(ws):
             _entity_item(entity, match.group(1), add)
     # Incomplete: the candidates were filtered by what was typed, so the client asks again.
-    return types.CompletionList(is_incomplete=True, items=items[:MAX_ITEMS])
+    return types.CompletionList(is_incomplete=True, items=items[:MAX_COMPLETIONS])
 
 
 def _complete_anchor(target: Page | None, typed: str, add: Callable[..., None]) -> None:

@@ -42,7 +42,7 @@ from knowl_build.pipeline.pages import parse_cache_key
 from knowl_build.pipeline.recheck import LEDGER_CACHE, load_ledger
 from knowl_build.pipeline.session import Session
 from knowl_build.pipeline.stages import parsing, resolution
-from knowl_build.support import clock
+from knowl_build.support import clock, process
 from knowl_build.support.trust import machine_key
 
 # The cache files copied from the project's `.knowl/cache/` (the parse cache, the replay, the
@@ -124,6 +124,7 @@ class Workspace:
 
     # The analysis ------------------------------------------------------------------------
 
+    @process.held()  # no cyclic collection while it reads and allocates
     def refresh(self) -> dict[str, list[Diagnostic]]:
         """Analyse the project with the buffers over its files; the findings by path of
         every file whose findings changed since the last analysis (an empty list clears)."""

@@ -27,7 +27,7 @@ from knowl_build.pipeline.recheck import Ledger, Recheck, names_of
 from knowl_build.pipeline.stages import findings, parsing, resolution
 from knowl_build.pipeline.stages.values import Analysis, ParsedProject, Resolved
 from knowl_build.rules.freshness import assess
-from knowl_build.support import clock
+from knowl_build.support import clock, process
 
 # Past this many lookups on disk (Markdown links typed towards files outside the knowledge
 # folder ask for each prefix), a new session starts with none.
@@ -49,6 +49,7 @@ class Session:
     analysis: Analysis
 
     @classmethod
+    @process.held()  # no cyclic collection while it allocates (the server's collector is on)
     def start(
         cls,
         root: Path,
@@ -91,6 +92,7 @@ class Session:
             analysis,
         )
 
+    @process.held()
     def update(self, inputs: Inputs, today: dt.date | None = None) -> Session | None:
         """The session after an edit: `inputs` as they are now (same configuration) on `today`
         (default: the session's day). None when more than pages' bytes changed, or a changed
