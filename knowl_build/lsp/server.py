@@ -27,7 +27,7 @@ from knowl_build.secrets.scanner import redact
 # date by the session, an analysis after a keystroke costs about 50 ms at 10,000 pages, so a
 # wait shorter than the gap between two keystrokes keeps the diagnostics of the last one
 # within about 100 ms of it.
-DEBOUNCE_SECONDS = 0.03
+DEBOUNCE_SECONDS = 0.02
 READY_SECONDS = 60.0  # a request before the first analysis waits this long for it
 POLL_SECONDS = 2.0  # how often the disk is looked at for a client that reports no changes
 WATCHED = ("**/*.md", "**/*.yml", "**/*.yaml", "**/knowl.toml", "**/pyproject.toml", "**/.git/HEAD")
