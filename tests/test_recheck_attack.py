@@ -6,7 +6,6 @@ used. Each case edits a project between checks and compares `check` (caches) wit
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,6 +14,7 @@ from knowl_build.pipeline import recheck, stats
 from knowl_build.pipeline.check import check
 from knowl_build.pipeline.recheck import LEDGER_CACHE
 from tests.helpers import Project
+from tests.test_recheck import planned
 
 
 def shown(root: Path, config: Config, use_cache: bool) -> list[dict[str, object]]:
@@ -25,20 +25,6 @@ def shown(root: Path, config: Config, use_cache: bool) -> list[dict[str, object]
 def same(root: Path, config: Config) -> None:
     cached = shown(root, config, True)
     assert cached == shown(root, config, False)
-
-
-def planned(monkeypatch: pytest.MonkeyPatch) -> list[recheck.Recheck]:
-    """Every run `Recheck.settle` plans from now on."""
-    runs: list[recheck.Recheck] = []
-    settle = recheck.Recheck.settle
-
-    def counted(run: recheck.Recheck, git: Any) -> set[str] | None:
-        only = settle(run, git)
-        runs.append(run)
-        return only
-
-    monkeypatch.setattr(recheck.Recheck, "settle", counted)
-    return runs
 
 
 @pytest.fixture(autouse=True)
@@ -314,11 +300,15 @@ def source(name: str, expr: str) -> str:
     )
 
 
-def test_a_file_outside_the_knowledge_folder_that_a_reused_page_links(tmp_path: Path) -> None:
+@pytest.mark.parametrize("edit_after", [True, False])
+def test_a_file_outside_the_knowledge_folder_that_a_reused_page_links(
+    tmp_path: Path, edit_after: bool
+) -> None:
     """A Markdown link to a file outside the knowledge folder is looked up on disk, and the
     answer kept (`asked`) so that a memo or ledger holds only while it is the same. A run that
-    reuses page a's findings does not look a's link up: the ledger (and memo) it leaves must
-    still know the answer a's findings depend on."""
+    reuses page a's findings does not look a's link up: the ledger it leaves (another page
+    edited after the file goes) and the memo (nothing else changes) must still know the
+    answer a's findings depend on."""
     proj = Project(tmp_path / "p")
     proj.write(
         {
@@ -331,26 +321,9 @@ def test_a_file_outside_the_knowledge_folder_that_a_reused_page_links(tmp_path: 
     proj.write({"knowledge/global/b.md": "# B\n\nedited\n"})
     same(proj.root, QUIET)  # a is reused
     proj.remove("README.md")
-    proj.write({"knowledge/global/b.md": "# B\n\nedited again\n"})
+    if edit_after:
+        proj.write({"knowledge/global/b.md": "# B\n\nedited again\n"})
     same(proj.root, QUIET)  # a's link is broken now
-
-
-def test_the_memo_after_a_partial_run_knows_the_outside_files(tmp_path: Path) -> None:
-    """As above, with nothing but the outside file changing after the partial run: the memo
-    that run wrote applies unless it kept a's lookup."""
-    proj = Project(tmp_path / "p")
-    proj.write(
-        {
-            "README.md": "readme\n",
-            "knowledge/global/a.md": "# A\n\nsee [readme](../../README.md)\n",
-            "knowledge/global/b.md": "# B\n",
-        }
-    ).commit("start")
-    same(proj.root, QUIET)
-    proj.write({"knowledge/global/b.md": "# B\n\nedited\n"})
-    same(proj.root, QUIET)
-    proj.remove("README.md")
-    same(proj.root, QUIET)
 
 
 def test_an_uncommitted_change_dated_now_against_a_validation_later_today(

@@ -24,7 +24,7 @@ from knowl_build.lsp.workspace import Workspace, project_root
 from knowl_build.secrets.scanner import redact
 
 # An edit is analysed once the buffers are this long without another change. Brought up to
-# date by the session, an analysis after a keystroke costs about 50 ms at 10,000 pages, so a
+# date by the session, an analysis after a keystroke costs about 40 ms at 10,000 pages, so a
 # wait shorter than the gap between two keystrokes keeps the diagnostics of the last one
 # within about 100 ms of it.
 DEBOUNCE_SECONDS = 0.02
