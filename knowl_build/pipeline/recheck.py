@@ -67,6 +67,9 @@ class Ledger:
     # What Markdown links' files outside the knowledge folder were, as the pages' checks
     # looked them up (a reused page's with the run that checked it): `pipeline.memos`.
     linked: dict[str, str] = field(default_factory=dict)
+    # The project-wide rules' findings of the run (kept in memory only: a session reuses
+    # them when no edited page changed what those rules read, `pipeline.session`).
+    governance: list[tuple[str, Finding]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -189,6 +192,9 @@ class Recheck:
     facts: dict[str, PageFacts] = field(default_factory=dict)  # of the pages checked
     ledger: Ledger | None = None
     sound: bool = True
+    # Set before the rules run: the governance findings to take instead of running it (a
+    # session's, when no edited page changed what governance reads); after: this run's.
+    governance: list[tuple[str, Finding]] | None = None
 
     def settle(self, git: GitFacts | None) -> set[str] | None:
         """The pages to check given the run's git facts (`only`): every page when the ledger
@@ -276,6 +282,7 @@ class Recheck:
         # loaded only while they answer the same).
         linked = {**self.previous.linked, **asked} if self.previous is not None else dict(asked)
         self.ledger = Ledger(self.rest, self.names, self.history, spent, pages, linked)
+        self.ledger.governance = self.governance
 
     def _reused(self, path: str, digest: str) -> PageFacts:
         """A page this run did not check: unchanged, or one no per-page rule looks at (not

@@ -130,6 +130,8 @@ class Session:
         recheck = Recheck(self.rest, project.pages, digests, ledger)
         if recheck.settle_edit(self.resolved.facts, set(new)) is None:
             return None
+        if all(_governed(old[path]) == _governed(page) for path, page in new.items()):
+            recheck.governance = ledger.governance  # what governance reads is as it was
         resolved = self._resolved(project, new, recheck)
         analysis = findings.check_project(
             self.root,
@@ -190,6 +192,15 @@ def _same_face(old: Page, new: Page) -> bool:
     return before.source_commit == after.source_commit and [
         item.value for item in before.affected_paths
     ] == [item.value for item in after.affected_paths]
+
+
+def _governed(page: Page) -> tuple[object, ...]:
+    """What the project-wide rules read of a page beyond its names (`rules.governance`): its
+    status, successor and conflict claim, where they are written, whether it is text."""
+    fields = page.parsed.fields
+    anchors = fields.anchors
+    places = tuple(anchors.get(key) for key in ("status", "superseded_by", "conflict"))
+    return (page.parsed.text_ok, fields.status, fields.superseded_by, fields.conflict, places)
 
 
 def _head(inputs: Inputs) -> str | None:

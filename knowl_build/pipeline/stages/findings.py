@@ -96,7 +96,13 @@ def rule_findings(
         found.extend(check_freshness(context, resolved.assessments))
     else:
         found.extend(recheck.page_findings(context, resolved.assessments))
-    found.extend(check_governance(context))
+    if recheck is not None and recheck.governance is not None:
+        found.extend(recheck.governance)
+    else:
+        governance = list(check_governance(context))
+        found.extend(governance)
+        if recheck is not None:
+            recheck.governance = governance
     if recheck is not None:
         recheck.finish(context.hint_budget, context.index.link_settings.asked)
     if discovery.git is None:
