@@ -24,7 +24,7 @@ from knowl_build.pipeline.stages.parsing import load_layer as load_layer
 from knowl_build.pipeline.stages.resolution import HISTORY_CACHE as HISTORY_CACHE
 from knowl_build.pipeline.stages.resolution import gather_git_facts as gather_git_facts
 from knowl_build.pipeline.stages.values import Analysis as Analysis
-from knowl_build.pipeline.stages.values import Parsed
+from knowl_build.pipeline.stages.values import Parsed, ParsedProject, Resolved
 from knowl_build.support import clock, process
 
 
@@ -62,8 +62,39 @@ def analyse(
     project = parsing.parse_project(
         config, inputs, caches, use_cache=use_cache, parsed=parsed, cache=parse_cache
     )
-    discovery = inputs.discovery
     today = today or clock.today()
+    _, analysis = resolve_and_check(
+        root,
+        config,
+        inputs,
+        project,
+        caches,
+        today,
+        ledger=ledger,
+        rest=rest,
+        use_cache=use_cache,
+        check_urls=check_urls,
+    )
+    return analysis
+
+
+def resolve_and_check(
+    root: Path,
+    config: Config,
+    inputs: Inputs,
+    project: ParsedProject,
+    caches: CachePlace,
+    today: dt.date,
+    *,
+    ledger: Ledger | None = None,
+    rest: str | None = None,
+    use_cache: bool = True,
+    check_urls: bool = False,
+) -> tuple[Resolved, Analysis]:
+    """The analyse and check stages over the parsed project (`analyse`'s `ledger` and `rest`):
+    the rules' context and the analysis, whose `ledger` is this run's. A run whose reused
+    hints may not be a whole run's (`Recheck.sound`) is made again checking every page."""
+    discovery = inputs.discovery
     digests = {path: digest for path, (_, digest) in inputs.pages.items()}
     previous = ledger if rest is not None and ledger is not None and ledger.rest == rest else None
     while True:
@@ -86,4 +117,4 @@ def analyse(
             break
         previous = None  # the reused hints may not be a whole run's: check every page
     analysis.ledger = recheck.ledger if recheck is not None else None
-    return analysis
+    return resolved, analysis

@@ -216,9 +216,7 @@ class Recheck:
         ):
             self.previous = self.only = None
             return None
-        changed = {p for p, digest in self.digests.items() if previous.pages[p].digest != digest}
-        self.only = changed | previous.readers(changed) | previous.volatile()
-        return self.only
+        return self._plan(previous, set(self.digests))
 
     def settle_edit(self, git: GitFacts | None, edited: set[str]) -> set[str] | None:
         """`settle` for a session's edit (`pipeline.session`): the caller knows that only the
@@ -233,7 +231,12 @@ class Recheck:
         self.digests = {path: facts.digest for path, facts in previous.pages.items()}
         for path, page in pages.items():
             self.digests[path] = f"{self.content[path]} {_git_of(git, page)}"
-        changed = {path for path in pages if previous.pages[path].digest != self.digests[path]}
+        return self._plan(previous, set(pages))
+
+    def _plan(self, previous: Ledger, candidates: set[str]) -> set[str]:
+        """`only`: the candidates whose digest is not the ledger's, the pages that read them,
+        and the pages whose findings read the moment of the run."""
+        changed = {p for p in candidates if previous.pages[p].digest != self.digests[p]}
         self.only = changed | previous.readers(changed) | previous.volatile()
         return self.only
 

@@ -19,12 +19,13 @@ from pathlib import Path
 from knowl_build.core.config import Config
 from knowl_build.core.model import Page
 from knowl_build.history.log import GitHistory
+from knowl_build.pipeline.analysis import resolve_and_check
 from knowl_build.pipeline.cache import CachePlace, ParseCache
 from knowl_build.pipeline.inputs import Inputs
 from knowl_build.pipeline.linked import answers
 from knowl_build.pipeline.pages import parse_pages
 from knowl_build.pipeline.recheck import Ledger, Recheck, names_of
-from knowl_build.pipeline.stages import findings, parsing, resolution
+from knowl_build.pipeline.stages import findings, parsing
 from knowl_build.pipeline.stages.values import Analysis, ParsedProject, Resolved
 from knowl_build.rules.freshness import assess
 from knowl_build.support import clock, process
@@ -62,22 +63,10 @@ class Session:
     ) -> Session:
         """A whole analysis of `inputs` (reusing `ledger` where it applies)."""
         rest = inputs.fingerprint(config, today, pages=False)
-        previous = ledger if ledger is not None and ledger.rest == rest else None
         project = parsing.parse_project(config, inputs, caches, cache=parse_cache)
-        digests = {path: digest for path, (_, digest) in inputs.pages.items()}
-        discovery = inputs.discovery
-        while True:
-            recheck = Recheck(rest, project.pages, digests, previous)
-            resolved = resolution.resolve_project(
-                root, config, discovery, project, caches, today, recheck
-            )
-            analysis = findings.check_project(
-                root, config, discovery, project, resolved, caches, recheck=recheck
-            )
-            if recheck.sound or recheck.previous is None:
-                break
-            previous = None  # the reused hints may not be a whole run's: check every page
-        analysis.ledger = recheck.ledger
+        resolved, analysis = resolve_and_check(
+            root, config, inputs, project, caches, today, ledger=ledger, rest=rest
+        )
         return cls(
             root,
             config,
