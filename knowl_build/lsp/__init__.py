@@ -8,7 +8,7 @@ and symbols; `renaming` and `actions` make workspace edits (never a write: the c
 them); `server` speaks the protocol through pygls, the optional `lsp` extra.
 
 The analysis of unsaved buffers is an application-layer operation that lives here until
-`app/` has one (issue 27): then this package is a front end like `cli/` and `mcp_server/`.
+`app/` has one: then this package is a front end like `cli/` and `mcp_server/`.
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def _rebound(ws: Workspace, path: str) -> str | None:
     (and each measure in `sl_refs`) the live one, `freshness` fresh, a draft active.
 
     `writes.governance.review` makes the same edits on the file; it should offer them on a
-    text, and this copy go (issue 27)."""
+    text, and this copy go."""
     page, analysis, text = ws.page(path), ws.analysis, ws.text(path)
     if page is None or analysis is None or text is None or page.parsed.fields.frozen:
         return None

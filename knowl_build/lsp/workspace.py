@@ -13,7 +13,7 @@ page is parsed, and only the pages the edit can change are checked again, by the
 page decoded once a session).
 
 This module stands in for an application-layer operation ("analyse with buffers") until
-`app/` has one: it should move there (issue 27)."""
+`app/` has one: it should move there."""
 
 from __future__ import annotations
 
